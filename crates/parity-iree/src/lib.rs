@@ -1,0 +1,1 @@
+//! In-process IREE compiler and runtime for parity, with a compiled-artifact cache.

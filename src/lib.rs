@@ -1,0 +1,1 @@
+//! parity: differential parity testing of IREE-compiled models against an oracle.
