@@ -1,1 +1,9 @@
 //! parity: differential parity testing of IREE-compiled models against an oracle.
+//!
+//! `run` executes a stage graph (parsed by `parity_spec`) on IREE
+//! (`parity_iree`) and compares every output (`parity_compare`) into a
+//! [`run::record::RunRecord`]; `report` renders that record.
+
+pub mod cli;
+pub mod report;
+pub mod run;

@@ -1,0 +1,61 @@
+//! Command-line parsing and dispatch. Each subcommand lives in its own file
+//! and only calls the library.
+
+mod check;
+mod compare;
+mod report;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code: everything passed.
+pub const EXIT_PASS: i32 = 0;
+/// Exit code: a parity failure (some output is outside its tolerance).
+pub const EXIT_FAIL: i32 = 1;
+/// Exit code: invalid input or spec (malformed file, missing tensor, bad mask...).
+pub const EXIT_INPUT: i32 = 2;
+/// Exit code: an execution failure (IREE compile, load or runtime error).
+pub const EXIT_EXECUTION: i32 = 3;
+
+/// Differential parity testing of IREE-compiled models against an oracle.
+///
+/// Exit codes: 0 all pass, 1 parity failure, 2 invalid input or spec,
+/// 3 execution failure (IREE compile or runtime).
+#[derive(Parser, Debug)]
+#[command(name = "parity", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run every stage of a stages.yaml on IREE and compare with the oracle.
+    Check(check::CheckArgs),
+    /// Compare two tensors from npy / npz / safetensors files.
+    Compare(compare::CompareArgs),
+    /// Re-render a saved JSON run record (table, JUnit) without running anything.
+    Report(report::ReportArgs),
+}
+
+/// Parses the command line, runs the subcommand, and returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_INPUT } else { EXIT_PASS };
+        }
+    };
+    let result = match cli.command {
+        Command::Check(args) => check::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Report(args) => report::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("parity: error: {e:#}");
+            EXIT_INPUT
+        }
+    }
+}

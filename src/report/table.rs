@@ -1,0 +1,171 @@
+//! The terminal table: one row per stage output and mode, then a closing line
+//! naming the first divergence.
+
+use crate::run::record::{OutputRecord, RunRecord, StageRecord, Status};
+use comfy_table::{presets, Cell, Color, ContentArrangement, Table};
+
+/// Whether to colour the status column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Colour {
+    /// ANSI colours.
+    On,
+    /// Plain text (NO_COLOR, pipes, files).
+    Off,
+}
+
+impl Colour {
+    /// Colour when stdout is a terminal and NO_COLOR is unset or empty
+    /// (https://no-color.org).
+    pub fn detect() -> Colour {
+        use std::io::IsTerminal;
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        if !no_color && std::io::stdout().is_terminal() {
+            Colour::On
+        } else {
+            Colour::Off
+        }
+    }
+}
+
+fn status_cell(status: Status, colour: Colour) -> Cell {
+    let cell = Cell::new(status.name().to_uppercase());
+    match (colour, status) {
+        (Colour::Off, _) => cell,
+        (Colour::On, Status::Pass) => cell.fg(Color::Green),
+        (Colour::On, Status::Fail) => cell.fg(Color::Red),
+        (Colour::On, Status::Error) => cell.fg(Color::Magenta),
+        (Colour::On, Status::Skipped) => cell.fg(Color::Yellow),
+    }
+}
+
+/// Formats a float compactly: 0, or 3 significant digits in e-notation.
+pub fn num(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x.is_nan() {
+        "NaN".into()
+    } else if (1e-3..1e4).contains(&x.abs()) {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
+/// Failed criteria of an output as `name>=min_passing` hints.
+fn failed_criteria(out: &OutputRecord) -> String {
+    out.criteria
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| {
+            let name = match &c.criterion {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Object(m) => m.keys().next().cloned().unwrap_or_default(),
+                other => other.to_string(),
+            };
+            format!("{name} {} > {} (passes at {})", num(c.observed), num(c.threshold), num(c.min_passing))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
+    if s.outputs.is_empty() {
+        table.add_row(vec![
+            Cell::new(&s.name),
+            Cell::new(&s.case),
+            Cell::new(s.mode.name()),
+            Cell::new("-"),
+            status_cell(s.status, colour),
+            Cell::new(""),
+            Cell::new(""),
+            Cell::new(""),
+            Cell::new(""),
+            Cell::new(s.error.as_deref().unwrap_or("")),
+        ]);
+        return;
+    }
+    for out in &s.outputs {
+        let (max_abs, rms, ulp, mism) = match &out.metrics {
+            Some(m) => (
+                num(m.max_abs),
+                num(m.rms),
+                m.max_ulp.to_string(),
+                format!("{}/{}", m.mismatches, m.count),
+            ),
+            None => Default::default(),
+        };
+        let note = match out.status {
+            Status::Error => out.error.clone().unwrap_or_default(),
+            _ => failed_criteria(out),
+        };
+        table.add_row(vec![
+            Cell::new(&s.name),
+            Cell::new(&s.case),
+            Cell::new(s.mode.name()),
+            Cell::new(&out.name),
+            status_cell(out.status, colour),
+            Cell::new(max_abs),
+            Cell::new(rms),
+            Cell::new(ulp),
+            Cell::new(mism),
+            Cell::new(note),
+        ]);
+    }
+}
+
+/// Renders the table and the closing lines.
+pub fn render(record: &RunRecord, colour: Colour) -> String {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(vec![
+            "stage", "case", "mode", "output", "status", "max_abs", "rms", "max_ulp", "mismatch",
+            "failed criteria",
+        ]);
+    if colour == Colour::Off {
+        table.force_no_tty();
+    }
+    for s in &record.stages {
+        stage_rows(&mut table, s, colour);
+    }
+    let mut text = table.to_string();
+    text.push('\n');
+    for e in &record.errors {
+        text.push_str(&format!("error: {}\n", e.message));
+    }
+    text.push_str(&summary(record));
+    text
+}
+
+/// The closing lines: verdict, first divergence, chained divergences.
+pub fn summary(record: &RunRecord) -> String {
+    let count = |st: Status| record.stages.iter().filter(|s| s.status == st).count();
+    let mut text = format!(
+        "{}: {} stage runs, {} pass, {} fail, {} error, {} skipped in {:.2}s\n",
+        record.status.name().to_uppercase(),
+        record.stages.len(),
+        count(Status::Pass),
+        count(Status::Fail),
+        count(Status::Error),
+        count(Status::Skipped),
+        record.elapsed_s
+    );
+    match &record.first_divergence {
+        Some(d) => text.push_str(&format!(
+            "first divergence: stage `{}` output `{}` (case {}, {})\n",
+            d.stage,
+            d.output,
+            d.case,
+            d.mode.name()
+        )),
+        None => text.push_str("first divergence: none in isolated mode\n"),
+    }
+    for d in &record.chained_divergence {
+        text.push_str(&format!(
+            "chained: accumulated error first crosses tolerance at `{}` output `{}` (case {})\n",
+            d.stage, d.output, d.case
+        ));
+    }
+    text
+}
