@@ -1,7 +1,13 @@
 //! Dtypes, tensors, and the npy / npz / safetensors readers and writers parity uses.
 
 pub mod dtype;
+pub mod error;
+mod fsio;
+pub mod npy;
+mod npy_header;
 pub mod tensor;
 
 pub use dtype::{DType, UnknownDType};
+pub use error::TensorError;
+pub use npy::{parse_npy_bytes, read_npy, write_npy};
 pub use tensor::{checked_nbytes, checked_numel, decode_f64, ByteLengthMismatch, Tensor};

@@ -53,9 +53,9 @@ pub fn checked_nbytes(shape: &[usize], dtype: DType) -> Option<usize> {
 }
 
 fn expected_bytes(shape: &[usize], dtype: DType) -> u128 {
-    shape
-        .iter()
-        .fold(dtype.size() as u128, |acc, &d| acc.saturating_mul(d as u128))
+    shape.iter().fold(dtype.size() as u128, |acc, &d| {
+        acc.saturating_mul(d as u128)
+    })
 }
 
 impl Tensor {
@@ -94,7 +94,11 @@ impl Tensor {
                 expected: expected_bytes(&shape, dtype),
                 dtype,
                 shape,
-                actual: if in_range { len } else { map.len().saturating_sub(offset) },
+                actual: if in_range {
+                    len
+                } else {
+                    map.len().saturating_sub(offset)
+                },
             });
         }
         Ok(Tensor {
