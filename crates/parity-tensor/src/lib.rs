@@ -3,11 +3,16 @@
 pub mod dtype;
 pub mod error;
 mod fsio;
+mod json_unique;
 pub mod npy;
 mod npy_header;
+pub mod npz;
+pub mod safetensors;
 pub mod tensor;
 
 pub use dtype::{DType, UnknownDType};
 pub use error::TensorError;
 pub use npy::{parse_npy_bytes, read_npy, write_npy};
+pub use npz::{read_npz, write_npz, NpzArchive};
+pub use safetensors::{read_safetensors, write_safetensors, SafetensorsFile};
 pub use tensor::{checked_nbytes, checked_numel, decode_f64, ByteLengthMismatch, Tensor};

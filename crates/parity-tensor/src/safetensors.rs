@@ -1,0 +1,432 @@
+//! `.safetensors` files, parsed here (not via the `safetensors` crate) so that
+//! tensors borrow a shared memory map and every violation gets a parity error.
+//!
+//! Layout: an 8-byte little-endian header length N, N bytes of JSON, then the
+//! data region. Checks follow the format's rules: N at most 100 MB and inside
+//! the file; no duplicate names; each tensor's byte range matches its dtype and
+//! shape; the ranges tile the data region exactly (no gaps, no overlap, nothing left over).
+
+use crate::dtype::DType;
+use crate::error::TensorError;
+use crate::fsio::{map_file, write_all, write_atomic};
+use crate::json_unique::UniqueMap;
+use crate::tensor::Tensor;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Largest header accepted, as in the reference implementation.
+const MAX_HEADER_LEN: u64 = 100_000_000;
+
+/// The header key that holds free-form string metadata.
+const METADATA_KEY: &str = "__metadata__";
+
+/// One tensor entry of the JSON header, exactly as the format defines it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    dtype: String,
+    shape: Vec<usize>,
+    data_offsets: [usize; 2],
+}
+
+/// A validated tensor entry.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// Ok(dtype), or Err(name) for a dtype the format has but parity does not.
+    dtype: Result<DType, String>,
+    shape: Vec<usize>,
+    start: usize,
+    end: usize,
+}
+
+/// An opened, fully validated `.safetensors` file; tensors borrow its memory map.
+#[derive(Clone, Debug)]
+pub struct SafetensorsFile {
+    path: PathBuf,
+    map: Arc<memmap2::Mmap>,
+    data_start: usize,
+    names: Vec<String>,
+    entries: HashMap<String, Entry>,
+    metadata: BTreeMap<String, String>,
+}
+
+/// Maps and validates a `.safetensors` file.
+pub fn read_safetensors(path: impl AsRef<Path>) -> Result<SafetensorsFile, TensorError> {
+    let path = path.as_ref().to_path_buf();
+    let map = map_file(&path)?;
+    let bad = |reason: String| TensorError::malformed(&path, "safetensors", reason);
+    let len_bytes: [u8; 8] = map
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| {
+            bad(format!(
+                "file is {} bytes, shorter than the 8-byte header length",
+                map.len()
+            ))
+        })?;
+    let header_len = u64::from_le_bytes(len_bytes);
+    if header_len > MAX_HEADER_LEN {
+        return Err(bad(format!(
+            "header length {header_len} exceeds the 100 MB limit"
+        )));
+    }
+    let data_start = 8 + header_len as usize;
+    let header = map.get(8..data_start).ok_or_else(|| {
+        bad(format!(
+            "header length {header_len} runs past the end of the {}-byte file",
+            map.len()
+        ))
+    })?;
+    if header.first() != Some(&b'{') {
+        return Err(bad("header does not start with '{'".into()));
+    }
+    let raw: UniqueMap<serde_json::Value> =
+        serde_json::from_slice(header).map_err(|e| bad(format!("header JSON: {e}")))?;
+    let mut metadata = BTreeMap::new();
+    let mut entries: Vec<(String, Entry)> = Vec::with_capacity(raw.0.len());
+    for (name, value) in raw.0 {
+        if name == METADATA_KEY {
+            metadata = serde_json::from_value(value)
+                .map_err(|e| bad(format!("`{METADATA_KEY}` must map strings to strings: {e}")))?;
+            continue;
+        }
+        let entry: RawEntry =
+            serde_json::from_value(value).map_err(|e| bad(format!("tensor `{name}`: {e}")))?;
+        entries.push((name.clone(), validate_entry(&path, &name, entry)?));
+    }
+    // The ranges must tile [0, data_len) exactly: sort, then walk.
+    entries.sort_by_key(|(_, e)| (e.start, e.end));
+    let data_len = map.len() - data_start;
+    let mut cursor = 0usize;
+    for (name, e) in &entries {
+        if e.start != cursor {
+            let problem = if e.start < cursor {
+                "overlaps the previous tensor"
+            } else {
+                "leaves a gap before it"
+            };
+            return Err(bad(format!(
+                "tensor `{name}` data_offsets [{}, {}] {problem} (expected start {cursor})",
+                e.start, e.end
+            )));
+        }
+        cursor = e.end;
+    }
+    if cursor != data_len {
+        return Err(bad(format!(
+            "tensors cover {cursor} data bytes but the data region holds {data_len}"
+        )));
+    }
+    let names = entries.iter().map(|(n, _)| n.clone()).collect();
+    Ok(SafetensorsFile {
+        path,
+        map,
+        data_start,
+        names,
+        entries: entries.into_iter().collect(),
+        metadata,
+    })
+}
+
+/// Checks one entry's dtype, shape and offsets against each other.
+fn validate_entry(path: &Path, name: &str, raw: RawEntry) -> Result<Entry, TensorError> {
+    let (dtype, size) = match safetensors_dtype(&raw.dtype) {
+        Some(found) => found,
+        None => {
+            return Err(TensorError::UnsupportedDType {
+                path: path.to_path_buf(),
+                what: format!("safetensors tensor `{name}`"),
+                dtype: raw.dtype,
+            })
+        }
+    };
+    let bad = |reason: String| {
+        TensorError::malformed(path, format!("safetensors tensor `{name}`"), reason)
+    };
+    let [start, end] = raw.data_offsets;
+    if end < start {
+        return Err(bad(format!(
+            "data_offsets [{start}, {end}] end before they start"
+        )));
+    }
+    let needed = raw
+        .shape
+        .iter()
+        .try_fold(size, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| bad(format!("shape {:?} is too large to address", raw.shape)))?;
+    if needed != end - start {
+        return Err(bad(format!(
+            "{} of shape {:?} needs {needed} bytes but data_offsets [{start}, {end}] span {}",
+            raw.dtype,
+            raw.shape,
+            end - start
+        )));
+    }
+    Ok(Entry {
+        dtype,
+        shape: raw.shape,
+        start,
+        end,
+    })
+}
+
+/// The dtype and element size for a safetensors dtype name. Names the format
+/// defines but parity does not support map to Err so the file still opens.
+fn safetensors_dtype(name: &str) -> Option<(Result<DType, String>, usize)> {
+    let known = match name {
+        "BOOL" => DType::Bool,
+        "U8" => DType::U8,
+        "I8" => DType::I8,
+        "I16" => DType::I16,
+        "I32" => DType::I32,
+        "I64" => DType::I64,
+        "F16" => DType::F16,
+        "BF16" => DType::Bf16,
+        "F32" => DType::F32,
+        "F64" => DType::F64,
+        "F8_E4M3" | "F8_E5M2" | "F8_E8M0" => return Some((Err(name.into()), 1)),
+        "U16" => return Some((Err(name.into()), 2)),
+        "U32" => return Some((Err(name.into()), 4)),
+        "U64" | "C64" => return Some((Err(name.into()), 8)),
+        _ => return None,
+    };
+    Some((Ok(known), known.size()))
+}
+
+/// The safetensors spelling of a dtype.
+fn safetensors_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Bool => "BOOL",
+        DType::U8 => "U8",
+        DType::I8 => "I8",
+        DType::I16 => "I16",
+        DType::I32 => "I32",
+        DType::I64 => "I64",
+        DType::F16 => "F16",
+        DType::Bf16 => "BF16",
+        DType::F32 => "F32",
+        DType::F64 => "F64",
+    }
+}
+
+impl SafetensorsFile {
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Tensor names in data-region order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// True when the file has a tensor named `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.entries.contains_key(name)
+    }
+
+    /// The `__metadata__` string map (empty when absent).
+    pub fn metadata(&self) -> &BTreeMap<String, String> {
+        &self.metadata
+    }
+
+    /// The tensor `name`, borrowing the file's memory map.
+    pub fn get(&self, name: &str) -> Result<Tensor, TensorError> {
+        let entry = self
+            .entries
+            .get(name)
+            .ok_or_else(|| TensorError::MissingKey {
+                path: self.path.clone(),
+                key: name.to_string(),
+                available: self.names.join(", "),
+            })?;
+        let what = format!("safetensors tensor `{name}`");
+        let dtype = entry
+            .dtype
+            .clone()
+            .map_err(|dtype| TensorError::UnsupportedDType {
+                path: self.path.clone(),
+                what: what.clone(),
+                dtype,
+            })?;
+        Tensor::from_mmap(
+            dtype,
+            entry.shape.clone(),
+            self.map.clone(),
+            self.data_start + entry.start,
+            entry.end - entry.start,
+        )
+        .map_err(|source| TensorError::ByteLength {
+            path: self.path.clone(),
+            what,
+            source,
+        })
+    }
+}
+
+/// Writes `tensors` (laid out in the given order) and optional string metadata
+/// to a `.safetensors` file at `path`, atomically.
+pub fn write_safetensors(
+    path: impl AsRef<Path>,
+    tensors: &[(&str, &Tensor)],
+    metadata: Option<&BTreeMap<String, String>>,
+) -> Result<(), TensorError> {
+    let path = path.as_ref();
+    let mut header = serde_json::Map::new();
+    if let Some(meta) = metadata.filter(|m| !m.is_empty()) {
+        header.insert(METADATA_KEY.into(), serde_json::json!(meta));
+    }
+    let mut seen = HashSet::new();
+    let mut offset = 0usize;
+    for (name, tensor) in tensors {
+        if name.is_empty() || *name == METADATA_KEY || !seen.insert(*name) {
+            return Err(TensorError::InvalidWrite {
+                path: path.to_path_buf(),
+                name: name.to_string(),
+                reason: format!("names must be unique, non-empty and not `{METADATA_KEY}`"),
+            });
+        }
+        let end = offset + tensor.bytes().len();
+        header.insert(
+            name.to_string(),
+            serde_json::json!({
+                "dtype": safetensors_name(tensor.dtype()),
+                "shape": tensor.shape(),
+                "data_offsets": [offset, end],
+            }),
+        );
+        offset = end;
+    }
+    let mut json = serde_json::Value::Object(header).to_string().into_bytes();
+    // Pad with spaces so the data region starts 8-byte aligned, as the reference writer does.
+    json.resize(json.len().div_ceil(8) * 8, b' ');
+    write_atomic(path, |out| {
+        write_all(out, path, &(json.len() as u64).to_le_bytes())?;
+        write_all(out, path, &json)?;
+        for (_, tensor) in tensors {
+            write_all(out, path, tensor.bytes())?;
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_raw(dir: &Path, header: &str, data: &[u8]) -> PathBuf {
+        let path = dir.join("raw.safetensors");
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend(header.as_bytes());
+        bytes.extend(data);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    #[test]
+    fn round_trips_every_dtype_with_metadata() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("all.safetensors");
+        let tensors: Vec<(String, Tensor)> = DType::ALL
+            .iter()
+            .map(|&d| {
+                (
+                    d.name().to_string(),
+                    Tensor::from_f64_as(d, vec![3, 1], &[0.0, 1.0, -1.5]).unwrap(),
+                )
+            })
+            .collect();
+        let refs: Vec<(&str, &Tensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let meta = BTreeMap::from([("format".to_string(), "pt".to_string())]);
+        write_safetensors(&path, &refs, Some(&meta)).unwrap();
+        let file = read_safetensors(&path).unwrap();
+        assert_eq!(file.metadata(), &meta);
+        assert_eq!(file.names().len(), DType::ALL.len());
+        for (name, t) in &tensors {
+            let back = file.get(name).unwrap();
+            assert_eq!(
+                (back.dtype(), back.shape(), back.bytes()),
+                (t.dtype(), t.shape(), t.bytes())
+            );
+            assert!(back.is_mapped());
+        }
+    }
+
+    #[test]
+    fn rejects_layout_violations() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            (
+                r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#,
+                8,
+                "overlaps",
+            ),
+            (
+                r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#,
+                8,
+                "gap",
+            ),
+            (
+                r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#,
+                8,
+                "data region holds 8",
+            ),
+            (
+                r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}"#,
+                4,
+                "needs 8 bytes",
+            ),
+            (
+                r#"{"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,4]}}"#,
+                4,
+                "too large",
+            ),
+            (
+                r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#,
+                8,
+                "duplicate key",
+            ),
+            (
+                r#"{"a":{"dtype":"Q7","shape":[1],"data_offsets":[0,4]}}"#,
+                4,
+                "Q7",
+            ),
+            (
+                r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}}"#,
+                4,
+                "unknown field",
+            ),
+        ];
+        for (header, data_len, expected) in cases {
+            let path = write_raw(dir.path(), header, &vec![0u8; data_len]);
+            let err = read_safetensors(&path).unwrap_err().to_string();
+            assert!(
+                err.contains(expected) && err.contains("raw.safetensors"),
+                "{header}: {err}"
+            );
+        }
+        let path = dir.path().join("long.safetensors");
+        std::fs::write(&path, 200_000_000u64.to_le_bytes()).unwrap();
+        assert!(read_safetensors(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("100 MB"));
+        std::fs::write(&path, 16u64.to_le_bytes()).unwrap();
+        assert!(read_safetensors(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("past the end"));
+    }
+
+    #[test]
+    fn unsupported_dtype_fails_only_that_tensor() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = r#"{"u":{"dtype":"U32","shape":[1],"data_offsets":[0,4]},"f":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#;
+        let path = write_raw(dir.path(), header, &[0, 0, 0, 0, 0, 0, 0x80, 0x3f]);
+        let file = read_safetensors(&path).unwrap();
+        assert_eq!(file.get("f").unwrap().to_f64_vec(), vec![1.0]);
+        assert!(file.get("u").unwrap_err().to_string().contains("U32"));
+    }
+}
