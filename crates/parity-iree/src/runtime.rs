@@ -1,0 +1,194 @@
+//! Running compiled modules on the IREE runtime.
+//!
+//! Threading model: eerie's runtime objects are neither `Send` nor `Sync`, and so
+//! are [`IreeRuntime`] and [`LoadedModule`]. Create one runtime per thread (each
+//! with its own device) and load the module on that thread; share only the vmfb
+//! bytes (or the [`crate::ArtifactCache`]) across threads.
+
+use crate::convert::{tensor_to_value, value_to_tensor};
+use crate::error::IreeError;
+use crate::vmfb::{self, ModuleInfo};
+use parity_tensor::Tensor;
+use std::rc::Rc;
+
+/// The default HAL driver: multi-threaded CPU execution.
+pub const DEFAULT_DRIVER: &str = "local-task";
+
+/// An IREE runtime bound to one HAL device. Not `Send`: one per thread.
+pub struct IreeRuntime {
+    driver: String,
+    inner: Rc<eerie::runtime::Runtime>,
+}
+
+impl IreeRuntime {
+    /// Creates a runtime on the default device of `driver` (`local-task` or `local-sync`).
+    pub fn new(driver: &str) -> Result<IreeRuntime, IreeError> {
+        let spec = eerie::runtime::DeviceSpec::custom(driver.to_string());
+        let inner = eerie::runtime::Runtime::new(spec).map_err(|e| IreeError::Driver {
+            driver: driver.to_string(),
+            message: status_text(&e),
+        })?;
+        Ok(IreeRuntime {
+            driver: driver.to_string(),
+            inner: Rc::new(inner),
+        })
+    }
+
+    /// The HAL driver name this runtime was created with.
+    pub fn driver(&self) -> &str {
+        &self.driver
+    }
+
+    /// Loads a vmfb; `name` labels errors (usually the module name from stages.yaml).
+    pub fn load(&self, vmfb: &[u8], name: &str) -> Result<LoadedModule, IreeError> {
+        let program = self.inner.load_vmfb(vmfb).map_err(|e| IreeError::Load {
+            name: name.to_string(),
+            message: status_text(&e),
+        })?;
+        Ok(LoadedModule {
+            name: name.to_string(),
+            info: vmfb::inspect(vmfb),
+            program,
+            runtime: Rc::clone(&self.inner),
+        })
+    }
+}
+
+/// A module loaded into an [`IreeRuntime`], ready to invoke. Not `Send`.
+pub struct LoadedModule {
+    name: String,
+    info: Option<ModuleInfo>,
+    program: eerie::runtime::Program,
+    runtime: Rc<eerie::runtime::Runtime>,
+}
+
+impl LoadedModule {
+    /// The label given at load time.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The VM module name inside the vmfb (`module` for an unnamed MLIR module),
+    /// when the vmfb could be inspected.
+    pub fn vm_module_name(&self) -> Option<&str> {
+        self.info.as_ref().map(|i| i.name.as_str())
+    }
+
+    /// Exported function names (unqualified), in export order, without IREE's
+    /// internal `__init`-style entry points; empty if the vmfb could not be inspected.
+    pub fn function_names(&self) -> Vec<String> {
+        self.info
+            .as_ref()
+            .map(|i| {
+                i.exports
+                    .iter()
+                    .filter(|e| !e.name.starts_with("__"))
+                    .map(|e| e.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// IREE's ABI declaration of `function` (argument and result tensor types), if known.
+    pub fn declaration(&self, function: &str) -> Option<&str> {
+        let info = self.info.as_ref()?;
+        let local = function.rsplit_once('.').map_or(function, |(_, f)| f);
+        info.exports
+            .iter()
+            .find(|e| e.name == local)
+            .and_then(|e| e.declaration.as_deref())
+    }
+
+    /// Calls `function` (unqualified, or qualified as `module.fn`) with `args` and
+    /// returns its results in order, each with the dtype and shape IREE reports.
+    pub fn invoke(&self, function: &str, args: &[Tensor]) -> Result<Vec<Tensor>, IreeError> {
+        let qualified = self.qualify(function);
+        let resolved = self.program.function(&qualified).map_err(|e| {
+            let message = status_text(&e);
+            if message.contains("NOT_FOUND") || self.info.is_some() {
+                IreeError::UnknownFunction {
+                    module: self.name.clone(),
+                    function: function.to_string(),
+                    available: self.function_names(),
+                }
+            } else {
+                self.invoke_err(function, message)
+            }
+        })?;
+        let mut inputs = Vec::with_capacity(args.len());
+        for (index, arg) in args.iter().enumerate() {
+            let value =
+                tensor_to_value(&self.runtime, arg).map_err(|message| IreeError::Argument {
+                    module: self.name.clone(),
+                    function: function.to_string(),
+                    index,
+                    message,
+                })?;
+            inputs.push(value);
+        }
+        let outputs = resolved.invoke(inputs).map_err(|e| {
+            let mut message = status_text(&e);
+            if let Some(decl) = self.declaration(function) {
+                message.push_str(&format!("\n  expected signature: {decl}"));
+            }
+            message.push_str(&format!("\n  given: {}", describe(args)));
+            self.invoke_err(function, message)
+        })?;
+        outputs
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                value_to_tensor(v)
+                    .map_err(|m| self.invoke_err(function, format!("result {i}: {m}")))
+            })
+            .collect()
+    }
+
+    /// IREE resolves only `module.fn`; accept the bare name users write in stages.yaml.
+    fn qualify(&self, function: &str) -> String {
+        match &self.info {
+            Some(info) if !function.starts_with(&format!("{}.", info.name)) => {
+                format!("{}.{function}", info.name)
+            }
+            Some(_) => function.to_string(),
+            // Uninspectable vmfb: IREE's default module name for an unnamed MLIR module.
+            None if !function.contains('.') => format!("module.{function}"),
+            None => function.to_string(),
+        }
+    }
+
+    fn invoke_err(&self, function: &str, message: String) -> IreeError {
+        IreeError::Invoke {
+            module: self.name.clone(),
+            function: function.to_string(),
+            message,
+        }
+    }
+}
+
+/// IREE's status text without eerie's `IREE runtime error: Status: "..."` wrapping
+/// and with its escaped newlines restored, so the message reads as IREE wrote it.
+fn status_text(e: &eerie::runtime::RuntimeError) -> String {
+    let s = e.to_string();
+    let s = s.strip_prefix("IREE runtime error: ").unwrap_or(&s);
+    match s
+        .strip_prefix("Status: \"")
+        .and_then(|x| x.strip_suffix('"'))
+    {
+        Some(inner) => inner
+            .replace("\\n", "\n")
+            .replace("\\\"", "\"")
+            .trim_end()
+            .to_string(),
+        None => s.to_string(),
+    }
+}
+
+/// `(f32[2, 3], i32[])` style summary of the given arguments.
+fn describe(args: &[Tensor]) -> String {
+    let parts: Vec<String> = args
+        .iter()
+        .map(|t| format!("{}{:?}", t.dtype(), t.shape()))
+        .collect();
+    format!("({})", parts.join(", "))
+}
