@@ -1,1 +1,110 @@
-//! parity-spec.
+//! parity-spec: parses and validates `stages.yaml` into a [`Spec`]; nothing else
+//! in parity reads YAML. The schema is documented in `docs/stages-schema.md`.
+//!
+//! Every error carries `file:line:col` and, where it applies, the stage name.
+
+mod error;
+mod graph;
+mod instantiate;
+mod model;
+mod parse;
+mod reader;
+mod stage;
+mod template;
+mod tolerance;
+mod yaml;
+
+pub use error::{Position, Scope, SpecError, SpecErrorKind};
+pub use model::{
+    Arg, Case, Location, MaskSource, MaskSpec, Module, ModuleSource, OutputSpec, Spec, Stage,
+    StageLocations, Subject,
+};
+pub use parity_compare::Criterion;
+pub use parity_tensor::DType;
+pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET_BACKEND};
+pub use stage::MAX_LITERAL_ELEMENTS;
+
+use std::io::Read;
+use std::path::Path;
+
+/// Largest spec file accepted, so a wrong path (a weights file, /dev/zero) fails fast.
+pub const MAX_SPEC_BYTES: u64 = 16 * 1024 * 1024;
+
+impl Spec {
+    /// Reads, parses and validates the spec at `path`; relative paths in it
+    /// resolve against its directory.
+    pub fn load(path: impl AsRef<Path>) -> Result<Spec, SpecError> {
+        let path = path.as_ref();
+        let io = |source| -> SpecError {
+            SpecErrorKind::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+            .into()
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let mut bytes = Vec::new();
+        // `take` bounds the read even when metadata lies (pipes, /proc files).
+        file.take(MAX_SPEC_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() as u64 > MAX_SPEC_BYTES {
+            return Err(SpecErrorKind::TooLarge {
+                path: path.to_path_buf(),
+                size: bytes.len() as u64,
+                limit: MAX_SPEC_BYTES,
+            }
+            .into());
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("not UTF-8 ({e})"),
+            ))
+        })?;
+        Spec::parse_str(&text, path)
+    }
+
+    /// Parses and validates spec text; `path` names the file in messages and
+    /// its directory is the base for relative paths (module files must exist).
+    pub fn parse_str(text: &str, path: impl AsRef<Path>) -> Result<Spec, SpecError> {
+        let path = path.as_ref();
+        if text.len() as u64 > MAX_SPEC_BYTES {
+            return Err(SpecErrorKind::TooLarge {
+                path: path.to_path_buf(),
+                size: text.len() as u64,
+                limit: MAX_SPEC_BYTES,
+            }
+            .into());
+        }
+        let mut spec = parse::parse_spec(text, path)?;
+        graph::resolve(path, &mut spec.stages)?;
+        // Instantiating every case up front turns unknown variables and
+        // undeclared templated modules into load-time errors.
+        for case in &spec.cases {
+            spec.instantiate(case)?;
+        }
+        Ok(spec)
+    }
+
+    /// The stages with `{case}` and `{var}` substituted for `case`, in file order.
+    pub fn instantiate(&self, case: &Case) -> Result<Vec<Stage>, SpecError> {
+        instantiate::instantiate(self, case)
+    }
+
+    /// Stage indices in execution order: dependencies first, file order among
+    /// independent stages.
+    pub fn topo_order(&self) -> Vec<usize> {
+        graph::topo_order(&self.stages)
+    }
+
+    /// The stage with this name.
+    pub fn stage(&self, name: &str) -> Option<&Stage> {
+        self.stages.iter().find(|s| s.name == name)
+    }
+
+    /// The case with this name.
+    pub fn case(&self, name: &str) -> Option<&Case> {
+        self.cases.iter().find(|c| c.name == name)
+    }
+}

@@ -1,0 +1,192 @@
+//! The validated spec the runner consumes: plain structs, no serde, no YAML.
+
+use parity_compare::Criterion;
+use parity_tensor::DType;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+/// A 1-based line and column in the spec file, kept so the runner can point at a stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Location {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+}
+
+/// A parsed and validated stages.yaml.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    /// The spec file (as given to `load` / `parse_str`).
+    pub path: PathBuf,
+    /// The directory relative paths in the spec are resolved against.
+    pub base_dir: PathBuf,
+    /// Schema version; always 1.
+    pub version: u32,
+    /// What is being tested: the IREE modules and how to compile and run them.
+    pub subject: Subject,
+    /// Weight files (safetensors / npz), resolved against `base_dir`, searched in order.
+    pub weights: Vec<PathBuf>,
+    /// The oracle store directory (holding `manifest.json`), resolved against `base_dir`.
+    pub oracle: PathBuf,
+    /// The cases; a spec without `cases:` has one case named `default` with no variables.
+    pub cases: Vec<Case>,
+    /// Per-dtype default tolerances that override the built-in table.
+    pub tolerances: HashMap<DType, Vec<Criterion>>,
+    /// The stages in file order; run them in [`Spec::topo_order`](crate::Spec::topo_order).
+    pub stages: Vec<Stage>,
+}
+
+/// The subject under test: named IREE modules plus compile and runtime settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Subject {
+    /// Module name -> source.
+    pub modules: BTreeMap<String, Module>,
+    /// `--iree-hal-target-backends` value; default `llvm-cpu`.
+    pub target_backend: String,
+    /// IREE runtime driver / device; default `local-task`.
+    pub driver: String,
+    /// Extra `iree-compile` flags for every MLIR module.
+    pub flags: Vec<String>,
+}
+
+/// One module of the subject.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Module {
+    /// Where the module comes from.
+    pub source: ModuleSource,
+    /// Effective compile flags: the subject's `flags` followed by the module's own.
+    pub flags: Vec<String>,
+    /// Where the module is declared.
+    pub location: Location,
+}
+
+/// Where a module's code comes from; paths are resolved against the spec's directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModuleSource {
+    /// MLIR (e.g. StableHLO) text to compile.
+    Mlir(PathBuf),
+    /// A prebuilt IREE VM flatbuffer, loaded as is.
+    Vmfb(PathBuf),
+}
+
+/// One case: a name and the variables templated into stage strings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Case {
+    /// Case name; `{case}` in templates.
+    pub name: String,
+    /// Variables; `{var}` in templates. YAML scalars are kept as their text.
+    pub vars: BTreeMap<String, String>,
+}
+
+/// One stage: a function of a module, its inputs and its checked outputs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stage {
+    /// Unique stage name.
+    pub name: String,
+    /// Module name (template).
+    pub module: String,
+    /// Function name in the module (template).
+    pub function: String,
+    /// Arguments in call order.
+    pub args: Vec<Arg>,
+    /// Outputs in the order the function returns them.
+    pub outputs: Vec<OutputSpec>,
+    /// Where the stage starts in the spec file.
+    pub location: Location,
+    /// Where its parts are, for messages about a specific argument or output.
+    pub locations: StageLocations,
+}
+
+/// Positions of a stage's parts (parallel to `Stage::args` / `Stage::outputs`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct StageLocations {
+    /// The `module` value.
+    pub module: Location,
+    /// The `function` value.
+    pub function: Location,
+    /// Each argument.
+    pub args: Vec<Location>,
+    /// Each output.
+    pub outputs: Vec<Location>,
+}
+
+/// One argument of a stage call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    /// A tensor from the oracle store, by name (template).
+    Oracle(String),
+    /// A tensor from the weight files, by name (template).
+    Weight(String),
+    /// An output of another stage: its production value in chained mode, its
+    /// oracle tensor in isolated mode.
+    Stage {
+        /// The upstream stage.
+        stage: String,
+        /// The upstream output (filled in when the YAML names only a single-output stage).
+        output: String,
+    },
+    /// A constant tensor written in the spec; `values.len()` equals the shape's element count.
+    Literal {
+        /// Element type.
+        dtype: DType,
+        /// Shape (`[]` for a scalar).
+        shape: Vec<usize>,
+        /// Row-major values, already broadcast from `value:`.
+        values: Vec<f64>,
+    },
+}
+
+/// One output of a stage and how to check it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputSpec {
+    /// Output name, unique within the stage.
+    pub name: String,
+    /// Oracle tensor to compare against (template).
+    pub oracle: String,
+    /// Optional f64 ground truth tensor (template), for `vs_f64`.
+    pub truth: Option<String>,
+    /// Optional mask selecting which elements are compared.
+    pub mask: Option<MaskSpec>,
+    /// Optional tolerance replacing the per-dtype default.
+    pub tolerance: Option<Vec<Criterion>>,
+    /// Dtype in which ULP distances are measured (default: the output's dtype).
+    pub ulp_dtype: Option<DType>,
+}
+
+/// A mask over some axes of an output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MaskSpec {
+    /// Where the mask tensor comes from.
+    pub source: MaskSource,
+    /// Output axes the mask's dimensions map to, in order (no repeats).
+    pub axes: Vec<usize>,
+    /// The mask value that means "padded, do not compare"; default true.
+    pub padded: bool,
+    /// Also require the padded elements of the output to be zero; default false.
+    pub assert_zero: bool,
+}
+
+/// The tensor a mask is read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MaskSource {
+    /// An oracle tensor, by name (template).
+    Oracle(String),
+    /// The stage argument with this 0-based index.
+    Arg(usize),
+}
+
+impl Stage {
+    /// Names of the stages this one takes inputs from, without repeats, in argument order.
+    pub fn dependencies(&self) -> Vec<&str> {
+        let mut deps: Vec<&str> = Vec::new();
+        for arg in &self.args {
+            if let Arg::Stage { stage, .. } = arg {
+                if !deps.contains(&stage.as_str()) {
+                    deps.push(stage);
+                }
+            }
+        }
+        deps
+    }
+}

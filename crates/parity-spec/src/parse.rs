@@ -1,0 +1,241 @@
+//! Reading the top level of stages.yaml: version, subject, weights, oracle,
+//! cases, tolerances and the stage list.
+
+use crate::error::{Scope, SpecError, SpecErrorKind};
+use crate::model::{Case, Module, ModuleSource, Spec, Subject};
+use crate::reader::Cx;
+use crate::stage::{dtype, location, parse_stage};
+use crate::tolerance::tolerance;
+use crate::yaml::{parse_document, Node};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+const TOP_KEYS: &[&str] = &[
+    "version",
+    "subject",
+    "weights",
+    "oracle",
+    "cases",
+    "tolerances",
+    "stages",
+];
+const SUBJECT_KEYS: &[&str] = &["modules", "target_backend", "driver", "flags"];
+const MODULE_KEYS: &[&str] = &["mlir", "vmfb", "flags"];
+const CASE_KEYS: &[&str] = &["name", "vars"];
+
+/// Default `subject.target_backend`.
+pub const DEFAULT_TARGET_BACKEND: &str = "llvm-cpu";
+/// Default `subject.driver`.
+pub const DEFAULT_DRIVER: &str = "local-task";
+
+/// The directory relative paths are resolved against: the spec file's directory.
+pub(crate) fn base_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Parses the text into a `Spec` with per-node checks done; cross-stage checks are left to `graph`.
+pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
+    let root = parse_document(text, path)?;
+    let cx = Cx {
+        file: path,
+        scope: Scope::Top,
+    };
+    let top = cx.map(&root, "spec", "the top level", TOP_KEYS)?;
+    let version_node = top.req(&cx, "version")?;
+    if version_node.as_i128() != Some(1) {
+        return Err(SpecErrorKind::UnsupportedVersion {
+            at: cx.at(version_node),
+            found: version_node
+                .scalar()
+                .map_or_else(|| version_node.describe(), str::to_string),
+        }
+        .into());
+    }
+    let base = base_dir(path);
+    let subject = parse_subject(&cx, top.req(&cx, "subject")?, &base)?;
+    let weights = match top.opt("weights") {
+        Some(w) => cx
+            .list(w, "weights")?
+            .iter()
+            .map(|n| cx.name(n, "weights").map(|s| base.join(s)))
+            .collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    let oracle = base.join(cx.name(top.req(&cx, "oracle")?, "oracle")?);
+    let cases = match top.opt("cases") {
+        Some(c) => parse_cases(&cx, c)?,
+        None => vec![Case {
+            name: "default".to_string(),
+            vars: BTreeMap::new(),
+        }],
+    };
+    let tolerances = match top.opt("tolerances") {
+        Some(t) => parse_tolerances(&cx, t)?,
+        None => HashMap::new(),
+    };
+    let stages_node = top.req(&cx, "stages")?;
+    let stage_nodes = cx.list(stages_node, "stages")?;
+    if stage_nodes.is_empty() {
+        return Err(SpecErrorKind::NoStages {
+            at: cx.at(stages_node),
+        }
+        .into());
+    }
+    let stages = stage_nodes
+        .iter()
+        .map(|n| parse_stage(&cx, n))
+        .collect::<Result<_, _>>()?;
+    Ok(Spec {
+        path: path.to_path_buf(),
+        base_dir: base,
+        version: 1,
+        subject,
+        weights,
+        oracle,
+        cases,
+        tolerances,
+        stages,
+    })
+}
+
+fn parse_subject(cx: &Cx<'_>, node: &Node, base: &Path) -> Result<Subject, SpecError> {
+    let m = cx.map(node, "subject", "subject", SUBJECT_KEYS)?;
+    let flags = match m.opt("flags") {
+        Some(f) => cx.strings(f, "flags")?,
+        None => Vec::new(),
+    };
+    let modules_node = m.req(cx, "modules")?;
+    let modules_map = cx.free_map(modules_node, "modules", "subject.modules")?;
+    let mut modules = BTreeMap::new();
+    for (key, value) in modules_map.entries() {
+        let name = cx.name(key, "module name")?;
+        let mcx = cx.with(Scope::Module(name.clone()));
+        let module = parse_module(&mcx, &name, value, base, &flags)?;
+        modules.insert(name, module);
+    }
+    if modules.is_empty() {
+        return Err(cx.invalid(
+            modules_node,
+            "`subject.modules` is empty; declare at least one module".into(),
+        ));
+    }
+    let text_or = |key: &str, default: &str| -> Result<String, SpecError> {
+        m.opt(key)
+            .map_or_else(|| Ok(default.to_string()), |n| cx.name(n, key))
+    };
+    Ok(Subject {
+        modules,
+        target_backend: text_or("target_backend", DEFAULT_TARGET_BACKEND)?,
+        driver: text_or("driver", DEFAULT_DRIVER)?,
+        flags,
+    })
+}
+
+fn parse_module(
+    cx: &Cx<'_>,
+    name: &str,
+    node: &Node,
+    base: &Path,
+    subject_flags: &[String],
+) -> Result<Module, SpecError> {
+    let m = cx.map(node, "module", "module", MODULE_KEYS)?;
+    let (path_node, is_mlir) = match (m.opt("mlir"), m.opt("vmfb")) {
+        (Some(p), None) => (p, true),
+        (None, Some(p)) => (p, false),
+        _ => {
+            return Err(cx.invalid(
+                node,
+                "a module needs exactly one of `mlir` (source to compile) or `vmfb` (prebuilt)"
+                    .into(),
+            ))
+        }
+    };
+    let path = base.join(cx.name(path_node, if is_mlir { "mlir" } else { "vmfb" })?);
+    if !path.is_file() {
+        return Err(SpecErrorKind::MissingModuleFile {
+            at: cx.at(path_node),
+            module: name.to_string(),
+            path,
+        }
+        .into());
+    }
+    let mut flags = subject_flags.to_vec();
+    if let Some(f) = m.opt("flags") {
+        if !is_mlir {
+            // A prebuilt vmfb is never compiled, so flags on it would silently do nothing.
+            return Err(cx.invalid(
+                f,
+                "`flags` has no effect on a prebuilt `vmfb` module".into(),
+            ));
+        }
+        flags.extend(cx.strings(f, "flags")?);
+    }
+    Ok(Module {
+        source: if is_mlir {
+            ModuleSource::Mlir(path)
+        } else {
+            ModuleSource::Vmfb(path)
+        },
+        flags,
+        location: location(node),
+    })
+}
+
+fn parse_cases(cx: &Cx<'_>, node: &Node) -> Result<Vec<Case>, SpecError> {
+    let items = cx.list(node, "cases")?;
+    if items.is_empty() {
+        return Err(cx.invalid(
+            node,
+            "`cases` is empty; omit it for a single `default` case".into(),
+        ));
+    }
+    let mut cases: Vec<Case> = Vec::new();
+    for item in items {
+        let m = cx.map(item, "case", "case", CASE_KEYS)?;
+        let name_node = m.req(cx, "name")?;
+        let name = cx.name(name_node, "name")?;
+        let ccx = cx.with(Scope::Case(name.clone()));
+        if cases.iter().any(|c| c.name == name) {
+            return Err(ccx.invalid(name_node, format!("duplicate case name `{name}`")));
+        }
+        let mut vars = BTreeMap::new();
+        if let Some(v) = m.opt("vars") {
+            for (key, value) in ccx.free_map(v, "vars", "vars")?.entries() {
+                let var = ccx.string(key, "variable name")?;
+                let valid = var
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !valid || var == "case" {
+                    return Err(ccx.invalid(
+                        key,
+                        format!("variable name `{var}` must be letters, digits and `_`, not starting with a digit, and not `case`"),
+                    ));
+                }
+                vars.insert(var, ccx.string(value, "variable value")?);
+            }
+        }
+        cases.push(Case { name, vars });
+    }
+    Ok(cases)
+}
+
+fn parse_tolerances(
+    cx: &Cx<'_>,
+    node: &Node,
+) -> Result<HashMap<parity_tensor::DType, Vec<parity_compare::Criterion>>, SpecError> {
+    let mut out = HashMap::new();
+    for (key, value) in cx.free_map(node, "tolerances", "tolerances")?.entries() {
+        let d = dtype(cx, key, "tolerances key")?;
+        if out.contains_key(&d) {
+            // Aliases like `float32` and `f32` name the same dtype.
+            return Err(cx.invalid(key, format!("tolerance for dtype {d} is given twice")));
+        }
+        out.insert(d, tolerance(cx, value, "tolerances")?);
+    }
+    Ok(out)
+}

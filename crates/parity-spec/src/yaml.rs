@@ -1,0 +1,393 @@
+//! A YAML node tree with source positions, built from saphyr-parser events.
+//!
+//! We build our own tree (instead of deserializing with serde) so that every
+//! semantic error can point at a line and column, and so that we, not the YAML
+//! library, bound the nesting depth and the alias expansion (billion laughs).
+
+use crate::error::{Position, SpecError, SpecErrorKind};
+use saphyr_parser::{Event, Parser, ScalarStyle, Span};
+use std::collections::HashMap;
+use std::path::Path;
+use std::rc::Rc;
+
+/// Deepest nesting of mappings/sequences accepted; real specs use about 6.
+/// Bounding it also keeps recursive walks and `Drop` of the tree off the stack limit.
+pub(crate) const MAX_DEPTH: usize = 64;
+
+/// Most nodes that aliases may add by expansion; a spec reuses a tolerance list
+/// or two, an alias bomb needs millions.
+pub(crate) const MAX_ALIAS_EXPANSION: usize = 100_000;
+
+/// A 1-based line and column in the spec text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Mark {
+    pub line: usize,
+    pub col: usize,
+}
+
+impl Mark {
+    fn from_span(span: &Span) -> Mark {
+        // saphyr lines are 1-based, columns 0-based; editors show 1-based columns.
+        Mark {
+            line: span.start.line(),
+            col: span.start.col() + 1,
+        }
+    }
+
+    /// The full position for messages.
+    pub fn at(self, file: &Path) -> Position {
+        Position {
+            file: file.to_path_buf(),
+            line: self.line,
+            col: self.col,
+        }
+    }
+}
+
+/// The payload of a node.
+#[derive(Debug)]
+pub(crate) enum Value {
+    /// A scalar; `plain` is false for quoted and block scalars, which are always strings.
+    Scalar { text: String, plain: bool },
+    /// A sequence.
+    Seq(Vec<Rc<Node>>),
+    /// A mapping, in file order (duplicates are detected by the schema walk).
+    Map(Vec<(Rc<Node>, Rc<Node>)>),
+}
+
+/// One YAML node and where it starts.
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub value: Value,
+    pub mark: Mark,
+    /// Nodes in this subtree with aliases expanded (saturating); drives the alias budget.
+    weight: usize,
+}
+
+impl Node {
+    /// The scalar text, if this is a scalar.
+    pub fn scalar(&self) -> Option<&str> {
+        match &self.value {
+            Value::Scalar { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    /// True for a plain `null`, `~`, `Null`, `NULL` or an empty plain scalar (YAML 1.2 core schema).
+    pub fn is_null(&self) -> bool {
+        matches!(&self.value, Value::Scalar { text, plain: true }
+            if matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL"))
+    }
+
+    /// The boolean value of a plain core-schema boolean.
+    pub fn as_bool(&self) -> Option<bool> {
+        match &self.value {
+            Value::Scalar { text, plain: true } => match text.as_str() {
+                "true" | "True" | "TRUE" => Some(true),
+                "false" | "False" | "FALSE" => Some(false),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The value of a plain core-schema integer (decimal, `0x`, `0o`).
+    pub fn as_i128(&self) -> Option<i128> {
+        let Value::Scalar { text, plain: true } = &self.value else {
+            return None;
+        };
+        let (neg, body) = match text.as_bytes().first() {
+            Some(b'-') => (true, &text[1..]),
+            Some(b'+') => (false, &text[1..]),
+            _ => (false, text.as_str()),
+        };
+        let magnitude = if let Some(hex) = body.strip_prefix("0x") {
+            parse_radix(hex, 16)?
+        } else if let Some(oct) = body.strip_prefix("0o") {
+            parse_radix(oct, 8)?
+        } else {
+            parse_radix(body, 10)?
+        };
+        Some(if neg { -magnitude } else { magnitude })
+    }
+
+    /// The value of a plain core-schema number (integer, float, `.inf`, `.nan`).
+    pub fn as_f64(&self) -> Option<f64> {
+        if let Some(i) = self.as_i128() {
+            return Some(i as f64);
+        }
+        let Value::Scalar { text, plain: true } = &self.value else {
+            return None;
+        };
+        match text.as_str() {
+            ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Some(f64::INFINITY),
+            "-.inf" | "-.Inf" | "-.INF" => return Some(f64::NEG_INFINITY),
+            ".nan" | ".NaN" | ".NAN" => return Some(f64::NAN),
+            _ => {}
+        }
+        // Rust's parser also takes `inf`, `NaN`, `infinity`; YAML does not.
+        let numeric = text
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | 'e' | 'E'));
+        if !numeric || !text.chars().any(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        text.parse::<f64>().ok()
+    }
+
+    /// A short description of the node for "found ..." in messages.
+    pub fn describe(&self) -> String {
+        match &self.value {
+            Value::Seq(_) => "a list".to_string(),
+            Value::Map(_) => "a mapping".to_string(),
+            Value::Scalar { .. } if self.is_null() => "null".to_string(),
+            Value::Scalar { .. } if self.as_bool().is_some() => "a boolean".to_string(),
+            Value::Scalar { .. } if self.as_f64().is_some() => "a number".to_string(),
+            Value::Scalar { text, .. } => format!("the string `{}`", truncate(text, 40)),
+        }
+    }
+}
+
+fn parse_radix(digits: &str, radix: u32) -> Option<i128> {
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    i128::from_str_radix(digits, radix).ok()
+}
+
+/// Shortens long user text for messages.
+pub(crate) fn truncate(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        text.to_string()
+    } else {
+        let mut s: String = text.chars().take(max_chars).collect();
+        s.push_str("...");
+        s
+    }
+}
+
+/// An open collection while events stream in.
+struct Frame {
+    is_map: bool,
+    items: Vec<Rc<Node>>,
+    mark: Mark,
+    anchor: usize,
+    weight: usize,
+}
+
+/// Parses `text` as exactly one YAML document into a node tree.
+pub(crate) fn parse_document(text: &str, file: &Path) -> Result<Rc<Node>, SpecError> {
+    let syntax = |mark: Mark, message: String| {
+        SpecErrorKind::Syntax {
+            at: mark.at(file),
+            message,
+        }
+        .into()
+    };
+    let mut anchors: HashMap<usize, Rc<Node>> = HashMap::new();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut root: Option<Rc<Node>> = None;
+    let mut documents = 0usize;
+    let mut expansion = 0usize;
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(|e| {
+            let m = e.marker();
+            syntax(
+                Mark {
+                    line: m.line(),
+                    col: m.col() + 1,
+                },
+                e.info().to_string(),
+            )
+        })?;
+        let mark = Mark::from_span(&span);
+        let finished: Rc<Node> = match event {
+            Event::DocumentStart(_) => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(syntax(mark, "a spec must be a single YAML document".into()));
+                }
+                continue;
+            }
+            Event::Scalar(value, style, anchor, tag) => {
+                if tag.is_some() {
+                    return Err(syntax(mark, "YAML tags are not supported in a spec".into()));
+                }
+                let node = Rc::new(Node {
+                    value: Value::Scalar {
+                        text: value.into_owned(),
+                        plain: style == ScalarStyle::Plain,
+                    },
+                    mark,
+                    weight: 1,
+                });
+                if anchor != 0 {
+                    anchors.insert(anchor, Rc::clone(&node));
+                }
+                node
+            }
+            Event::SequenceStart(anchor, ref tag) | Event::MappingStart(anchor, ref tag) => {
+                if tag.is_some() {
+                    return Err(syntax(mark, "YAML tags are not supported in a spec".into()));
+                }
+                if stack.len() >= MAX_DEPTH {
+                    return Err(SpecErrorKind::LimitExceeded {
+                        at: mark.at(file),
+                        message: format!("spec nests deeper than {MAX_DEPTH} levels"),
+                    }
+                    .into());
+                }
+                let is_map = matches!(event, Event::MappingStart(..));
+                stack.push(Frame {
+                    is_map,
+                    items: Vec::new(),
+                    mark,
+                    anchor,
+                    weight: 1,
+                });
+                continue;
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let Some(frame) = stack.pop() else {
+                    return Err(syntax(mark, "unbalanced collection end".into()));
+                };
+                let value = if frame.is_map {
+                    let mut pairs = Vec::with_capacity(frame.items.len() / 2);
+                    let mut it = frame.items.into_iter();
+                    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                        pairs.push((k, v));
+                    }
+                    Value::Map(pairs)
+                } else {
+                    Value::Seq(frame.items)
+                };
+                let node = Rc::new(Node {
+                    value,
+                    mark: frame.mark,
+                    weight: frame.weight,
+                });
+                if frame.anchor != 0 {
+                    anchors.insert(frame.anchor, Rc::clone(&node));
+                }
+                node
+            }
+            Event::Alias(id) => {
+                let Some(target) = anchors.get(&id) else {
+                    return Err(syntax(mark, "alias to an unknown anchor".into()));
+                };
+                expansion = expansion.saturating_add(target.weight);
+                if expansion > MAX_ALIAS_EXPANSION {
+                    return Err(SpecErrorKind::LimitExceeded {
+                        at: mark.at(file),
+                        message: format!(
+                            "aliases expand to more than {MAX_ALIAS_EXPANSION} nodes (alias bomb?)"
+                        ),
+                    }
+                    .into());
+                }
+                Rc::clone(target)
+            }
+            Event::StreamStart | Event::StreamEnd | Event::DocumentEnd | Event::Nothing => continue,
+        };
+        match stack.last_mut() {
+            Some(parent) => {
+                parent.weight = parent.weight.saturating_add(finished.weight);
+                parent.items.push(finished);
+            }
+            None => root = Some(finished),
+        }
+    }
+    root.ok_or_else(|| syntax(Mark { line: 1, col: 1 }, "the spec is empty".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Rc<Node>, SpecError> {
+        parse_document(text, Path::new("t.yaml"))
+    }
+
+    #[test]
+    fn marks_are_one_based_and_point_at_values() {
+        let root = parse("a: 1\nbb:\n  - x\n  - {k: v}\n").unwrap();
+        let Value::Map(pairs) = &root.value else {
+            panic!("not a map")
+        };
+        assert_eq!(pairs[0].0.mark, Mark { line: 1, col: 1 });
+        assert_eq!(pairs[0].1.mark, Mark { line: 1, col: 4 });
+        let Value::Seq(items) = &pairs[1].1.value else {
+            panic!("not a seq")
+        };
+        assert_eq!(items[0].mark, Mark { line: 3, col: 5 });
+        assert_eq!(items[1].mark, Mark { line: 4, col: 5 });
+    }
+
+    #[test]
+    fn core_schema_scalars() {
+        let root = parse("[1e-5, 0x10, -7, .inf, 'x', true, ~, inf, 1_0]").unwrap();
+        let Value::Seq(v) = &root.value else {
+            panic!("not a seq")
+        };
+        assert_eq!(v[0].as_f64(), Some(1e-5));
+        assert_eq!(v[1].as_i128(), Some(16));
+        assert_eq!(v[2].as_i128(), Some(-7));
+        assert_eq!(v[3].as_f64(), Some(f64::INFINITY));
+        assert_eq!(v[4].as_f64(), None, "quoted scalars are strings");
+        assert_eq!(v[5].as_bool(), Some(true));
+        assert!(v[6].is_null());
+        assert_eq!(v[7].as_f64(), None, "`inf` is not a YAML float");
+        assert_eq!(v[8].as_i128(), None);
+    }
+
+    #[test]
+    fn billion_laughs_is_refused() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..10 {
+            let p = i - 1;
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        let err = parse(&text).unwrap_err().to_string();
+        assert!(err.contains("alias bomb"), "{err}");
+        assert!(err.starts_with("t.yaml:"), "{err}");
+    }
+
+    #[test]
+    fn small_aliases_are_fine() {
+        let root = parse("a: &t [1, 2]\nb: *t\n").unwrap();
+        let Value::Map(pairs) = &root.value else {
+            panic!("not a map")
+        };
+        assert!(matches!(&pairs[1].1.value, Value::Seq(v) if v.len() == 2));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused() {
+        let text = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let err = parse(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("nests deeper") || err.contains("syntax"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_have_positions() {
+        let err = parse("a: [1, 2\nb: 3\n").unwrap_err().to_string();
+        assert!(err.starts_with("t.yaml:"), "{err}");
+        assert!(err.contains("YAML syntax error"), "{err}");
+    }
+
+    #[test]
+    fn multiple_documents_and_tags_are_refused() {
+        let err = parse("a: 1\n---\nb: 2\n").unwrap_err().to_string();
+        assert!(
+            err.contains("t.yaml:2:1") && err.contains("single YAML document"),
+            "{err}"
+        );
+        let err = parse("a: !!str 1\n").unwrap_err().to_string();
+        assert!(err.contains("tags are not supported"), "{err}");
+    }
+}
