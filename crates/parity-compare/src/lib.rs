@@ -18,3 +18,6 @@ pub use ulp::{ulp_distance, UlpDType};
 pub use verdict::{
     default_rtol_atol, default_tolerance, evaluate, CriterionResult, TruthErrors, Verdict,
 };
+
+#[cfg(test)]
+mod tests;
