@@ -13,8 +13,9 @@
 #   3. PATH=<repo>/.venv/bin:$PATH (cmake >= 3.26 for eerie-sys; Debian ships 3.25) and
 #      EERIE_PYTHON=<repo>/.venv/bin/python (eerie finds libIREECompiler.so through it).
 #
-# Written to be sourced: no `exit`, no `set -e` leaking into the caller's shell; all
-# work happens in a function whose failure is reported with `return`.
+# Written to be sourced (from bash, or POSIX sh/dash when the current directory is in
+# the checkout): no `exit`, no `set -e` leaking into the caller's shell, no bashisms;
+# all work happens in a function whose failure is reported with `return`.
 
 _parity_setup_main() {
     local repo="$1"
@@ -28,26 +29,28 @@ _parity_setup_main() {
     fi
 
     # --- 1. system packages -------------------------------------------------------
-    local missing=()
+    local missing=""
     local pkg
     for pkg in libclang-dev python3-venv build-essential; do
         if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-            missing+=("$pkg")
+            missing="$missing $pkg"
         fi
     done
-    if [ "${#missing[@]}" -gt 0 ]; then
+    if [ -n "$missing" ]; then
         local sudo=""
         if [ "$(id -u)" -ne 0 ]; then
             if command -v sudo >/dev/null 2>&1; then
                 sudo="sudo"
             else
-                echo "ci/setup.sh: need root (or sudo) to install: ${missing[*]}" >&2
+                echo "ci/setup.sh: need root (or sudo) to install:$missing" >&2
                 return 1
             fi
         fi
-        echo "ci/setup.sh: installing ${missing[*]}" >&2
+        echo "ci/setup.sh: installing$missing" >&2
         $sudo apt-get update >&2 || return 1
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y "${missing[@]}" >&2 || return 1
+        # $missing is a space-separated list of package names: split on purpose.
+        # shellcheck disable=SC2086
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y $missing >&2 || return 1
     fi
 
     # --- 2. project venv ----------------------------------------------------------
@@ -73,20 +76,37 @@ _parity_setup_main() {
     return 0
 }
 
+# Prints "sourced" or "executed".
+_parity_setup_mode() {
+    if [ -n "${BASH_SOURCE:-}" ]; then
+        if [ "$BASH_SOURCE" != "$0" ]; then echo sourced; else echo executed; fi
+    else
+        case "$(basename -- "$0")" in
+            setup.sh) echo executed ;;
+            *) echo sourced ;;
+        esac
+    fi
+}
+
 _parity_setup_repo() {
-    # BASH_SOURCE names this file both when sourced and when executed; other shells
-    # fall back to the git checkout containing the current directory.
-    local here=""
-    if [ -n "${BASH_SOURCE[0]:-}" ]; then
-        here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)" || return 1
-        (cd "$here/.." && pwd)
+    # bash names this file in BASH_SOURCE (sourced or executed); an executed POSIX
+    # shell has it in $0; a sourcing POSIX shell cannot know it, so use the git
+    # checkout containing the current directory.
+    local script=""
+    if [ -n "${BASH_SOURCE:-}" ]; then
+        script="$BASH_SOURCE"
+    elif [ "$(_parity_setup_mode)" = executed ]; then
+        script="$0"
+    fi
+    if [ -n "$script" ]; then
+        (cd "$(dirname -- "$script")/.." && pwd)
     else
         git rev-parse --show-toplevel
     fi
 }
 
 if _parity_setup_repo_dir="$(_parity_setup_repo)" && _parity_setup_main "$_parity_setup_repo_dir"; then
-    if [ -n "${BASH_SOURCE[0]:-}" ] && [ "${BASH_SOURCE[0]}" != "$0" ]; then
+    if [ "$(_parity_setup_mode)" = sourced ]; then
         case ":$PATH:" in
             *":$_parity_setup_repo_dir/.venv/bin:"*) ;;
             *) export PATH="$_parity_setup_repo_dir/.venv/bin:$PATH" ;;
@@ -102,7 +122,7 @@ else
     echo "ci/setup.sh: set-up failed" >&2
     _parity_setup_status=1
 fi
-unset -f _parity_setup_main _parity_setup_repo
+unset -f _parity_setup_main _parity_setup_repo _parity_setup_mode
 unset _parity_setup_repo_dir
 # `return` works when sourced; when executed it fails and we fall through to exit.
 return "$_parity_setup_status" 2>/dev/null || exit "$_parity_setup_status"
