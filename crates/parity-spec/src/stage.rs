@@ -63,7 +63,11 @@ pub(crate) fn dtype(cx: &Cx<'_>, node: &Node, field: &str) -> Result<DType, Spec
 
 /// Reads one stage mapping.
 pub(crate) fn parse_stage(top: &Cx<'_>, node: &Node) -> Result<Stage, SpecError> {
-    let m = top.map(node, "stage", "stage", STAGE_KEYS)?;
+    let scoped = match node.peek("name") {
+        Some(name) => top.with(Scope::Stage(name.to_string())),
+        None => top.clone(),
+    };
+    let m = scoped.map(node, "stage", "stage", STAGE_KEYS)?;
     let name_node = m.req(top, "name")?;
     let name = top.name(name_node, "name")?;
     if name.contains('.') {
@@ -238,7 +242,14 @@ fn parse_output(
     arg_count: usize,
     node: &Node,
 ) -> Result<OutputSpec, SpecError> {
-    let m = cx.map(node, "output", "output", OUTPUT_KEYS)?;
+    let scoped = match node.peek("name") {
+        Some(name) => cx.with(Scope::Output {
+            stage: stage.to_string(),
+            output: name.to_string(),
+        }),
+        None => cx.clone(),
+    };
+    let m = scoped.map(node, "output", "output", OUTPUT_KEYS)?;
     let name = cx.name(m.req(cx, "name")?, "name")?;
     let cx = cx.with(Scope::Output {
         stage: stage.to_string(),

@@ -137,6 +137,20 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn escaped_text_renders_to_itself(text in "\\PC{0,60}") {
+            let escaped = text.replace('{', "{{").replace('}', "}}");
+            proptest::prop_assert_eq!(render(&escaped, &case()).unwrap(), text);
+        }
+
+        #[test]
+        fn any_text_gives_ok_or_err(text in "[{}a-z_ ]{0,40}") {
+            // Only the result matters here: no panic, no out-of-bounds slicing.
+            let _ = render(&text, &case());
+        }
+    }
+
     #[test]
     fn non_ascii_text_is_kept() {
         assert_eq!(render("é/{case}/ü", &case()).unwrap(), "é/full128/ü");

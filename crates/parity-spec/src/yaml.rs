@@ -135,6 +135,18 @@ impl Node {
         text.parse::<f64>().ok()
     }
 
+    /// The scalar under `key` if this is a mapping; lets errors about a
+    /// mapping's other keys name the stage or output before it is fully read.
+    pub fn peek(&self, key: &str) -> Option<&str> {
+        match &self.value {
+            Value::Map(pairs) => pairs
+                .iter()
+                .find(|(k, _)| k.scalar() == Some(key))
+                .and_then(|(_, v)| v.scalar()),
+            _ => None,
+        }
+    }
+
     /// A short description of the node for "found ..." in messages.
     pub fn describe(&self) -> String {
         match &self.value {
@@ -368,9 +380,14 @@ mod tests {
         let text = format!("{}{}", "[".repeat(200), "]".repeat(200));
         let err = parse(&text).unwrap_err().to_string();
         assert!(
-            err.contains("nests deeper") || err.contains("syntax"),
+            err.starts_with("t.yaml:1:65: spec nests deeper than 64"),
             "{err}"
         );
+        let block = "- ".repeat(100) + "x";
+        let err = parse(&block).unwrap_err().to_string();
+        assert!(err.contains("nests deeper"), "{err}");
+        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(parse(&ok).is_ok());
     }
 
     #[test]
