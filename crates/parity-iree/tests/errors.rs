@@ -3,8 +3,9 @@
 mod common;
 
 use common::{compiler, load, t};
-use parity_iree::{CompileOptions, IreeError, IreeRuntime};
+use parity_iree::{CompileOptions, IreeCompiler, IreeError, IreeRuntime};
 use parity_tensor::{DType, Tensor};
+use std::path::Path;
 
 const ADD_F32: &str = r#"
 func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
@@ -131,4 +132,20 @@ fn unknown_driver_and_bad_vmfb_are_clear() {
         .unwrap();
     assert!(matches!(err, IreeError::Load { .. }), "{err}");
     assert!(err.to_string().contains("junk"), "{err}");
+}
+
+#[test]
+fn explicit_library_path_is_honoured_and_bad_paths_explain_the_fix() {
+    let lib = compiler().library_path().to_path_buf();
+    // A directory holding libIREECompiler.so is accepted as well as the file.
+    let dir = lib.parent().expect("library has a parent directory");
+    let again = IreeCompiler::load(Some(dir)).unwrap();
+    assert_eq!(again.library_path(), lib.as_path());
+    let err = IreeCompiler::load(Some(Path::new("/nonexistent/libIREECompiler.so"))).unwrap_err();
+    let s = err.to_string();
+    assert!(matches!(err, IreeError::CompilerNotFound { .. }), "{s}");
+    assert!(
+        s.contains("/nonexistent/libIREECompiler.so") && s.contains("ci/setup.sh"),
+        "{s}"
+    );
 }

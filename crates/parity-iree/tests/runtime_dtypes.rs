@@ -191,3 +191,29 @@ func.func @scale(%x: tensor<f32>, %e: tensor<0x3xf32>) -> (tensor<f32>, tensor<0
     assert_eq!(out[1].shape(), &[0, 3]);
     assert_eq!(out[1].numel(), 0);
 }
+
+#[test]
+fn compiler_is_shared_across_threads_with_one_runtime_per_thread() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<parity_iree::IreeCompiler>();
+    send_sync::<parity_iree::ArtifactCache>();
+    let compiler = common::compiler();
+    let vmfb = compiler
+        .compile("add.mlir", ADD_F32.as_bytes(), &Default::default())
+        .unwrap();
+    let results: Vec<Vec<f64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|k| {
+                let vmfb = &vmfb;
+                s.spawn(move || {
+                    let rt = parity_iree::IreeRuntime::new("local-task").unwrap();
+                    let m = rt.load(vmfb, "add").unwrap();
+                    let a = Tensor::from_f32(vec![4], &[k as f32; 4]).unwrap();
+                    m.invoke("add", &[a.clone(), a]).unwrap()[0].to_f64_vec()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(results, vec![vec![0.0; 4], vec![2.0; 4], vec![4.0; 4]]);
+}
