@@ -55,7 +55,7 @@ pub struct Subject {
 pub struct Module {
     /// Where the module comes from.
     pub source: ModuleSource,
-    /// Effective compile flags: the subject's `flags` followed by the module's own.
+    /// The module's own compile flags; they go after `Subject::flags` on the command line.
     pub flags: Vec<String>,
     /// Where the module is declared.
     pub location: Location,

@@ -113,7 +113,7 @@ fn parse_subject(cx: &Cx<'_>, node: &Node, base: &Path) -> Result<Subject, SpecE
     for (key, value) in modules_map.entries() {
         let name = cx.name(key, "module name")?;
         let mcx = cx.with(Scope::Module(name.clone()));
-        let module = parse_module(&mcx, &name, value, base, &flags)?;
+        let module = parse_module(&mcx, &name, value, base)?;
         modules.insert(name, module);
     }
     if modules.is_empty() {
@@ -134,13 +134,7 @@ fn parse_subject(cx: &Cx<'_>, node: &Node, base: &Path) -> Result<Subject, SpecE
     })
 }
 
-fn parse_module(
-    cx: &Cx<'_>,
-    name: &str,
-    node: &Node,
-    base: &Path,
-    subject_flags: &[String],
-) -> Result<Module, SpecError> {
+fn parse_module(cx: &Cx<'_>, name: &str, node: &Node, base: &Path) -> Result<Module, SpecError> {
     let m = cx.map(node, "module", "module", MODULE_KEYS)?;
     let (path_node, is_mlir) = match (m.opt("mlir"), m.opt("vmfb")) {
         (Some(p), None) => (p, true),
@@ -162,7 +156,7 @@ fn parse_module(
         }
         .into());
     }
-    let mut flags = subject_flags.to_vec();
+    let mut flags = Vec::new();
     if let Some(f) = m.opt("flags") {
         if !is_mlir {
             // A prebuilt vmfb is never compiled, so flags on it would silently do nothing.

@@ -78,10 +78,8 @@ fn full_example_parses_into_expected_structs() {
         audio.source,
         ModuleSource::Mlir(base.join("subject/audio.mlir"))
     );
-    assert_eq!(
-        audio.flags,
-        vec!["--iree-input-type=stablehlo", "--iree-opt-level=O2"]
-    );
+    assert_eq!(audio.flags, vec!["--iree-opt-level=O2"]);
+    assert!(s.modules["pre"].flags.is_empty());
     assert_eq!(audio.location, Location { line: 4, col: 12 });
     assert_eq!(
         s.modules["pre"].source,
