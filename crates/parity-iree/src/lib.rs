@@ -5,6 +5,15 @@
 //! [`ArtifactCache`] keeps compiled vmfbs keyed by everything that affects them,
 //! and [`IreeRuntime`] / [`LoadedModule`] run them on parity [`parity_tensor::Tensor`]s.
 //! Runtime objects are `!Send`: one runtime per thread.
+//!
+//! Useful flags (pass them in [`CompileOptions::flags`]):
+//! - f64 end to end (the f64 shadow run): `--iree-input-demote-f64-to-f32=false`
+//!   plus `--iree-llvmcpu-link-embedded=false` so libm functions (tanh, sin, ...)
+//!   link against the system libm.
+//! - `--iree-llvmcpu-target-cpu=host` is faster but ties the vmfb to this CPU; the
+//!   cache key includes the flags, not the machine, so keep such caches per machine.
+
+#![warn(missing_docs)]
 
 pub mod cache;
 pub mod compiler;

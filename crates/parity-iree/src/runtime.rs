@@ -102,19 +102,30 @@ impl LoadedModule {
     /// Calls `function` (unqualified, or qualified as `module.fn`) with `args` and
     /// returns its results in order, each with the dtype and shape IREE reports.
     pub fn invoke(&self, function: &str, args: &[Tensor]) -> Result<Vec<Tensor>, IreeError> {
-        let qualified = self.qualify(function);
-        let resolved = self.program.function(&qualified).map_err(|e| {
-            let message = status_text(&e);
-            if message.contains("NOT_FOUND") || self.info.is_some() {
-                IreeError::UnknownFunction {
-                    module: self.name.clone(),
-                    function: function.to_string(),
-                    available: self.function_names(),
-                }
-            } else {
-                self.invoke_err(function, message)
+        let unknown = || IreeError::UnknownFunction {
+            module: self.name.clone(),
+            function: function.to_string(),
+            available: self.function_names(),
+        };
+        if let Some(info) = &self.info {
+            let local = function
+                .strip_prefix(&format!("{}.", info.name))
+                .unwrap_or(function);
+            if !info.exports.iter().any(|e| e.name == local) {
+                return Err(unknown());
             }
-        })?;
+        }
+        let resolved = self
+            .program
+            .function(&self.qualify(function))
+            .map_err(|e| {
+                let message = status_text(&e);
+                if message.contains("NOT_FOUND") {
+                    unknown()
+                } else {
+                    self.invoke_err(function, message)
+                }
+            })?;
         let mut inputs = Vec::with_capacity(args.len());
         for (index, arg) in args.iter().enumerate() {
             let value =
