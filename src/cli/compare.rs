@@ -2,7 +2,7 @@
 
 use super::{EXIT_FAIL, EXIT_INPUT, EXIT_PASS};
 use crate::report::table::num;
-use parity_compare::{compare, evaluate, CompareOptions, Criterion, Mask};
+use parity_compare::{compare, default_rtol_atol, evaluate, CompareOptions, Criterion, Mask, UlpDType};
 use parity_tensor::{load_tensor, DType};
 use std::path::PathBuf;
 
@@ -45,17 +45,6 @@ pub struct CompareArgs {
     json: bool,
 }
 
-/// PyTorch `assert_close` defaults (rtol, atol) per dtype.
-fn default_rtol_atol(dtype: DType) -> (f64, f64) {
-    match dtype {
-        DType::F16 => (1e-3, 1e-5),
-        DType::Bf16 => (1.6e-2, 1e-5),
-        DType::F32 => (1.3e-6, 1e-5),
-        DType::F64 => (1e-7, 1e-7),
-        _ => (0.0, 0.0),
-    }
-}
-
 /// Runs `parity compare`.
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     let load = |path: &PathBuf, key: Option<&str>| {
@@ -89,7 +78,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     let (rtol0, atol0) = default_rtol_atol(actual.dtype());
     let (atol, rtol) = (args.atol.unwrap_or(atol0), args.rtol.unwrap_or(rtol0));
     let options = CompareOptions {
-        ulp_dtype: args.ulp_dtype,
+        ulp_dtype: args.ulp_dtype.and_then(UlpDType::from_dtype),
         atol,
         rtol,
         ..CompareOptions::default()
@@ -140,8 +129,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
             num(metrics.rms),
             num(metrics.rel_l2),
             num(metrics.cosine),
-            metrics.max_ulp,
-            metrics.ulp_dtype
+            metrics.max_ulp.map_or("-".to_string(), |u| u.to_string()),
+            metrics.ulp_dtype.map_or("-", |d| d.name())
         );
         println!(
             "allclose(atol={atol:e}, rtol={rtol:e}): {} mismatches, {} NaN mismatches, {} Inf mismatches",

@@ -89,7 +89,7 @@ fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
             Some(m) => (
                 num(m.max_abs),
                 num(m.rms),
-                m.max_ulp.to_string(),
+                m.max_ulp.map_or("-".to_string(), |u| u.to_string()),
                 format!("{}/{}", m.mismatches, m.count),
             ),
             None => Default::default(),

@@ -45,10 +45,6 @@ impl InputSources {
         self.store.get(name).map_err(|e| e.to_string())
     }
 
-    /// Whether the oracle store has a tensor of this name.
-    pub fn has_oracle(&self, name: &str) -> bool {
-        self.store.contains(name)
-    }
 
     /// A weight by name.
     pub fn weight(&self, name: &str) -> Result<Tensor, String> {

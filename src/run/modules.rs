@@ -18,7 +18,7 @@ impl ModuleSet {
     /// in `record.errors` (execution errors) and remembered per module, so the
     /// stages using a broken module error while the others run.
     pub fn prepare(spec: &Spec, options: &RunOptions, record: &mut RunRecord) -> ModuleSet {
-        let mut fail = |record: &mut RunRecord, message: String| {
+        let fail = |record: &mut RunRecord, message: String| {
             record.errors.push(RunError {
                 kind: ErrorKind::Execution,
                 message: message.clone(),
@@ -26,7 +26,7 @@ impl ModuleSet {
             message
         };
         let runtime = match IreeRuntime::new(&spec.subject.driver) {
-            Ok(r) => Some(r),
+            Ok(r) => r,
             Err(e) => {
                 let message = fail(record, format!("IREE runtime: {e}"));
                 let modules = spec

@@ -173,16 +173,16 @@ pub struct OutputMetrics {
     pub rel_l2: f64,
     /// Cosine similarity.
     pub cosine: f64,
-    /// Largest ULP distance in `ulp_dtype`.
-    pub max_ulp: u64,
+    /// Largest ULP distance in `ulp_dtype` (null when neither side is a float).
+    pub max_ulp: Option<u64>,
     /// The dtype ULPs were counted in.
-    pub ulp_dtype: String,
-    /// Median and 99th percentile ULP distance.
-    pub ulp_p50: u64,
+    pub ulp_dtype: Option<String>,
+    /// Median ULP distance.
+    pub ulp_p50: Option<u64>,
     /// 99th percentile ULP distance.
-    pub ulp_p99: u64,
-    /// ULP histogram buckets as (label, count).
-    pub ulp_histogram: Vec<(String, u64)>,
+    pub ulp_p99: Option<u64>,
+    /// Non-empty ULP histogram buckets: `[lo, hi, count]`.
+    pub ulp_histogram: Vec<[u64; 3]>,
     /// allclose violations plus NaN/Inf mismatches.
     pub mismatches: u64,
     /// NaN present on one side only.

@@ -8,6 +8,7 @@ use super::record::{
 };
 use parity_compare::{
     compare, default_tolerance, evaluate, CompareOptions, Criterion, Mask, Metrics, TruthErrors,
+    UlpDType,
 };
 use parity_spec::{Arg, MaskSource, OutputSpec, Spec, Stage};
 use parity_tensor::Tensor;
@@ -193,13 +194,13 @@ impl StageContext<'_> {
                 stage.name, self.case, spec_out.name, spec_out.oracle
             )
         };
-        match self.measure(spec_out, actual, args) {
+        let criteria = spec_out
+            .tolerance
+            .clone()
+            .or_else(|| self.spec.tolerances.get(&actual.dtype()).cloned())
+            .unwrap_or_else(|| default_tolerance(actual.dtype()));
+        match self.measure(spec_out, actual, args, &criteria) {
             Ok((metrics, truth)) => {
-                let criteria = spec_out
-                    .tolerance
-                    .clone()
-                    .or_else(|| self.spec.tolerances.get(&actual.dtype()).cloned())
-                    .unwrap_or_else(|| default_tolerance(actual.dtype()));
                 let truth_errors = truth.as_ref().map(|t| TruthErrors {
                     actual_vs_truth: t.actual_vs_truth,
                     expected_vs_truth: t.expected_vs_truth,
@@ -238,6 +239,7 @@ impl StageContext<'_> {
         spec_out: &OutputSpec,
         actual: &Tensor,
         args: &[Tensor],
+        criteria: &[Criterion],
     ) -> Result<(Metrics, Option<TruthRecord>), String> {
         let expected = self.sources.oracle(&spec_out.oracle)?;
         let mask = match &spec_out.mask {
@@ -257,9 +259,9 @@ impl StageContext<'_> {
             }
         };
         let options = CompareOptions {
-            ulp_dtype: spec_out.ulp_dtype,
+            ulp_dtype: spec_out.ulp_dtype.and_then(UlpDType::from_dtype),
             assert_padded_zero: spec_out.mask.as_ref().is_some_and(|m| m.assert_zero),
-            ..CompareOptions::default()
+            ..CompareOptions::for_criteria(criteria, actual.dtype())
         };
         let metrics = compare(actual, &expected, mask.as_ref(), &options).map_err(|e| e.to_string())?;
         let truth = match &spec_out.truth {
@@ -287,7 +289,7 @@ fn criterion_json(c: &Criterion) -> serde_json::Value {
 }
 
 fn metrics_record(m: &Metrics, vs_f64: Option<TruthRecord>) -> OutputMetrics {
-    let element = |e: &parity_compare::Element| ElementRecord {
+    let element = |e: &parity_compare::ElementDiff| ElementRecord {
         index: e.index.clone(),
         actual: e.actual,
         expected: e.expected,
@@ -301,10 +303,14 @@ fn metrics_record(m: &Metrics, vs_f64: Option<TruthRecord>) -> OutputMetrics {
         rel_l2: m.rel_l2,
         cosine: m.cosine,
         max_ulp: m.max_ulp,
-        ulp_dtype: m.ulp_dtype.name().to_string(),
-        ulp_p50: m.ulp_histogram.quantile(0.5),
-        ulp_p99: m.ulp_histogram.quantile(0.99),
-        ulp_histogram: m.ulp_histogram.labeled_buckets(),
+        ulp_dtype: m.ulp_dtype.map(|d| d.name().to_string()),
+        ulp_p50: m.ulp_quantile(0.5),
+        ulp_p99: m.ulp_quantile(0.99),
+        ulp_histogram: m
+            .ulp_histogram
+            .as_ref()
+            .map(|h| h.display_buckets().iter().map(|b| [b.lo, b.hi, b.count]).collect())
+            .unwrap_or_default(),
         mismatches: m.mismatches,
         nan_mismatch: m.nan_mismatch,
         inf_mismatch: m.inf_mismatch,
