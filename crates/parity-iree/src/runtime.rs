@@ -92,7 +92,9 @@ impl LoadedModule {
     /// IREE's ABI declaration of `function` (argument and result tensor types), if known.
     pub fn declaration(&self, function: &str) -> Option<&str> {
         let info = self.info.as_ref()?;
-        let local = function.rsplit_once('.').map_or(function, |(_, f)| f);
+        let local = function
+            .strip_prefix(&format!("{}.", info.name))
+            .unwrap_or(function);
         info.exports
             .iter()
             .find(|e| e.name == local)
