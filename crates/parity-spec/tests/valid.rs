@@ -314,3 +314,37 @@ fn padded_false_and_assert_zero_are_read() {
     assert!(!mask.padded);
     assert!(mask.assert_zero);
 }
+
+#[test]
+fn documented_example_is_valid() {
+    // Keeps docs/stages-schema.md honest: its complete example must load.
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/stages-schema.md"
+    ))
+    .unwrap();
+    let after = doc.split("## Complete example").nth(1).unwrap();
+    let yaml = after
+        .split("```yaml\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let fx = Fixture::new();
+    std::fs::write(fx.dir.path().join("subject/gemma3n_audio_f32.mlir"), "").unwrap();
+    std::fs::write(fx.dir.path().join("subject/audio_merge.vmfb"), b"\0").unwrap();
+    let spec = fx.parse(yaml).unwrap();
+    let names: Vec<&str> = spec.stages.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["sscp_conv_0", "sscp_conv_1", "audio_merge"]);
+    assert_eq!(spec.topo_order(), vec![0, 1, 2]);
+    assert_eq!(
+        spec.stages[1].args[0],
+        Arg::Stage {
+            stage: "sscp_conv_0".into(),
+            output: "sscp_conv_0".into()
+        }
+    );
+    let short = spec.instantiate(spec.case("short8").unwrap()).unwrap();
+    assert_eq!(short[0].function, "sscp_conv_0_b8");
+}
