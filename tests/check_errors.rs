@@ -1,0 +1,165 @@
+//! Bad input end to end: each kind gets a clear message naming the file,
+//! stage or tensor, a distinct exit code, and every result that could still be
+//! computed is in the run record.
+
+mod common;
+
+use common::{basic_copy, check, stage};
+use std::path::Path;
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{} lacks {from:?}", path.display());
+    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+}
+
+#[test]
+fn unknown_spec_key_is_exit_2_with_line_and_column() {
+    let dir = basic_copy();
+    edit(&dir.path().join("stages.yaml"), "    function: scores\n", "    function: scores\n    fnuction: typo\n");
+    let (code, _, stderr, record) = check(dir.path(), "stages.yaml", &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(record.is_none(), "an invalid spec runs nothing");
+    assert!(stderr.contains("stages.yaml:"), "{stderr}");
+    assert!(stderr.contains("fnuction"), "{stderr}");
+    // file:line:col
+    let loc = stderr.split("stages.yaml:").nth(1).unwrap();
+    let mut parts = loc.split(':');
+    assert!(parts.next().unwrap().parse::<usize>().is_ok(), "{stderr}");
+    assert!(parts.next().unwrap().trim().parse::<usize>().is_ok(), "{stderr}");
+}
+
+#[test]
+fn missing_oracle_tensor_errors_that_stage_only() {
+    let dir = basic_copy();
+    edit(&dir.path().join("stages.yaml"), "        oracle: scores\n", "        oracle: scores_nope\n");
+    let (code, stdout, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 2, "{stdout}");
+    let record = record.expect("record written despite the error");
+    assert_eq!(record["status"], "error");
+    let scores = stage(&record, "scores", "isolated");
+    assert_eq!(scores["status"], "error");
+    let msg = scores["error"].as_str().unwrap();
+    assert!(msg.contains("scores_nope") && msg.contains("scores"), "{msg}");
+    // Results that did not need the missing tensor are kept.
+    assert_eq!(stage(&record, "layer_norm", "isolated")["status"], "pass");
+    assert_eq!(stage(&record, "proj_bf16", "isolated")["status"], "pass");
+}
+
+#[test]
+fn truncated_oracle_file_names_the_file() {
+    let dir = basic_copy();
+    let conv = dir.path().join("oracle/conv.npy");
+    let bytes = std::fs::read(&conv).unwrap();
+    std::fs::write(&conv, &bytes[..bytes.len() - 7]).unwrap();
+    let (code, stdout, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 2, "{stdout}");
+    let record = record.unwrap();
+    let conv_stage = stage(&record, "strided_conv", "isolated");
+    assert_eq!(conv_stage["status"], "error");
+    let msg = conv_stage["error"].as_str().unwrap();
+    assert!(msg.contains("conv.npy"), "{msg}");
+    assert_eq!(stage(&record, "layer_norm", "isolated")["status"], "pass");
+}
+
+#[test]
+fn chained_mode_skips_stages_downstream_of_an_error() {
+    let dir = basic_copy();
+    // strided_conv's weight is missing: it errors; chained stages after it are
+    // skipped, isolated ones still run on oracle inputs.
+    edit(&dir.path().join("stages.yaml"), "{weight: conv.weight}", "{weight: conv.weight_nope}");
+    let (code, _, _, record) = check(dir.path(), "stages.yaml", &[]);
+    assert_eq!(code, 2);
+    let record = record.unwrap();
+    assert_eq!(stage(&record, "strided_conv", "chained")["status"], "error");
+    assert_eq!(stage(&record, "scores", "chained")["status"], "skipped");
+    let why = stage(&record, "scores", "chained")["error"].as_str().unwrap();
+    assert!(why.contains("strided_conv"), "{why}");
+    assert_eq!(stage(&record, "scores", "isolated")["status"], "pass");
+    assert!(stage(&record, "strided_conv", "isolated")["error"]
+        .as_str()
+        .unwrap()
+        .contains("conv.weight_nope"));
+}
+
+#[test]
+fn mlir_compile_failure_is_exit_3_and_keeps_the_record() {
+    let dir = basic_copy();
+    let mlir = dir.path().join("model.mlir");
+    let mut text = std::fs::read_to_string(&mlir).unwrap();
+    text.push_str("\nfunc.func @broken( {\n");
+    std::fs::write(&mlir, text).unwrap();
+    let (code, stdout, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 3, "{stdout}");
+    let record = record.unwrap();
+    let errors = record["errors"].as_array().unwrap();
+    assert!(
+        errors.iter().any(|e| e["kind"] == "execution"
+            && e["message"].as_str().unwrap().contains("model.mlir")),
+        "{errors:?}"
+    );
+    assert_eq!(stage(&record, "layer_norm", "isolated")["error_kind"], "execution");
+    assert!(stdout.contains("error:"), "{stdout}");
+}
+
+#[test]
+fn nan_in_the_oracle_is_counted_apart_and_fails() {
+    let dir = basic_copy();
+    let path = dir.path().join("oracle/normed.npy");
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert_eq!(&bytes[..6], b"\x93NUMPY");
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let data = 10 + header_len;
+    bytes[data..data + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let (code, stdout, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 1, "{stdout}");
+    let record = record.unwrap();
+    let m = &stage(&record, "layer_norm", "isolated")["outputs"][0]["metrics"];
+    assert_eq!(m["nan_mismatch"], 1);
+    // The NaN does not poison the numeric metrics of the other elements.
+    assert_eq!(m["max_abs"], 0.0);
+    assert_eq!(record["first_divergence"]["stage"], "layer_norm");
+}
+
+#[test]
+fn oracle_shape_mismatch_is_an_input_error_naming_the_tensor() {
+    let dir = basic_copy();
+    // Compare `conv` (2x4x16) against the scores tensor (2x4x4).
+    edit(&dir.path().join("stages.yaml"), "        oracle: conv\n", "        oracle: scores\n");
+    let (code, _, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 2);
+    let record = record.unwrap();
+    let out = &stage(&record, "strided_conv", "isolated")["outputs"][0];
+    assert_eq!(out["status"], "error");
+    let msg = out["error"].as_str().unwrap();
+    assert!(msg.contains("strided_conv") && msg.contains("scores"), "{msg}");
+    assert!(msg.contains("[2, 4, 16]") && msg.contains("[2, 4, 4]"), "{msg}");
+}
+
+#[test]
+fn malformed_mask_is_an_input_error() {
+    let dir = basic_copy();
+    // mask is 2x8 but strided_conv's output is 2x4x16.
+    edit(
+        &dir.path().join("stages.yaml"),
+        "mask: {oracle: mask_sub, axes: [0, 1], padded: true}",
+        "mask: {oracle: mask, axes: [0, 1], padded: true}",
+    );
+    let (code, _, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 2);
+    let record = record.unwrap();
+    let out = &stage(&record, "strided_conv", "isolated")["outputs"][0];
+    assert_eq!(out["status"], "error");
+    assert!(out["error"].as_str().unwrap().contains("mask"), "{out}");
+}
+
+#[test]
+fn missing_weights_file_is_exit_2_naming_it() {
+    let dir = basic_copy();
+    std::fs::remove_file(dir.path().join("weights.safetensors")).unwrap();
+    let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &[]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    let text = format!("{stdout}{stderr}{}", record.map(|r| r.to_string()).unwrap_or_default());
+    assert!(text.contains("weights.safetensors"), "{text}");
+}

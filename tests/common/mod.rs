@@ -1,0 +1,78 @@
+//! Helpers shared by the end-to-end tests: run the real `parity` binary on
+//! copies of the committed example subject, against the real IREE compiler
+//! and runtime.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A compiled-artifact cache shared by all tests of this build, so each
+/// module compiles once per test run.
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("parity-test-cache")
+}
+
+/// Copies examples/basic into a fresh temporary directory the test may mutate.
+pub fn basic_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(&repo().join("examples/basic"), dir.path());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// Runs `parity <args>` in `cwd` with colour off and the shared cache.
+pub fn parity(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_parity"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env("PARITY_CACHE_DIR", cache_dir())
+        .output()
+        .expect("spawn parity")
+}
+
+/// Runs `parity check <spec>` writing reports into `<cwd>/out`, and returns
+/// the exit code, stdout, stderr and the parsed JSON run record (if written).
+pub fn check(cwd: &Path, spec: &str, extra: &[&str]) -> (i32, String, String, Option<serde_json::Value>) {
+    let out_dir = cwd.join("out");
+    let mut args = vec!["check", spec, "--out-dir", out_dir.to_str().expect("utf8")];
+    args.extend_from_slice(extra);
+    let out = parity(cwd, &args);
+    let json = std::fs::read_to_string(out_dir.join("run.json"))
+        .ok()
+        .map(|t| serde_json::from_str(&t).expect("run.json is valid JSON"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        json,
+    )
+}
+
+/// The stage records of a run record matching name and mode.
+pub fn stage<'a>(record: &'a serde_json::Value, name: &str, mode: &str) -> &'a serde_json::Value {
+    record["stages"]
+        .as_array()
+        .expect("stages array")
+        .iter()
+        .find(|s| s["name"] == name && s["mode"] == mode)
+        .unwrap_or_else(|| panic!("no stage record {name} ({mode})"))
+}
