@@ -15,7 +15,6 @@ const LOG_BUCKETS: usize = 64 - LOG_MIN as usize + 1;
 pub struct UlpHistogram {
     exact: [u64; EXACT_MAX as usize + 1],
     log2: [u64; LOG_BUCKETS],
-    total: u64,
 }
 
 /// One range of ULP distances and how many elements fell in it.
@@ -42,7 +41,6 @@ impl Default for UlpHistogram {
         UlpHistogram {
             exact: [0; EXACT_MAX as usize + 1],
             log2: [0; LOG_BUCKETS],
-            total: 0,
         }
     }
 }
@@ -70,7 +68,16 @@ impl UlpHistogram {
         } else {
             self.log2[log_slot(d)] += 1;
         }
-        self.total += 1;
+    }
+
+    /// Records `n` copies of one distance.
+    #[inline]
+    pub fn add_n(&mut self, d: u64, n: u64) {
+        if d <= EXACT_MAX {
+            self.exact[d as usize] += n;
+        } else {
+            self.log2[log_slot(d)] += n;
+        }
     }
 
     /// Adds another histogram's counts to this one.
@@ -81,12 +88,11 @@ impl UlpHistogram {
         for (a, b) in self.log2.iter_mut().zip(&other.log2) {
             *a += b;
         }
-        self.total += other.total;
     }
 
     /// Number of recorded distances.
     pub fn total(&self) -> u64 {
-        self.total
+        self.exact.iter().chain(&self.log2).sum()
     }
 
     /// The `q` quantile (nearest rank: the smallest d with at least
@@ -94,10 +100,11 @@ impl UlpHistogram {
     /// [`EXACT_MAX`]; above, the upper bound of the power-of-two bucket, which
     /// never understates the true quantile. None when empty or q is not in [0, 1].
     pub fn quantile(&self, q: f64) -> Option<u64> {
-        if self.total == 0 || !(0.0..=1.0).contains(&q) {
+        let total = self.total();
+        if total == 0 || !(0.0..=1.0).contains(&q) {
             return None;
         }
-        let rank = ((q * self.total as f64).ceil() as u64).clamp(1, self.total);
+        let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
         let mut seen = 0u64;
         for (d, &c) in self.exact.iter().enumerate() {
             seen += c;
@@ -154,7 +161,7 @@ impl UlpHistogram {
 impl From<UlpHistogram> for HistogramRepr {
     fn from(h: UlpHistogram) -> Self {
         HistogramRepr {
-            total: h.total,
+            total: h.total(),
             buckets: h.fine_buckets(),
         }
     }
@@ -165,6 +172,7 @@ impl TryFrom<HistogramRepr> for UlpHistogram {
 
     fn try_from(r: HistogramRepr) -> Result<Self, Self::Error> {
         let mut h = UlpHistogram::default();
+        let mut sum = 0u64;
         for b in &r.buckets {
             let fine = if b.lo == b.hi && b.lo <= EXACT_MAX {
                 true
@@ -176,17 +184,18 @@ impl TryFrom<HistogramRepr> for UlpHistogram {
                     b.lo, b.hi
                 ));
             };
-            if fine {
-                h.exact[b.lo as usize] += b.count;
+            let slot = if fine {
+                &mut h.exact[b.lo as usize]
             } else {
-                h.log2[log_slot(b.lo)] += b.count;
-            }
-            h.total = h.total.saturating_add(b.count);
+                &mut h.log2[log_slot(b.lo)]
+            };
+            *slot = slot.saturating_add(b.count);
+            sum = sum.saturating_add(b.count);
         }
-        if h.total != r.total {
+        if sum != r.total {
             return Err(format!(
-                "ULP histogram total {} disagrees with its buckets' sum {}",
-                r.total, h.total
+                "ULP histogram total {} disagrees with its buckets' sum {sum}",
+                r.total
             ));
         }
         Ok(h)

@@ -2,133 +2,15 @@
 //! tensors' raw little-endian bytes, specialised per dtype pair, merged in
 //! chunk order so results never depend on the thread count.
 
+use crate::elem::{Elem, UlpKey};
 use crate::histogram::UlpHistogram;
-use crate::ulp::{key_16, key_f32, round_bf16, round_f16, UlpDType};
-use parity_tensor::{decode_f64, DType};
 
 /// Elements per chunk. Fixed (not derived from the thread count) so partial
 /// sums, and hence results, are identical for serial and parallel runs.
 pub(crate) const CHUNK: usize = 1 << 16;
 
-/// One element type: how wide it is and how to decode it from LE bytes.
-pub(crate) trait Elem: Copy + Send + Sync {
-    /// Bytes per element.
-    fn size(&self) -> usize;
-    /// The element's value (`c` is exactly `size()` bytes).
-    fn load(&self, c: &[u8]) -> f64;
-    /// The element's raw bits, zero-extended.
-    fn raw(&self, c: &[u8]) -> u64;
-}
-
-macro_rules! float_elem {
-    ($name:ident, $n:literal, $decode:expr, $raw:ty) => {
-        #[derive(Clone, Copy)]
-        pub(crate) struct $name;
-        impl Elem for $name {
-            #[inline(always)]
-            fn size(&self) -> usize {
-                $n
-            }
-            #[inline(always)]
-            fn load(&self, c: &[u8]) -> f64 {
-                let mut b = [0u8; $n];
-                b.copy_from_slice(&c[..$n]);
-                $decode(b)
-            }
-            #[inline(always)]
-            fn raw(&self, c: &[u8]) -> u64 {
-                let mut b = [0u8; $n];
-                b.copy_from_slice(&c[..$n]);
-                <$raw>::from_le_bytes(b) as u64
-            }
-        }
-    };
-}
-
-float_elem!(F16E, 2, |b| half::f16::from_le_bytes(b).to_f64(), u16);
-float_elem!(Bf16E, 2, |b| half::bf16::from_le_bytes(b).to_f64(), u16);
-float_elem!(F32E, 4, |b| f32::from_le_bytes(b) as f64, u32);
-float_elem!(F64E, 8, f64::from_le_bytes, u64);
-
-/// Any dtype, decoded through a runtime match (integers, bools, mixed pairs).
-#[derive(Clone, Copy)]
-pub(crate) struct DynE(pub DType);
-
-impl Elem for DynE {
-    #[inline]
-    fn size(&self) -> usize {
-        self.0.size()
-    }
-    #[inline]
-    fn load(&self, c: &[u8]) -> f64 {
-        decode_f64(self.0, c)
-    }
-    #[inline]
-    fn raw(&self, c: &[u8]) -> u64 {
-        let mut b = [0u8; 8];
-        let n = c.len().min(8);
-        b[..n].copy_from_slice(&c[..n]);
-        u64::from_le_bytes(b)
-    }
-}
-
-/// Where a value sits on the ULP integer line of some float type.
-pub(crate) trait UlpKey: Copy + Send + Sync {
-    /// False when no ULP metrics are wanted.
-    const ENABLED: bool;
-    /// Key of a non-NaN value.
-    fn key(&self, x: f64) -> i64;
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct NoUlp;
-impl UlpKey for NoUlp {
-    const ENABLED: bool = false;
-    #[inline(always)]
-    fn key(&self, _: f64) -> i64 {
-        0
-    }
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct UlpF32;
-impl UlpKey for UlpF32 {
-    const ENABLED: bool = true;
-    #[inline(always)]
-    fn key(&self, x: f64) -> i64 {
-        key_f32(x as f32)
-    }
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct UlpBf16;
-impl UlpKey for UlpBf16 {
-    const ENABLED: bool = true;
-    #[inline(always)]
-    fn key(&self, x: f64) -> i64 {
-        key_16(round_bf16(x))
-    }
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct UlpF16;
-impl UlpKey for UlpF16 {
-    const ENABLED: bool = true;
-    #[inline(always)]
-    fn key(&self, x: f64) -> i64 {
-        key_16(round_f16(x))
-    }
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct DynUlp(pub UlpDType);
-impl UlpKey for DynUlp {
-    const ENABLED: bool = true;
-    #[inline]
-    fn key(&self, x: f64) -> i64 {
-        self.0.key(x).unwrap_or(0)
-    }
-}
+/// Elements per inner block (see `Kernel::segment`); fits the u16 candidate indices.
+const BLOCK: usize = 256;
 
 /// One element worth reporting: flat index and both values.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -141,28 +23,37 @@ pub(crate) struct Hit {
 }
 
 /// The K largest hits by score, ties broken by the lower flat index, kept sorted.
-#[derive(Clone, Debug, Default)]
+///
+/// Hits must be offered in increasing flat order (true within a chunk, and
+/// when merging chunks in order): then a hit that ties the current K-th
+/// score can never beat it, which lets the fast path reject with one compare.
+#[derive(Clone, Debug)]
 pub(crate) struct TopK {
     pub k: usize,
     pub items: Vec<Hit>,
+    /// Score a new hit must exceed: the K-th score once full, -inf before (+inf when K = 0).
+    floor: f64,
 }
 
 impl TopK {
     pub fn new(k: usize) -> Self {
+        let floor = if k == 0 {
+            f64::INFINITY
+        } else {
+            f64::NEG_INFINITY
+        };
         TopK {
             k,
             items: Vec::new(),
+            floor,
         }
     }
 
     #[inline(always)]
     pub fn offer(&mut self, h: Hit) {
         // Fast reject: most elements are not among the worst K.
-        if self.items.len() == self.k {
-            match self.items.last() {
-                Some(last) if beats(&h, last) => {}
-                _ => return,
-            }
+        if h.score <= self.floor {
+            return;
         }
         self.insert(h);
     }
@@ -176,6 +67,9 @@ impl TopK {
             .unwrap_or(self.items.len());
         self.items.insert(pos, h);
         self.items.truncate(self.k);
+        if self.items.len() == self.k {
+            self.floor = self.items.last().map_or(f64::INFINITY, |x| x.score);
+        }
     }
 }
 
@@ -184,9 +78,11 @@ fn beats(a: &Hit, b: &Hit) -> bool {
     a.score > b.score || (a.score == b.score && a.flat < b.flat)
 }
 
-/// Partial results over a range of elements.
-#[derive(Clone, Debug)]
-pub(crate) struct Acc {
+/// The scalar part of the partial results. Copied into a local for each
+/// run of elements so the compiler keeps it in registers instead of
+/// reloading every field from memory per element.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sums {
     pub count: u64,
     pub masked_out: u64,
     pub numeric: u64,
@@ -203,15 +99,11 @@ pub(crate) struct Acc {
     pub max_abs: f64,
     pub max_excess: f64,
     pub max_ulp: u64,
-    pub hist: UlpHistogram,
-    pub first: Option<Hit>,
-    pub worst: TopK,
-    pub excess: TopK,
 }
 
-impl Acc {
-    pub fn new(k: usize) -> Self {
-        Acc {
+impl Default for Sums {
+    fn default() -> Self {
+        Sums {
             count: 0,
             masked_out: 0,
             numeric: 0,
@@ -228,15 +120,12 @@ impl Acc {
             max_abs: 0.0,
             max_excess: f64::NEG_INFINITY,
             max_ulp: 0,
-            hist: UlpHistogram::default(),
-            first: None,
-            worst: TopK::new(k),
-            excess: TopK::new(k),
         }
     }
+}
 
-    /// Folds `o` (covering later elements) into `self`.
-    pub fn merge(&mut self, o: &Acc) {
+impl Sums {
+    fn merge(&mut self, o: &Sums) {
         self.count += o.count;
         self.masked_out += o.masked_out;
         self.numeric += o.numeric;
@@ -253,6 +142,33 @@ impl Acc {
         self.max_abs = self.max_abs.max(o.max_abs);
         self.max_excess = self.max_excess.max(o.max_excess);
         self.max_ulp = self.max_ulp.max(o.max_ulp);
+    }
+}
+
+/// Partial results over a range of elements.
+#[derive(Clone, Debug)]
+pub(crate) struct Acc {
+    pub s: Sums,
+    pub hist: UlpHistogram,
+    pub first: Option<Hit>,
+    pub worst: TopK,
+    pub excess: TopK,
+}
+
+impl Acc {
+    pub fn new(k: usize) -> Self {
+        Acc {
+            s: Sums::default(),
+            hist: UlpHistogram::default(),
+            first: None,
+            worst: TopK::new(k),
+            excess: TopK::new(k),
+        }
+    }
+
+    /// Folds `o` (covering later elements) into `self`.
+    pub fn merge(&mut self, o: &Acc) {
+        self.s.merge(&o.s);
         self.hist.merge(&o.hist);
         if let Some(f) = o.first {
             if self.first.is_none_or(|s| f.flat < s.flat) {
@@ -283,81 +199,11 @@ pub(crate) struct Kernel<A, E, U> {
 }
 
 impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
-    /// One unmasked element.
-    #[inline(always)]
-    fn elem(&self, acc: &mut Acc, ca: &[u8], ce: &[u8], flat: usize) {
-        let a = self.a.load(ca);
-        let e = self.e.load(ce);
-        acc.count += 1;
-        let equal = if self.same_dtype {
-            self.a.raw(ca) == self.e.raw(ce)
-        } else {
-            a == e || (a.is_nan() && e.is_nan())
-        };
-        acc.bitwise_mismatches += (!equal) as u64;
-        if a.is_finite() && e.is_finite() {
-            acc.numeric += 1;
-            let d = a - e;
-            let ad = d.abs();
-            acc.sum_abs += ad;
-            acc.sum_sq += d * d;
-            acc.sum_aa += a * a;
-            acc.sum_ee += e * e;
-            acc.sum_ae += a * e;
-            acc.max_abs = acc.max_abs.max(ad);
-            let excess = ad - self.rtol * e.abs();
-            acc.max_excess = acc.max_excess.max(excess);
-            let hit = Hit {
-                flat,
-                actual: a,
-                expected: e,
-                score: ad,
-            };
-            if ad > self.atol + self.rtol * e.abs() {
-                acc.allclose_violations += 1;
-                acc.first.get_or_insert(hit);
-            }
-            acc.worst.offer(hit);
-            acc.excess.offer(Hit {
-                score: excess,
-                ..hit
-            });
-            if U::ENABLED {
-                let dist = self.u.key(a).abs_diff(self.u.key(e));
-                acc.hist.add(dist);
-                acc.max_ulp = acc.max_ulp.max(dist);
-            }
-        } else if a.is_nan() || e.is_nan() {
-            if !(a.is_nan() && e.is_nan()) {
-                acc.nan_mismatch += 1;
-                acc.first.get_or_insert(Hit {
-                    flat,
-                    actual: a,
-                    expected: e,
-                    score: f64::NAN,
-                });
-            }
-        } else if a != e {
-            acc.inf_mismatch += 1;
-            acc.first.get_or_insert(Hit {
-                flat,
-                actual: a,
-                expected: e,
-                score: f64::INFINITY,
-            });
-        }
-    }
-
-    /// One padded element: ignored except for the padded-zero check.
-    #[inline(always)]
-    fn padded(&self, acc: &mut Acc, ca: &[u8]) {
-        acc.masked_out += 1;
-        if self.assert_zero {
-            acc.padded_nonzero += (self.a.load(ca) != 0.0) as u64;
-        }
-    }
-
-    /// Elements `start..end` where `padded(j)` says whether element `start + j` is padded.
+    /// Elements `start..end` where `padded(j)` says whether element `start + j`
+    /// is padded. Works in blocks whose inner loop makes no calls, so the
+    /// accumulators stay in registers (SysV calls clobber every xmm
+    /// register); the rare elements that may enter a top-K list are only
+    /// noted there and offered after the block.
     #[inline(always)]
     fn segment(
         &self,
@@ -369,14 +215,97 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         padded: impl Fn(usize) -> bool,
     ) {
         let (sa, se) = (self.a.size(), self.e.size());
-        let ra = &a[start * sa..end * sa];
-        let re = &e[start * se..end * se];
-        for (j, (ca, ce)) in ra.chunks_exact(sa).zip(re.chunks_exact(se)).enumerate() {
-            if padded(j) {
-                self.padded(acc, ca);
-            } else {
-                self.elem(acc, ca, ce, start + j);
+        let mut j0 = 0;
+        while start + j0 < end {
+            let j1 = (j0 + BLOCK).min(end - start);
+            let ra = &a[(start + j0) * sa..(start + j1) * sa];
+            let re = &e[(start + j0) * se..(start + j1) * se];
+            let mut s = acc.s;
+            // Floors only rise, so stale ones admit a superset of candidates.
+            let (wf, xf) = (acc.worst.floor, acc.excess.floor);
+            let mut cand = [0u16; BLOCK];
+            let mut nc = 0usize;
+            let mut zero_ulps = 0u64;
+            let mut first: Option<usize> = None;
+            for (t, (ca, ce)) in ra.chunks_exact(sa).zip(re.chunks_exact(se)).enumerate() {
+                if padded(j0 + t) {
+                    s.masked_out += 1;
+                    if self.assert_zero {
+                        s.padded_nonzero += (self.a.load(ca) != 0.0) as u64;
+                    }
+                    continue;
+                }
+                let a = self.a.load(ca);
+                let e = self.e.load(ce);
+                s.count += 1;
+                let equal = if self.same_dtype {
+                    self.a.raw(ca) == self.e.raw(ce)
+                } else {
+                    a == e || (a.is_nan() && e.is_nan())
+                };
+                s.bitwise_mismatches += (!equal) as u64;
+                if a.is_finite() && e.is_finite() {
+                    s.numeric += 1;
+                    let d = a - e;
+                    let ad = d.abs();
+                    s.sum_abs += ad;
+                    s.sum_sq += d * d;
+                    s.sum_aa += a * a;
+                    s.sum_ee += e * e;
+                    s.sum_ae += a * e;
+                    s.max_abs = s.max_abs.max(ad);
+                    let excess = ad - self.rtol * e.abs();
+                    s.max_excess = s.max_excess.max(excess);
+                    let bad = ad > self.atol + self.rtol * e.abs();
+                    s.allclose_violations += bad as u64;
+                    if bad && first.is_none() {
+                        first = Some(t);
+                    }
+                    if ad > wf || excess > xf {
+                        cand[nc] = t as u16;
+                        nc += 1;
+                    }
+                    if U::ENABLED {
+                        let dist = self.u.key(a).abs_diff(self.u.key(e));
+                        if dist == 0 {
+                            zero_ulps += 1;
+                        } else {
+                            acc.hist.add(dist);
+                        }
+                        s.max_ulp = s.max_ulp.max(dist);
+                    }
+                } else if a.is_nan() || e.is_nan() {
+                    if !(a.is_nan() && e.is_nan()) {
+                        s.nan_mismatch += 1;
+                        first.get_or_insert(t);
+                    }
+                } else if a != e {
+                    s.inf_mismatch += 1;
+                    first.get_or_insert(t);
+                }
             }
+            acc.s = s;
+            acc.hist.add_n(0, zero_ulps);
+            let hit = |t: usize| {
+                let (ca, ce) = (&ra[t * sa..(t + 1) * sa], &re[t * se..(t + 1) * se]);
+                let (a, e) = (self.a.load(ca), self.e.load(ce));
+                Hit {
+                    flat: start + j0 + t,
+                    actual: a,
+                    expected: e,
+                    score: (a - e).abs(),
+                }
+            };
+            if let (None, Some(t)) = (acc.first, first) {
+                acc.first = Some(hit(t));
+            }
+            for &t in &cand[..nc] {
+                let h = hit(t as usize);
+                acc.worst.offer(h);
+                let excess = h.score - self.rtol * h.expected.abs();
+                acc.excess.offer(Hit { score: excess, ..h });
+            }
+            j0 = j1;
         }
     }
 

@@ -1,6 +1,7 @@
 //! The pure comparison engine: two tensors (and a mask) in, metrics and a verdict out.
 
 pub mod criterion;
+mod elem;
 pub mod error;
 pub mod histogram;
 mod kernel;

@@ -2,12 +2,12 @@
 //! mask) producing every metric a tolerance criterion can ask about.
 
 use crate::criterion::Criterion;
+use crate::elem::{
+    Bf16E, DynE, DynUlp, Elem, NoUlp, UlpBf16, UlpF16, UlpF32, UlpKey, F16E, F32E, F64E,
+};
 use crate::error::CompareError;
 use crate::histogram::UlpHistogram;
-use crate::kernel::{
-    Acc, Bf16E, DynE, DynUlp, Elem, Hit, Kernel, MaskView, NoUlp, UlpBf16, UlpF16, UlpF32, UlpKey,
-    CHUNK, F16E, F32E, F64E,
-};
+use crate::kernel::{Acc, Hit, Kernel, MaskView, CHUNK};
 use crate::mask::{unravel, Mask};
 use crate::ulp::UlpDType;
 use parity_tensor::{DType, Tensor};
@@ -280,12 +280,12 @@ fn run<A: Elem, E: Elem, U: UlpKey>(
 }
 
 fn finish(acc: Acc, shape: &[usize], o: &CompareOptions, ulp: Option<UlpDType>) -> Metrics {
-    let n = acc.numeric as f64;
+    let n = acc.s.numeric as f64;
     let ratio = |num: u64| {
-        if acc.count == 0 {
+        if acc.s.count == 0 {
             0.0
         } else {
-            num as f64 / acc.count as f64
+            num as f64 / acc.s.count as f64
         }
     };
     let diff = |h: &Hit| ElementDiff {
@@ -293,7 +293,11 @@ fn finish(acc: Acc, shape: &[usize], o: &CompareOptions, ulp: Option<UlpDType>) 
         actual: h.actual,
         expected: h.expected,
     };
-    let (norm_d, norm_e, norm_a) = (acc.sum_sq.sqrt(), acc.sum_ee.sqrt(), acc.sum_aa.sqrt());
+    let (norm_d, norm_e, norm_a) = (
+        acc.s.sum_sq.sqrt(),
+        acc.s.sum_ee.sqrt(),
+        acc.s.sum_aa.sqrt(),
+    );
     let rel_l2 = match (norm_d == 0.0, norm_e == 0.0) {
         (true, _) => 0.0,
         (false, true) => f64::INFINITY,
@@ -302,46 +306,46 @@ fn finish(acc: Acc, shape: &[usize], o: &CompareOptions, ulp: Option<UlpDType>) 
     let cosine = match (norm_a == 0.0, norm_e == 0.0) {
         (true, true) => 1.0,
         (true, false) | (false, true) => 0.0,
-        (false, false) => (acc.sum_ae / (norm_a * norm_e)).clamp(-1.0, 1.0),
+        (false, false) => (acc.s.sum_ae / (norm_a * norm_e)).clamp(-1.0, 1.0),
     };
-    let mismatches = acc.allclose_violations + acc.nan_mismatch + acc.inf_mismatch;
+    let mismatches = acc.s.allclose_violations + acc.s.nan_mismatch + acc.s.inf_mismatch;
     Metrics {
-        count: acc.count,
-        masked_out: acc.masked_out,
-        numeric_count: acc.numeric,
-        max_abs: acc.max_abs,
-        mean_abs: if acc.numeric == 0 {
+        count: acc.s.count,
+        masked_out: acc.s.masked_out,
+        numeric_count: acc.s.numeric,
+        max_abs: acc.s.max_abs,
+        mean_abs: if acc.s.numeric == 0 {
             0.0
         } else {
-            acc.sum_abs / n
+            acc.s.sum_abs / n
         },
-        rms: if acc.numeric == 0 {
+        rms: if acc.s.numeric == 0 {
             0.0
         } else {
-            (acc.sum_sq / n).sqrt()
+            (acc.s.sum_sq / n).sqrt()
         },
         rel_l2,
         cosine,
         ulp_dtype: ulp.map(UlpDType::dtype),
-        max_ulp: ulp.map(|_| acc.max_ulp),
+        max_ulp: ulp.map(|_| acc.s.max_ulp),
         ulp_histogram: ulp.map(|_| acc.hist.clone()),
         atol: o.atol,
         rtol: o.rtol,
-        allclose_violations: acc.allclose_violations,
-        allclose_fraction: ratio(acc.allclose_violations),
-        allclose_min_atol: if acc.numeric == 0 {
+        allclose_violations: acc.s.allclose_violations,
+        allclose_fraction: ratio(acc.s.allclose_violations),
+        allclose_min_atol: if acc.s.numeric == 0 {
             0.0
         } else {
-            acc.max_excess.max(0.0)
+            acc.s.max_excess.max(0.0)
         },
         allclose_excess_top: acc.excess.items.iter().map(|h| h.score).collect(),
         mismatches,
         mismatch_fraction: ratio(mismatches),
-        nan_mismatch: acc.nan_mismatch,
-        inf_mismatch: acc.inf_mismatch,
-        bitwise_mismatches: acc.bitwise_mismatches,
+        nan_mismatch: acc.s.nan_mismatch,
+        inf_mismatch: acc.s.inf_mismatch,
+        bitwise_mismatches: acc.s.bitwise_mismatches,
         first_violation: acc.first.as_ref().map(diff),
         worst: acc.worst.items.iter().map(diff).collect(),
-        padded_nonzero: o.assert_padded_zero.then_some(acc.padded_nonzero),
+        padded_nonzero: o.assert_padded_zero.then_some(acc.s.padded_nonzero),
     }
 }

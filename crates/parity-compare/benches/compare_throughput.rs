@@ -1,0 +1,146 @@
+//! Comparison throughput against the machine's memory-read rate.
+//!
+//! `cargo bench -p parity-compare` prints a table: for a large f32 pair
+//! (default 64M elements, 256 MiB each; override with PARITY_BENCH_ELEMS),
+//! GB/s of input consumed by `compare`, serial and rayon, with and without a
+//! [B, T] padding mask, next to a plain sum over the same bytes measured in
+//! the same run. A table, not an assertion: numbers depend on the machine.
+
+use parity_compare::{compare, CompareOptions, Mask};
+use parity_tensor::{DType, Tensor};
+use rayon::prelude::*;
+use std::hint::black_box;
+use std::time::Instant;
+
+const H: usize = 64;
+const T: usize = 16384;
+const REPS: usize = 3;
+
+/// Best wall time of `REPS` runs, in seconds.
+fn best_of(mut f: impl FnMut()) -> f64 {
+    (0..REPS)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Sum of a buffer read as LE f32, so reading it costs what `compare`'s loads cost.
+fn sum_bytes(b: &[u8]) -> f64 {
+    let mut acc = [0f32; 8];
+    for c in b.chunks_exact(32) {
+        for (k, x) in c.chunks_exact(4).enumerate() {
+            acc[k] += f32::from_le_bytes([x[0], x[1], x[2], x[3]]);
+        }
+    }
+    acc.iter().map(|&x| x as f64).sum()
+}
+
+fn main() {
+    let elems: usize = std::env::var("PARITY_BENCH_ELEMS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64 << 20);
+    let b = (elems / (T * H)).max(1);
+    let n = b * T * H;
+    let shape = vec![b, T, H];
+    // Deterministic data: an xorshift oracle and an actual a few ULPs off.
+    let mut s = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut eb = Vec::with_capacity(n * 4);
+    let mut ab = Vec::with_capacity(n * 4);
+    for _ in 0..n {
+        let r = next();
+        let e = (r >> 40) as f32 / (1u64 << 23) as f32 - 1.0;
+        let a = f32::from_bits(e.to_bits().wrapping_add((r & 3) as u32));
+        eb.extend_from_slice(&e.to_le_bytes());
+        ab.extend_from_slice(&a.to_le_bytes());
+    }
+    let (Ok(et), Ok(at)) = (
+        Tensor::from_bytes(DType::F32, shape.clone(), eb),
+        Tensor::from_bytes(DType::F32, shape.clone(), ab),
+    ) else {
+        eprintln!("could not build {shape:?} tensors");
+        return;
+    };
+    let padded: Vec<f64> = (0..b * T)
+        .map(|i| (i % T >= T * 4 / 5) as u8 as f64)
+        .collect();
+    let mask = Tensor::from_f64_as(DType::Bool, vec![b, T], &padded)
+        .map_err(|e| e.to_string())
+        .and_then(|m| Mask::new(&m, vec![0, 1], true, &shape).map_err(|e| e.to_string()));
+    let mask = match mask {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("mask: {e}");
+            return;
+        }
+    };
+    let bytes = (at.bytes().len() + et.bytes().len()) as f64;
+    let gbs = |secs: f64| bytes / secs / 1e9;
+
+    let mem_serial = best_of(|| {
+        black_box(sum_bytes(black_box(at.bytes())) + sum_bytes(black_box(et.bytes())));
+    });
+    let mem_par = best_of(|| {
+        let f = |x: &Tensor| -> f64 { x.bytes().par_chunks(1 << 20).map(sum_bytes).sum() };
+        black_box(f(black_box(&at)) + f(black_box(&et)));
+    });
+    println!(
+        "parity-compare throughput: f32 pair {shape:?} ({} MiB each), best of {REPS}, {} rayon threads",
+        (n * 4) >> 20,
+        rayon::current_num_threads()
+    );
+    println!(
+        "{:<28} {:>9} {:>9} {:>12}",
+        "case", "ms", "GB/s", "vs mem read"
+    );
+    println!(
+        "{:<28} {:>9.1} {:>9.2} {:>12}",
+        "memory read (sum), serial",
+        mem_serial * 1e3,
+        gbs(mem_serial),
+        "1.00"
+    );
+    println!(
+        "{:<28} {:>9.1} {:>9.2} {:>12}",
+        "memory read (sum), rayon",
+        mem_par * 1e3,
+        gbs(mem_par),
+        "1.00"
+    );
+    for (parallel, mem) in [(false, mem_serial), (true, mem_par)] {
+        for masked in [false, true] {
+            let opts = CompareOptions {
+                parallel,
+                ..CompareOptions::default()
+            };
+            let m = masked.then_some(&mask);
+            let mut out = None;
+            let secs =
+                best_of(|| out = black_box(compare(black_box(&at), black_box(&et), m, &opts).ok()));
+            let name = format!(
+                "compare, {}{}",
+                if parallel { "rayon" } else { "serial" },
+                if masked { ", [B,T] mask" } else { "" }
+            );
+            let ratio = mem / secs;
+            println!(
+                "{name:<28} {:>9.1} {:>9.2} {:>12.2}",
+                secs * 1e3,
+                gbs(secs),
+                ratio
+            );
+            if let Some(m) = out {
+                black_box(m.max_ulp);
+            }
+        }
+    }
+}

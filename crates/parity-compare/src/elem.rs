@@ -1,0 +1,126 @@
+//! Element decoders and ULP keys the comparison kernel is specialised over:
+//! zero-sized types for the float dtypes (so each dtype pair compiles to its
+//! own loop) and runtime-dispatched fallbacks for integers, bools and mixes.
+
+use crate::ulp::{key_16, key_f32, round_bf16, round_f16, UlpDType};
+use parity_tensor::{decode_f64, DType};
+
+/// One element type: how wide it is and how to decode it from LE bytes.
+pub(crate) trait Elem: Copy + Send + Sync {
+    /// Bytes per element.
+    fn size(&self) -> usize;
+    /// The element's value (`c` is exactly `size()` bytes).
+    fn load(&self, c: &[u8]) -> f64;
+    /// The element's raw bits, zero-extended.
+    fn raw(&self, c: &[u8]) -> u64;
+}
+
+macro_rules! float_elem {
+    ($name:ident, $n:literal, $decode:expr, $raw:ty) => {
+        #[derive(Clone, Copy)]
+        pub(crate) struct $name;
+        impl Elem for $name {
+            #[inline(always)]
+            fn size(&self) -> usize {
+                $n
+            }
+            #[inline(always)]
+            fn load(&self, c: &[u8]) -> f64 {
+                let mut b = [0u8; $n];
+                b.copy_from_slice(&c[..$n]);
+                $decode(b)
+            }
+            #[inline(always)]
+            fn raw(&self, c: &[u8]) -> u64 {
+                let mut b = [0u8; $n];
+                b.copy_from_slice(&c[..$n]);
+                <$raw>::from_le_bytes(b) as u64
+            }
+        }
+    };
+}
+
+float_elem!(F16E, 2, |b| half::f16::from_le_bytes(b).to_f64(), u16);
+float_elem!(Bf16E, 2, |b| half::bf16::from_le_bytes(b).to_f64(), u16);
+float_elem!(F32E, 4, |b| f32::from_le_bytes(b) as f64, u32);
+float_elem!(F64E, 8, f64::from_le_bytes, u64);
+
+/// Any dtype, decoded through a runtime match (integers, bools, mixed pairs).
+#[derive(Clone, Copy)]
+pub(crate) struct DynE(pub DType);
+
+impl Elem for DynE {
+    #[inline]
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+    #[inline]
+    fn load(&self, c: &[u8]) -> f64 {
+        decode_f64(self.0, c)
+    }
+    #[inline]
+    fn raw(&self, c: &[u8]) -> u64 {
+        let mut b = [0u8; 8];
+        let n = c.len().min(8);
+        b[..n].copy_from_slice(&c[..n]);
+        u64::from_le_bytes(b)
+    }
+}
+
+/// Where a value sits on the ULP integer line of some float type.
+pub(crate) trait UlpKey: Copy + Send + Sync {
+    /// False when no ULP metrics are wanted.
+    const ENABLED: bool;
+    /// Key of a non-NaN value.
+    fn key(&self, x: f64) -> i64;
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct NoUlp;
+impl UlpKey for NoUlp {
+    const ENABLED: bool = false;
+    #[inline(always)]
+    fn key(&self, _: f64) -> i64 {
+        0
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct UlpF32;
+impl UlpKey for UlpF32 {
+    const ENABLED: bool = true;
+    #[inline(always)]
+    fn key(&self, x: f64) -> i64 {
+        key_f32(x as f32)
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct UlpBf16;
+impl UlpKey for UlpBf16 {
+    const ENABLED: bool = true;
+    #[inline(always)]
+    fn key(&self, x: f64) -> i64 {
+        key_16(round_bf16(x))
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct UlpF16;
+impl UlpKey for UlpF16 {
+    const ENABLED: bool = true;
+    #[inline(always)]
+    fn key(&self, x: f64) -> i64 {
+        key_16(round_f16(x))
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct DynUlp(pub UlpDType);
+impl UlpKey for DynUlp {
+    const ENABLED: bool = true;
+    #[inline]
+    fn key(&self, x: f64) -> i64 {
+        self.0.key(x).unwrap_or(0)
+    }
+}
