@@ -1,4 +1,16 @@
 //! Dtypes, tensors, and the npy / npz / safetensors readers and writers parity uses.
+//!
+//! - [`read_npy`] / [`write_npy`]: `.npy` v1.0/2.0/3.0; big-endian and Fortran-order
+//!   data are converted to little-endian C order; bfloat16 is `<V2` (what numpy +
+//!   ml_dtypes and MLX write).
+//! - [`read_npz`] / [`write_npz`]: `.npz` with stored (mapped in place) or deflated members.
+//! - [`read_safetensors`] / [`write_safetensors`]: `.safetensors`, fully validated on open.
+//! - [`OracleStore`]: a dump directory indexed by `manifest.json`.
+//! - [`load_tensor`]: one tensor from any of the above, format by extension.
+//!
+//! Readers memory-map files and tensors borrow the map where the bytes need
+//! no conversion; writers replace files atomically (temp file + rename). All
+//! errors are [`TensorError`], naming the file and, where relevant, the array.
 
 pub mod dtype;
 pub mod error;

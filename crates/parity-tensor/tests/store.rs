@@ -144,3 +144,21 @@ fn invalid_manifests_are_rejected_at_open() {
     let err = OracleStore::open(missing.path()).unwrap_err().to_string();
     assert!(err.contains("manifest.json"), "{err}");
 }
+
+#[test]
+fn store_and_files_can_be_shared_across_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<OracleStore>();
+    shareable::<Tensor>();
+    shareable::<parity_tensor::NpzArchive>();
+    shareable::<parity_tensor::SafetensorsFile>();
+    let dir = store_dir();
+    write_manifest(dir.path(), GOOD);
+    let store = OracleStore::open(dir.path()).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| assert_eq!(store.get("full128/conv").unwrap().get_f64(2), 3.5));
+        }
+    });
+    assert_eq!(store.open_file_count(), 1);
+}
