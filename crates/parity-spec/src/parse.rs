@@ -84,9 +84,10 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         }
         .into());
     }
+    let mut literal_budget = crate::stage::MAX_LITERAL_ELEMENTS;
     let stages = stage_nodes
         .iter()
-        .map(|n| parse_stage(&cx, n))
+        .map(|n| parse_stage(&cx, n, &mut literal_budget))
         .collect::<Result<_, _>>()?;
     Ok(Spec {
         path: path.to_path_buf(),

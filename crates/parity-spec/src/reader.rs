@@ -3,6 +3,7 @@
 
 use crate::error::{Position, Scope, SpecError, SpecErrorKind};
 use crate::yaml::{Node, Value};
+use std::collections::HashMap;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -80,13 +81,14 @@ impl<'a> Cx<'a> {
         let Value::Map(pairs) = &node.value else {
             return Err(self.wrong_type(node, field, "a mapping"));
         };
-        let mut keys: Vec<(&str, &Node)> = Vec::with_capacity(pairs.len());
+        // A map, not a scan: user mappings (vars, modules) can be large.
+        let mut keys: HashMap<&str, &Node> = HashMap::with_capacity(pairs.len());
         for (k, _) in pairs {
             let key = match k.scalar() {
                 Some(s) => s,
                 None => return Err(self.wrong_type(k, "key", "a plain string key")),
             };
-            if let Some((_, first)) = keys.iter().find(|(seen, _)| *seen == key) {
+            if let Some(first) = keys.get(key) {
                 return Err(SpecErrorKind::DuplicateKey {
                     at: self.at(k),
                     scope: self.scope.clone(),
@@ -105,7 +107,7 @@ impl<'a> Cx<'a> {
                 }
                 .into());
             }
-            keys.push((key, k));
+            keys.insert(key, k);
         }
         Ok(MapReader {
             node,

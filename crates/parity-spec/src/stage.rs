@@ -15,8 +15,9 @@ const LITERAL_KEYS: &[&str] = &["dtype", "shape", "value", "values"];
 const OUTPUT_KEYS: &[&str] = &["name", "oracle", "truth", "mask", "tolerance", "ulp_dtype"];
 const MASK_KEYS: &[&str] = &["oracle", "arg", "axes", "padded", "assert_zero"];
 
-/// Largest literal accepted (elements after broadcast); literals are for small
-/// constants like lengths and scales, and this bounds what a spec can allocate.
+/// Most literal elements (after broadcast) one spec may hold, all literals
+/// together; literals are for small constants like lengths and scales, and a
+/// spec-wide budget bounds what a spec can make us allocate.
 pub const MAX_LITERAL_ELEMENTS: usize = 1 << 20;
 
 pub(crate) fn location(node: &Node) -> Location {
@@ -62,7 +63,11 @@ pub(crate) fn dtype(cx: &Cx<'_>, node: &Node, field: &str) -> Result<DType, Spec
 }
 
 /// Reads one stage mapping.
-pub(crate) fn parse_stage(top: &Cx<'_>, node: &Node) -> Result<Stage, SpecError> {
+pub(crate) fn parse_stage(
+    top: &Cx<'_>,
+    node: &Node,
+    literal_budget: &mut usize,
+) -> Result<Stage, SpecError> {
     let scoped = match node.peek("name") {
         Some(name) => top.with(Scope::Stage(name.to_string())),
         None => top.clone(),
@@ -89,7 +94,7 @@ pub(crate) fn parse_stage(top: &Cx<'_>, node: &Node) -> Result<Stage, SpecError>
     let mut args = Vec::new();
     if let Some(list) = m.opt("args") {
         for (i, arg_node) in cx.list(list, "args")?.iter().enumerate() {
-            args.push(parse_arg(&cx, &name, i, arg_node)?);
+            args.push(parse_arg(&cx, &name, i, arg_node, literal_budget)?);
             locations.args.push(location(arg_node));
         }
     }
@@ -126,7 +131,13 @@ pub(crate) fn parse_stage(top: &Cx<'_>, node: &Node) -> Result<Stage, SpecError>
     })
 }
 
-fn parse_arg(cx: &Cx<'_>, stage: &str, index: usize, node: &Node) -> Result<Arg, SpecError> {
+fn parse_arg(
+    cx: &Cx<'_>,
+    stage: &str,
+    index: usize,
+    node: &Node,
+    literal_budget: &mut usize,
+) -> Result<Arg, SpecError> {
     let m = cx.map(node, "argument", "argument", ARG_KEYS)?;
     let mut entries = m.entries();
     let (Some((key, value)), None) = (entries.next(), entries.next()) else {
@@ -148,11 +159,17 @@ fn parse_arg(cx: &Cx<'_>, stage: &str, index: usize, node: &Node) -> Result<Arg,
                 output: output.to_string(),
             }
         }
-        _ => parse_literal(cx, stage, index, value)?,
+        _ => parse_literal(cx, stage, index, value, literal_budget)?,
     })
 }
 
-fn parse_literal(cx: &Cx<'_>, stage: &str, index: usize, node: &Node) -> Result<Arg, SpecError> {
+fn parse_literal(
+    cx: &Cx<'_>,
+    stage: &str,
+    index: usize,
+    node: &Node,
+    literal_budget: &mut usize,
+) -> Result<Arg, SpecError> {
     let m = cx.map(node, "literal", "literal", LITERAL_KEYS)?;
     let dtype = dtype(cx, m.req(cx, "dtype")?, "dtype")?;
     let shape: Vec<usize> = match m.opt("shape") {
@@ -164,13 +181,18 @@ fn parse_literal(cx: &Cx<'_>, stage: &str, index: usize, node: &Node) -> Result<
         None => Vec::new(),
     };
     let numel = parity_tensor::checked_numel(&shape)
-        .filter(|&n| n <= MAX_LITERAL_ELEMENTS)
+        .filter(|&n| n <= *literal_budget)
         .ok_or_else(|| {
             cx.invalid(
                 node,
-                format!("argument {index}: literal shape {shape:?} has more than {MAX_LITERAL_ELEMENTS} elements"),
+                format!(
+                    "argument {index}: literal shape {shape:?} is too large: all literals in a spec \
+                     may have at most {MAX_LITERAL_ELEMENTS} elements together ({} left)",
+                    *literal_budget
+                ),
             )
         })?;
+    *literal_budget -= numel;
     let values = match (m.opt("value"), m.opt("values")) {
         (Some(v), None) => vec![literal_value(cx, index, dtype, v)?; numel],
         (None, Some(list)) => {

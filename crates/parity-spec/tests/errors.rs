@@ -313,7 +313,21 @@ fn literal_value_count_and_dtypes() {
         "a",
         "{literal: {dtype: i32, shape: [65536, 65536], value: 0}}",
     )));
-    assert_err(&msg, 7, 60, &["stage `a`", "more than 1048576 elements"]);
+    assert_err(
+        &msg,
+        7,
+        60,
+        &["stage `a`", "at most 1048576 elements together"],
+    );
+
+    // The budget is spec-wide: many medium literals cannot add up to a huge allocation.
+    let big = "{literal: {dtype: f32, shape: [600000], value: 0}}";
+    let msg = fx.err(&with_stages(&format!(
+        "{}{}",
+        stage("a", big),
+        stage("b", big)
+    )));
+    assert_err(&msg, 8, 60, &["stage `b`", "too large", "(448576 left)"]);
 
     let msg = fx.err(&format!(
         "{HEADER}tolerances: {{f128: [exact]}}\nstages:\n{}",
