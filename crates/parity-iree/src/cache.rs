@@ -152,8 +152,31 @@ fn compute_key(revision: &str, lib_sha: &str, mlir: &[u8], options: &CompileOpti
     for flag in &options.flags {
         field(flag.as_bytes());
     }
+    // `--iree-llvmcpu-target-cpu=host` (and friends) tie the artifact to this
+    // CPU: key it on the CPU too, so a cache shared between machines never
+    // hands one host's code to another.
+    if options.flags.iter().any(|f| f.ends_with("=host")) {
+        field(host_cpu_identity().as_bytes());
+    }
     field(mlir);
     hex::encode(h.finalize())
+}
+
+/// The CPU model and feature flags of this machine, from /proc/cpuinfo
+/// (empty where that file does not exist).
+fn host_cpu_identity() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    info.lines()
+        .filter(|l| {
+            let key = l.split(':').next().unwrap_or("").trim();
+            matches!(
+                key,
+                "vendor_id" | "model name" | "flags" | "Features" | "CPU part"
+            )
+        })
+        .take(5)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn encode_entry(vmfb: &[u8]) -> Vec<u8> {
@@ -259,6 +282,26 @@ mod tests {
 
     fn opts(flags: &[&str]) -> CompileOptions {
         CompileOptions::new("llvm-cpu", flags.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn host_cpu_flag_keys_on_the_cpu() {
+        let with_host = opts(&["--iree-llvmcpu-target-cpu=host"]);
+        let k1 = compute_key("r", "l", b"m", &with_host);
+        assert_eq!(k1, compute_key("r", "l", b"m", &with_host));
+        assert!(
+            !host_cpu_identity().is_empty(),
+            "Linux exposes /proc/cpuinfo"
+        );
+        assert_ne!(
+            k1,
+            compute_key(
+                "r",
+                "l",
+                b"m",
+                &opts(&["--iree-llvmcpu-target-cpu=generic"])
+            )
+        );
     }
 
     #[test]
