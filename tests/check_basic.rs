@@ -57,11 +57,23 @@ fn faulty_module_is_named_as_first_divergence_and_propagates_when_chained() {
     assert_eq!(first["output"], "normed");
     assert_eq!(first["mode"], "isolated");
     // Isolated: only the faulty stage fails, everything downstream is fed oracle inputs.
-    for name in ["strided_conv", "scores", "masked_softmax", "attend", "proj_bf16"] {
+    for name in [
+        "strided_conv",
+        "scores",
+        "masked_softmax",
+        "attend",
+        "proj_bf16",
+    ] {
         assert_eq!(stage(&record, name, "isolated")["status"], "pass", "{name}");
     }
     // Chained: the error reaches every float stage downstream.
-    for name in ["strided_conv", "scores", "masked_softmax", "attend", "proj_bf16"] {
+    for name in [
+        "strided_conv",
+        "scores",
+        "masked_softmax",
+        "attend",
+        "proj_bf16",
+    ] {
         assert_eq!(stage(&record, name, "chained")["status"], "fail", "{name}");
     }
     let iso = stage(&record, "strided_conv", "isolated")["outputs"][0]["metrics"]["max_abs"]
@@ -77,13 +89,17 @@ fn faulty_module_is_named_as_first_divergence_and_propagates_when_chained() {
     let observed = crit["observed"].as_f64().unwrap();
     assert!((0.08..0.1).contains(&observed), "{observed}");
     assert_eq!(crit["min_passing"].as_f64().unwrap(), observed);
-    assert!(stdout.contains("first divergence: stage `layer_norm` output `normed`"), "{stdout}");
+    assert!(
+        stdout.contains("first divergence: stage `layer_norm` output `normed`"),
+        "{stdout}"
+    );
 }
 
 #[test]
 fn strict_spec_fails_every_criterion_kind_somewhere() {
     let dir = basic_copy();
-    let (code, stdout, _, record) = check(dir.path(), "stages-strict.yaml", &["--mode", "isolated"]);
+    let (code, stdout, _, record) =
+        check(dir.path(), "stages-strict.yaml", &["--mode", "isolated"]);
     assert_eq!(code, 1, "{stdout}");
     let record = record.expect("run.json");
     let mut failed = BTreeSet::new();
@@ -104,7 +120,14 @@ fn strict_spec_fails_every_criterion_kind_somewhere() {
         }
     }
     let all: BTreeSet<String> = [
-        "max_abs", "rms", "rel_l2", "cosine_min", "allclose", "max_ulp", "ulp_quantile", "exact",
+        "max_abs",
+        "rms",
+        "rel_l2",
+        "cosine_min",
+        "allclose",
+        "max_ulp",
+        "ulp_quantile",
+        "exact",
         "vs_f64",
     ]
     .iter()
@@ -112,7 +135,11 @@ fn strict_spec_fails_every_criterion_kind_somewhere() {
     .collect();
     assert_eq!(failed, all);
     // Only isolated mode was asked for.
-    assert!(record["stages"].as_array().unwrap().iter().all(|s| s["mode"] == "isolated"));
+    assert!(record["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["mode"] == "isolated"));
 }
 
 #[test]
@@ -121,7 +148,14 @@ fn second_run_reuses_the_artifact_cache() {
     let cache = dir.path().join("cache");
     let run = |out: &str| {
         std::process::Command::new(env!("CARGO_BIN_EXE_parity"))
-            .args(["check", "stages.yaml", "--mode", "isolated", "--out-dir", out])
+            .args([
+                "check",
+                "stages.yaml",
+                "--mode",
+                "isolated",
+                "--out-dir",
+                out,
+            ])
             .arg("--cache-dir")
             .arg(&cache)
             .current_dir(dir.path())
@@ -175,7 +209,12 @@ fn report_rerenders_a_saved_record_with_its_exit_code() {
     let junit2 = dir.path().join("again.xml");
     let out = common::parity(
         dir.path(),
-        &["report", "out/run.json", "--junit", junit2.to_str().unwrap()],
+        &[
+            "report",
+            "out/run.json",
+            "--junit",
+            junit2.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);

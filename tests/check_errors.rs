@@ -16,7 +16,11 @@ fn edit(path: &Path, from: &str, to: &str) {
 #[test]
 fn unknown_spec_key_is_exit_2_with_line_and_column() {
     let dir = basic_copy();
-    edit(&dir.path().join("stages.yaml"), "    function: scores\n", "    function: scores\n    fnuction: typo\n");
+    edit(
+        &dir.path().join("stages.yaml"),
+        "    function: scores\n",
+        "    function: scores\n    fnuction: typo\n",
+    );
     let (code, _, stderr, record) = check(dir.path(), "stages.yaml", &[]);
     assert_eq!(code, 2, "{stderr}");
     assert!(record.is_none(), "an invalid spec runs nothing");
@@ -26,13 +30,20 @@ fn unknown_spec_key_is_exit_2_with_line_and_column() {
     let loc = stderr.split("stages.yaml:").nth(1).unwrap();
     let mut parts = loc.split(':');
     assert!(parts.next().unwrap().parse::<usize>().is_ok(), "{stderr}");
-    assert!(parts.next().unwrap().trim().parse::<usize>().is_ok(), "{stderr}");
+    assert!(
+        parts.next().unwrap().trim().parse::<usize>().is_ok(),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn missing_oracle_tensor_errors_that_stage_only() {
     let dir = basic_copy();
-    edit(&dir.path().join("stages.yaml"), "        oracle: scores\n", "        oracle: scores_nope\n");
+    edit(
+        &dir.path().join("stages.yaml"),
+        "        oracle: scores\n",
+        "        oracle: scores_nope\n",
+    );
     let (code, stdout, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
     assert_eq!(code, 2, "{stdout}");
     let record = record.expect("record written despite the error");
@@ -40,7 +51,10 @@ fn missing_oracle_tensor_errors_that_stage_only() {
     let scores = stage(&record, "scores", "isolated");
     assert_eq!(scores["status"], "error");
     let msg = scores["error"].as_str().unwrap();
-    assert!(msg.contains("scores_nope") && msg.contains("scores"), "{msg}");
+    assert!(
+        msg.contains("scores_nope") && msg.contains("scores"),
+        "{msg}"
+    );
     // Results that did not need the missing tensor are kept.
     assert_eq!(stage(&record, "layer_norm", "isolated")["status"], "pass");
     assert_eq!(stage(&record, "proj_bf16", "isolated")["status"], "pass");
@@ -67,13 +81,19 @@ fn chained_mode_skips_stages_downstream_of_an_error() {
     let dir = basic_copy();
     // strided_conv's weight is missing: it errors; chained stages after it are
     // skipped, isolated ones still run on oracle inputs.
-    edit(&dir.path().join("stages.yaml"), "{weight: conv.weight}", "{weight: conv.weight_nope}");
+    edit(
+        &dir.path().join("stages.yaml"),
+        "{weight: conv.weight}",
+        "{weight: conv.weight_nope}",
+    );
     let (code, _, _, record) = check(dir.path(), "stages.yaml", &[]);
     assert_eq!(code, 2);
     let record = record.unwrap();
     assert_eq!(stage(&record, "strided_conv", "chained")["status"], "error");
     assert_eq!(stage(&record, "scores", "chained")["status"], "skipped");
-    let why = stage(&record, "scores", "chained")["error"].as_str().unwrap();
+    let why = stage(&record, "scores", "chained")["error"]
+        .as_str()
+        .unwrap();
     assert!(why.contains("strided_conv"), "{why}");
     assert_eq!(stage(&record, "scores", "isolated")["status"], "pass");
     assert!(stage(&record, "strided_conv", "isolated")["error"]
@@ -94,11 +114,16 @@ fn mlir_compile_failure_is_exit_3_and_keeps_the_record() {
     let record = record.unwrap();
     let errors = record["errors"].as_array().unwrap();
     assert!(
-        errors.iter().any(|e| e["kind"] == "execution"
-            && e["message"].as_str().unwrap().contains("model.mlir")),
+        errors
+            .iter()
+            .any(|e| e["kind"] == "execution"
+                && e["message"].as_str().unwrap().contains("model.mlir")),
         "{errors:?}"
     );
-    assert_eq!(stage(&record, "layer_norm", "isolated")["error_kind"], "execution");
+    assert_eq!(
+        stage(&record, "layer_norm", "isolated")["error_kind"],
+        "execution"
+    );
     assert!(stdout.contains("error:"), "{stdout}");
 }
 
@@ -126,15 +151,25 @@ fn nan_in_the_oracle_is_counted_apart_and_fails() {
 fn oracle_shape_mismatch_is_an_input_error_naming_the_tensor() {
     let dir = basic_copy();
     // Compare `conv` (2x4x16) against the scores tensor (2x4x4).
-    edit(&dir.path().join("stages.yaml"), "        oracle: conv\n", "        oracle: scores\n");
+    edit(
+        &dir.path().join("stages.yaml"),
+        "        oracle: conv\n",
+        "        oracle: scores\n",
+    );
     let (code, _, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
     assert_eq!(code, 2);
     let record = record.unwrap();
     let out = &stage(&record, "strided_conv", "isolated")["outputs"][0];
     assert_eq!(out["status"], "error");
     let msg = out["error"].as_str().unwrap();
-    assert!(msg.contains("strided_conv") && msg.contains("scores"), "{msg}");
-    assert!(msg.contains("[2, 4, 16]") && msg.contains("[2, 4, 4]"), "{msg}");
+    assert!(
+        msg.contains("strided_conv") && msg.contains("scores"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("[2, 4, 16]") && msg.contains("[2, 4, 4]"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -160,6 +195,9 @@ fn missing_weights_file_is_exit_2_naming_it() {
     std::fs::remove_file(dir.path().join("weights.safetensors")).unwrap();
     let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &[]);
     assert_eq!(code, 2, "{stdout}{stderr}");
-    let text = format!("{stdout}{stderr}{}", record.map(|r| r.to_string()).unwrap_or_default());
+    let text = format!(
+        "{stdout}{stderr}{}",
+        record.map(|r| r.to_string()).unwrap_or_default()
+    );
     assert!(text.contains("weights.safetensors"), "{text}");
 }

@@ -28,7 +28,14 @@ fn identical_tensors_pass_with_zero_error_and_documented_keys() {
     let (code, v) = json(&[&oracle("normed.npy"), &oracle("normed.npy")]);
     assert_eq!(code, 0);
     for key in [
-        "max_abs", "mean_abs", "rms", "rel_l2", "cosine", "max_ulp", "mismatches", "count",
+        "max_abs",
+        "mean_abs",
+        "rms",
+        "rel_l2",
+        "cosine",
+        "max_ulp",
+        "mismatches",
+        "count",
         "masked_out",
     ] {
         assert!(v.get(key).is_some(), "missing {key}: {v}");
@@ -46,9 +53,21 @@ fn f32_oracle_vs_f64_truth_from_an_npz_key() {
     let (code, v) = json(&[&oracle("normed.npy"), &truth, "--key-b", "normed"]);
     assert_eq!(code, 0, "{v}");
     let max_abs = v["max_abs"].as_f64().unwrap();
-    assert!(max_abs > 0.0 && max_abs < 1e-6, "f32 rounding only: {max_abs}");
+    assert!(
+        max_abs > 0.0 && max_abs < 1e-6,
+        "f32 rounding only: {max_abs}"
+    );
     // With zero tolerance the same pair fails, exit 1.
-    let (code, v) = json(&[&oracle("normed.npy"), &truth, "--key-b", "normed", "--atol", "0", "--rtol", "0"]);
+    let (code, v) = json(&[
+        &oracle("normed.npy"),
+        &truth,
+        "--key-b",
+        "normed",
+        "--atol",
+        "0",
+        "--rtol",
+        "0",
+    ]);
     assert_eq!(code, 1);
     assert!(v["mismatches"].as_u64().unwrap() > 0);
 }
@@ -70,15 +89,28 @@ fn mask_excludes_padded_positions() {
 
 #[test]
 fn bad_inputs_are_exit_2_naming_the_file() {
-    let out = parity(&repo(), &["compare", &oracle("normed.npy"), "/nonexistent/x.npy"]);
+    let out = parity(
+        &repo(),
+        &["compare", &oracle("normed.npy"), "/nonexistent/x.npy"],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/x.npy"));
     // Shape mismatch: normed is 2x8x16, conv is 2x4x16.
-    let out = parity(&repo(), &["compare", &oracle("normed.npy"), &oracle("conv.npy")]);
+    let out = parity(
+        &repo(),
+        &["compare", &oracle("normed.npy"), &oracle("conv.npy")],
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("shape"), "{err}");
     // npz without --key
-    let out = parity(&repo(), &["compare", &oracle("truth_f64.npz"), &oracle("truth_f64.npz")]);
+    let out = parity(
+        &repo(),
+        &[
+            "compare",
+            &oracle("truth_f64.npz"),
+            &oracle("truth_f64.npz"),
+        ],
+    );
     assert_eq!(out.status.code(), Some(2));
 }

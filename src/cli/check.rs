@@ -105,11 +105,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         report::table::render(&record, Colour::detect())
     };
     print!("{text}");
-    println!(
-        "reports: {} {}",
-        json_path.display(),
-        junit_path.display()
-    );
+    println!("reports: {} {}", json_path.display(), junit_path.display());
     let code = record.exit_code();
     Ok(if code == EXIT_PASS { EXIT_PASS } else { code })
 }

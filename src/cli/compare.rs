@@ -2,7 +2,9 @@
 
 use super::{EXIT_FAIL, EXIT_INPUT, EXIT_PASS};
 use crate::report::table::num;
-use parity_compare::{compare, default_rtol_atol, evaluate, CompareOptions, Criterion, Mask, UlpDType};
+use parity_compare::{
+    compare, default_rtol_atol, evaluate, CompareOptions, Criterion, Mask, UlpDType,
+};
 use parity_tensor::{load_tensor, DType};
 use std::path::PathBuf;
 
@@ -47,14 +49,16 @@ pub struct CompareArgs {
 
 /// Runs `parity compare`.
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
-    let load = |path: &PathBuf, key: Option<&str>| {
-        load_tensor(path, key).map_err(|e| e.to_string())
-    };
+    let load =
+        |path: &PathBuf, key: Option<&str>| load_tensor(path, key).map_err(|e| e.to_string());
     let actual = match load(&args.actual, args.key.as_deref()) {
         Ok(t) => t,
         Err(e) => return input_error(&e),
     };
-    let expected = match load(&args.expected, args.key_b.as_deref().or(args.key.as_deref())) {
+    let expected = match load(
+        &args.expected,
+        args.key_b.as_deref().or(args.key.as_deref()),
+    ) {
         Ok(t) => t,
         Err(e) => return input_error(&e),
     };

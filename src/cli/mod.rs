@@ -43,7 +43,11 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { EXIT_INPUT } else { EXIT_PASS };
+            return if e.use_stderr() {
+                EXIT_INPUT
+            } else {
+                EXIT_PASS
+            };
         }
     };
     let result = match cli.command {

@@ -73,11 +73,18 @@ pub fn render(record: &RunRecord) -> String {
                         })
                         .collect();
                     let text = esc(&failed.join("\n"));
-                    format!("<failure message=\"{}\" type=\"parity\">{text}</failure>", esc(&failed.join("; ")))
+                    format!(
+                        "<failure message=\"{}\" type=\"parity\">{text}</failure>",
+                        esc(&failed.join("; "))
+                    )
                 }
                 _ => {
                     c.2 += 1;
-                    let m = esc(out.error.as_deref().or(stage.error.as_deref()).unwrap_or("error"));
+                    let m = esc(out
+                        .error
+                        .as_deref()
+                        .or(stage.error.as_deref())
+                        .unwrap_or("error"));
                     format!("<error message=\"{m}\">{m}</error>")
                 }
             };
@@ -86,10 +93,11 @@ pub fn render(record: &RunRecord) -> String {
             ));
         }
     }
-    let (tests, failures, errors, skipped) = counts.values().fold(
-        (record.errors.len(), 0, record.errors.len(), 0),
-        |a, c| (a.0 + c.0, a.1 + c.1, a.2 + c.2, a.3 + c.3),
-    );
+    let (tests, failures, errors, skipped) = counts
+        .values()
+        .fold((record.errors.len(), 0, record.errors.len(), 0), |a, c| {
+            (a.0 + c.0, a.1 + c.1, a.2 + c.2, a.3 + c.3)
+        });
     let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         xml,

@@ -62,7 +62,12 @@ fn failed_criteria(out: &OutputRecord) -> String {
                 serde_json::Value::Object(m) => m.keys().next().cloned().unwrap_or_default(),
                 other => other.to_string(),
             };
-            format!("{name} {} > {} (passes at {})", num(c.observed), num(c.threshold), num(c.min_passing))
+            format!(
+                "{name} {} > {} (passes at {})",
+                num(c.observed),
+                num(c.threshold),
+                num(c.min_passing)
+            )
         })
         .collect::<Vec<_>>()
         .join("; ")
@@ -120,7 +125,15 @@ pub fn render(record: &RunRecord, colour: Colour) -> String {
         .load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(vec![
-            "stage", "case", "mode", "output", "status", "max_abs", "rms", "max_ulp", "mismatch",
+            "stage",
+            "case",
+            "mode",
+            "output",
+            "status",
+            "max_abs",
+            "rms",
+            "max_ulp",
+            "mismatch",
             "failed criteria",
         ]);
     if colour == Colour::Off {

@@ -45,7 +45,6 @@ impl InputSources {
         self.store.get(name).map_err(|e| e.to_string())
     }
 
-
     /// A weight by name.
     pub fn weight(&self, name: &str) -> Result<Tensor, String> {
         let &i = self

@@ -92,8 +92,14 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         .iter()
         .filter(|c| options.cases.is_empty() || options.cases.contains(&c.name))
         .collect();
-    let selected = |name: &str| options.stages.is_empty() || options.stages.iter().any(|s| s == name);
-    let total = cases.len() * options.modes.len() * order.iter().filter(|&&i| selected(&spec.stages[i].name)).count();
+    let selected =
+        |name: &str| options.stages.is_empty() || options.stages.iter().any(|s| s == name);
+    let total = cases.len()
+        * options.modes.len()
+        * order
+            .iter()
+            .filter(|&&i| selected(&spec.stages[i].name))
+            .count();
     let mut done = 0;
 
     for case in &cases {
@@ -128,7 +134,11 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
                     failed_stages.insert(stage.name.clone(), rec.status.name().to_string());
                 }
                 done += 1;
-                progress(Progress { done, total, stage: &rec });
+                progress(Progress {
+                    done,
+                    total,
+                    stage: &rec,
+                });
                 record.stages.push(rec);
             }
         }
@@ -145,7 +155,9 @@ fn locate_divergences(spec: &Spec, cases: &[&parity_spec::Case], record: &mut Ru
         record
             .stages
             .iter()
-            .find(|s| s.name == stage && s.case == case && s.mode == mode && s.status == Status::Fail)
+            .find(|s| {
+                s.name == stage && s.case == case && s.mode == mode && s.status == Status::Fail
+            })
             .map(|s| Divergence {
                 stage: s.name.clone(),
                 case: s.case.clone(),

@@ -66,7 +66,9 @@ impl ModuleSet {
                 ModuleSource::Mlir(path) => match &compiler {
                     Err(message) => Err(format!("module `{name}`: {message}")),
                     Ok(compiler) => std::fs::read(path)
-                        .map_err(|e| format!("module `{name}`: cannot read {}: {e}", path.display()))
+                        .map_err(|e| {
+                            format!("module `{name}`: cannot read {}: {e}", path.display())
+                        })
                         .and_then(|mlir| {
                             let mut flags = spec.subject.flags.clone();
                             flags.extend(module.flags.iter().cloned());
@@ -75,7 +77,12 @@ impl ModuleSet {
                                 flags,
                             };
                             cache
-                                .get_or_compile(compiler, &path.display().to_string(), &mlir, &options)
+                                .get_or_compile(
+                                    compiler,
+                                    &path.display().to_string(),
+                                    &mlir,
+                                    &options,
+                                )
                                 .map(|(bytes, _)| bytes)
                                 .map_err(|e| format!("module `{name}`: {e}"))
                         }),
@@ -96,7 +103,12 @@ impl ModuleSet {
     }
 
     /// Invokes `function` of `module` on `args`.
-    pub fn invoke(&self, module: &str, function: &str, args: &[Tensor]) -> Result<Vec<Tensor>, String> {
+    pub fn invoke(
+        &self,
+        module: &str,
+        function: &str,
+        args: &[Tensor],
+    ) -> Result<Vec<Tensor>, String> {
         let _runtime = self.runtime.as_ref();
         match self.modules.get(module) {
             None => Err(format!("module `{module}` is not declared in the subject")),

@@ -97,7 +97,8 @@ impl StageContext<'_> {
             if out.status == Status::Error {
                 rec.status = Status::Error;
                 rec.error_kind = Some(ErrorKind::Input);
-                rec.error.get_or_insert_with(|| out.error.clone().unwrap_or_default());
+                rec.error
+                    .get_or_insert_with(|| out.error.clone().unwrap_or_default());
             } else if out.status == Status::Fail && rec.status == Status::Pass {
                 rec.status = Status::Fail;
             }
@@ -141,7 +142,9 @@ impl StageContext<'_> {
                             .find(|s| &s.name == up)
                             .and_then(|s| s.outputs.iter().find(|o| &o.name == output))
                             .map(|o| o.oracle.clone())
-                            .ok_or_else(|| input_err(i, format!("unknown upstream `{up}.{output}`")))
+                            .ok_or_else(|| {
+                                input_err(i, format!("unknown upstream `{up}.{output}`"))
+                            })
                     };
                     match self.mode {
                         Mode::Isolated => {
@@ -151,10 +154,8 @@ impl StageContext<'_> {
                         Mode::Chained => match produced.get(&(up.clone(), output.clone())) {
                             Some(t) => t.clone(),
                             None => {
-                                let why = unavailable
-                                    .get(up)
-                                    .map(String::as_str)
-                                    .unwrap_or("not run");
+                                let why =
+                                    unavailable.get(up).map(String::as_str).unwrap_or("not run");
                                 return Err((
                                     Status::Skipped,
                                     None,
@@ -263,7 +264,8 @@ impl StageContext<'_> {
             assert_padded_zero: spec_out.mask.as_ref().is_some_and(|m| m.assert_zero),
             ..CompareOptions::for_criteria(criteria, actual.dtype())
         };
-        let metrics = compare(actual, &expected, mask.as_ref(), &options).map_err(|e| e.to_string())?;
+        let metrics =
+            compare(actual, &expected, mask.as_ref(), &options).map_err(|e| e.to_string())?;
         let truth = match &spec_out.truth {
             None => None,
             Some(name) => {
@@ -309,7 +311,12 @@ fn metrics_record(m: &Metrics, vs_f64: Option<TruthRecord>) -> OutputMetrics {
         ulp_histogram: m
             .ulp_histogram
             .as_ref()
-            .map(|h| h.display_buckets().iter().map(|b| [b.lo, b.hi, b.count]).collect())
+            .map(|h| {
+                h.display_buckets()
+                    .iter()
+                    .map(|b| [b.lo, b.hi, b.count])
+                    .collect()
+            })
             .unwrap_or_default(),
         mismatches: m.mismatches,
         nan_mismatch: m.nan_mismatch,

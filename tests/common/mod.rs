@@ -51,7 +51,11 @@ pub fn parity(cwd: &Path, args: &[&str]) -> Output {
 
 /// Runs `parity check <spec>` writing reports into `<cwd>/out`, and returns
 /// the exit code, stdout, stderr and the parsed JSON run record (if written).
-pub fn check(cwd: &Path, spec: &str, extra: &[&str]) -> (i32, String, String, Option<serde_json::Value>) {
+pub fn check(
+    cwd: &Path,
+    spec: &str,
+    extra: &[&str],
+) -> (i32, String, String, Option<serde_json::Value>) {
     let out_dir = cwd.join("out");
     let mut args = vec!["check", spec, "--out-dir", out_dir.to_str().expect("utf8")];
     args.extend_from_slice(extra);
