@@ -201,3 +201,30 @@ fn missing_weights_file_is_exit_2_naming_it() {
     );
     assert!(text.contains("weights.safetensors"), "{text}");
 }
+
+#[test]
+fn assert_zero_fails_when_padded_positions_are_not_zero() {
+    let dir = basic_copy();
+    // `normed` is not zero at padded frames (they normalise to beta), so
+    // asserting zero padding there must fail with the count of such elements.
+    edit(
+        &dir.path().join("stages.yaml"),
+        "mask: {oracle: mask, axes: [0, 1], padded: true}",
+        "mask: {oracle: mask, axes: [0, 1], padded: true, assert_zero: true}",
+    );
+    let (code, _, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 1);
+    let record = record.unwrap();
+    let out = &stage(&record, "layer_norm", "isolated")["outputs"][0];
+    assert_eq!(out["status"], "fail");
+    let crit = out["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["criterion"] == "padded_zero")
+        .expect("padded_zero criterion");
+    assert_eq!(crit["passed"], false);
+    // 3 padded frames x 16 channels, all equal to a non-zero beta.
+    assert_eq!(out["metrics"]["padded_nonzero"], 48);
+    assert_eq!(crit["observed"], 48.0);
+}

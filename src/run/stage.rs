@@ -224,6 +224,23 @@ impl StageContext<'_> {
                         note: r.note.clone(),
                     })
                     .collect();
+                // `assert_zero` on a mask is a criterion of its own: padded
+                // positions of the production tensor must be exactly zero.
+                if let Some(nonzero) = metrics.padded_nonzero {
+                    out.criteria.push(CriterionRecord {
+                        criterion: serde_json::Value::String("padded_zero".into()),
+                        passed: nonzero == 0,
+                        observed: nonzero as f64,
+                        threshold: 0.0,
+                        min_passing: nonzero as f64,
+                        note: (nonzero > 0).then(|| {
+                            format!("{nonzero} padded elements of the production output are not exactly zero")
+                        }),
+                    });
+                    if nonzero > 0 {
+                        out.status = Status::Fail;
+                    }
+                }
                 out.metrics = Some(metrics_record(&metrics, truth));
             }
             Err(message) => {
