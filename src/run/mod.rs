@@ -84,7 +84,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
             return finish(record, clock);
         }
     };
-    let modules = ModuleSet::prepare(spec, options, &mut record);
+    let compiled = modules::compile_all(spec, options, &mut record);
 
     let order = spec.topo_order();
     let cases: Vec<_> = spec
@@ -92,59 +92,118 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         .iter()
         .filter(|c| options.cases.is_empty() || options.cases.contains(&c.name))
         .collect();
-    let selected =
-        |name: &str| options.stages.is_empty() || options.stages.iter().any(|s| s == name);
-    let total = cases.len()
-        * options.modes.len()
-        * order
-            .iter()
-            .filter(|&&i| selected(&spec.stages[i].name))
-            .count();
-    let mut done = 0;
-
+    let mut instantiated = Vec::new();
     for case in &cases {
-        let stages = match spec.instantiate(case) {
-            Ok(s) => s,
-            Err(e) => {
-                record.errors.push(RunError {
-                    kind: ErrorKind::Input,
-                    message: e.to_string(),
-                });
-                continue;
-            }
-        };
-        for &mode in &options.modes {
-            let mut produced = HashMap::new();
-            let mut failed_stages: HashMap<String, String> = HashMap::new();
-            for &i in &order {
-                let stage = &stages[i];
-                if !selected(&stage.name) {
-                    continue;
-                }
-                let ctx = stage::StageContext {
-                    spec,
-                    stages: &stages,
-                    case: &case.name,
-                    mode,
-                    sources: &sources,
-                    modules: &modules,
-                };
-                let rec = ctx.run(stage, &mut produced, &mut failed_stages);
-                if matches!(rec.status, Status::Error | Status::Skipped) {
-                    failed_stages.insert(stage.name.clone(), rec.status.name().to_string());
-                }
-                done += 1;
-                progress(Progress {
-                    done,
-                    total,
-                    stage: &rec,
-                });
-                record.stages.push(rec);
-            }
+        match spec.instantiate(case) {
+            Ok(stages) => instantiated.push((case.name.as_str(), stages)),
+            Err(e) => record.errors.push(RunError {
+                kind: ErrorKind::Input,
+                message: e.to_string(),
+            }),
         }
     }
+    let selected: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&i| options.stages.is_empty() || options.stages.contains(&spec.stages[i].name))
+        .collect();
+    let total = instantiated.len() * options.modes.len() * selected.len();
+
+    // One worker thread per mode, each with its own IREE runtime (runtimes are
+    // not Send), sharing the compiled artifacts and the memory-mapped inputs.
+    // Records stream back to this thread, which reports progress.
+    let work = ModeWork {
+        spec,
+        sources: &sources,
+        compiled: &compiled,
+        cases: &instantiated,
+        order: &selected,
+    };
+    let mut per_mode: Vec<Vec<StageRecord>> = vec![Vec::new(); options.modes.len()];
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, StageRecord)>();
+    let load_errors = std::thread::scope(|scope| {
+        let handles: Vec<_> = options
+            .modes
+            .iter()
+            .enumerate()
+            .map(|(m, &mode)| {
+                let tx = tx.clone();
+                let work = &work;
+                scope.spawn(move || {
+                    work.run(mode, &mut |rec| {
+                        let _ = tx.send((m, rec));
+                    })
+                })
+            })
+            .collect();
+        drop(tx);
+        let mut done = 0;
+        for (m, rec) in rx {
+            done += 1;
+            progress(Progress {
+                done,
+                total,
+                stage: &rec,
+            });
+            per_mode[m].push(rec);
+        }
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec!["a worker thread panicked".to_string()])
+            })
+            .collect::<Vec<_>>()
+    });
+    for message in load_errors {
+        if !record.errors.iter().any(|e| e.message == message) {
+            record.errors.push(RunError {
+                kind: ErrorKind::Execution,
+                message,
+            });
+        }
+    }
+    record.stages = per_mode.into_iter().flatten().collect();
     locate_divergences(spec, &cases, &mut record);
     finish(record, clock)
+}
+
+/// What every mode's worker thread shares.
+struct ModeWork<'a> {
+    spec: &'a Spec,
+    sources: &'a InputSources,
+    compiled: &'a modules::Compiled,
+    cases: &'a [(&'a str, Vec<parity_spec::Stage>)],
+    order: &'a [usize],
+}
+
+impl ModeWork<'_> {
+    /// Runs every case in one mode on a runtime of this thread's own, sending
+    /// each stage record to `emit`; returns the module load errors.
+    fn run(&self, mode: Mode, emit: &mut dyn FnMut(StageRecord)) -> Vec<String> {
+        let modules = ModuleSet::load(&self.spec.subject.driver, self.compiled);
+        for (case, stages) in self.cases {
+            let mut produced = HashMap::new();
+            let mut unavailable: HashMap<String, String> = HashMap::new();
+            for &i in self.order {
+                let stage = &stages[i];
+                let ctx = stage::StageContext {
+                    spec: self.spec,
+                    stages,
+                    case,
+                    mode,
+                    sources: self.sources,
+                    modules: &modules,
+                };
+                let rec = ctx.run(stage, &mut produced, &unavailable);
+                if matches!(rec.status, Status::Error | Status::Skipped) {
+                    unavailable.insert(stage.name.clone(), rec.status.name().to_string());
+                }
+                emit(rec);
+            }
+        }
+        modules.load_errors()
+    }
 }
 
 /// Fills in the first isolated divergence (dependency order first, then case

@@ -1,4 +1,5 @@
-//! Compiles (through the artifact cache) and loads every module of a spec once per run.
+//! Compiles every module of a spec once per run (through the artifact cache),
+//! then loads the artifacts into one IREE runtime per worker thread.
 
 use super::record::{ErrorKind, RunError, RunRecord};
 use super::RunOptions;
@@ -7,99 +8,104 @@ use parity_spec::{ModuleSource, Spec};
 use parity_tensor::Tensor;
 use std::collections::BTreeMap;
 
-/// The loaded modules of a run, or why each could not be loaded.
-pub struct ModuleSet {
-    runtime: Option<IreeRuntime>,
-    modules: BTreeMap<String, Result<LoadedModule, String>>,
-}
+/// Each module's compiled vmfb, or why it could not be had.
+pub type Compiled = BTreeMap<String, Result<Vec<u8>, String>>;
 
-impl ModuleSet {
-    /// Compiles and loads every module the spec declares. Failures are recorded
-    /// in `record.errors` (execution errors) and remembered per module, so the
-    /// stages using a broken module error while the others run.
-    pub fn prepare(spec: &Spec, options: &RunOptions, record: &mut RunRecord) -> ModuleSet {
-        let fail = |record: &mut RunRecord, message: String| {
+/// Compiles (or reads) every module the spec declares. Failures are recorded
+/// in `record.errors` as execution errors and remembered per module, so the
+/// stages using a broken module error while the others run.
+pub fn compile_all(spec: &Spec, options: &RunOptions, record: &mut RunRecord) -> Compiled {
+    let needs_compiler = spec
+        .subject
+        .modules
+        .values()
+        .any(|m| matches!(m.source, ModuleSource::Mlir(_)));
+    let compiler = if needs_compiler {
+        match IreeCompiler::load(options.compiler_lib.as_deref()) {
+            Ok(c) => {
+                record.compiler_revision = Some(c.revision());
+                Ok(c)
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    } else {
+        Err(String::new())
+    };
+    let cache = ArtifactCache::new(&options.cache_dir);
+    let mut compiled = BTreeMap::new();
+    for (name, module) in &spec.subject.modules {
+        let vmfb = match &module.source {
+            ModuleSource::Vmfb(path) => std::fs::read(path)
+                .map_err(|e| format!("module `{name}`: cannot read {}: {e}", path.display())),
+            ModuleSource::Mlir(path) => match &compiler {
+                Err(message) => Err(format!("module `{name}`: {message}")),
+                Ok(compiler) => std::fs::read(path)
+                    .map_err(|e| format!("module `{name}`: cannot read {}: {e}", path.display()))
+                    .and_then(|mlir| {
+                        let mut flags = spec.subject.flags.clone();
+                        flags.extend(module.flags.iter().cloned());
+                        let options = CompileOptions {
+                            target_backend: spec.subject.target_backend.clone(),
+                            flags,
+                        };
+                        cache
+                            .get_or_compile(compiler, &path.display().to_string(), &mlir, &options)
+                            .map(|(bytes, _)| bytes)
+                            .map_err(|e| format!("module `{name}`: {e}"))
+                    }),
+            },
+        };
+        if let Err(message) = &vmfb {
             record.errors.push(RunError {
                 kind: ErrorKind::Execution,
                 message: message.clone(),
             });
-            message
-        };
-        let runtime = match IreeRuntime::new(&spec.subject.driver) {
-            Ok(r) => r,
-            Err(e) => {
-                let message = fail(record, format!("IREE runtime: {e}"));
-                let modules = spec
-                    .subject
-                    .modules
-                    .keys()
-                    .map(|k| (k.clone(), Err(message.clone())))
-                    .collect();
-                return ModuleSet {
-                    runtime: None,
-                    modules,
-                };
-            }
-        };
-        let needs_compiler = spec
-            .subject
-            .modules
-            .values()
-            .any(|m| matches!(m.source, ModuleSource::Mlir(_)));
-        let compiler = if needs_compiler {
-            match IreeCompiler::load(options.compiler_lib.as_deref()) {
-                Ok(c) => {
-                    record.compiler_revision = Some(c.revision());
-                    Ok(c)
-                }
-                Err(e) => Err(fail(record, e.to_string())),
-            }
-        } else {
-            Err(String::new())
-        };
-        let cache = ArtifactCache::new(&options.cache_dir);
+        }
+        compiled.insert(name.clone(), vmfb);
+    }
+    compiled
+}
+
+/// The modules of a run loaded into one runtime (one per thread: IREE
+/// runtimes cannot move between threads), or why each could not be loaded.
+pub struct ModuleSet {
+    modules: BTreeMap<String, Result<LoadedModule, String>>,
+    load_errors: Vec<String>,
+    // Declared last so the modules are dropped before their runtime.
+    _runtime: Option<IreeRuntime>,
+}
+
+impl ModuleSet {
+    /// Creates a runtime on `driver` and loads every compiled module into it.
+    pub fn load(driver: &str, compiled: &Compiled) -> ModuleSet {
+        let mut load_errors = Vec::new();
+        let runtime = IreeRuntime::new(driver).map_err(|e| format!("IREE runtime `{driver}`: {e}"));
         let mut modules = BTreeMap::new();
-        for (name, module) in &spec.subject.modules {
-            let vmfb = match &module.source {
-                ModuleSource::Vmfb(path) => std::fs::read(path)
-                    .map_err(|e| format!("module `{name}`: cannot read {}: {e}", path.display())),
-                ModuleSource::Mlir(path) => match &compiler {
-                    Err(message) => Err(format!("module `{name}`: {message}")),
-                    Ok(compiler) => std::fs::read(path)
-                        .map_err(|e| {
-                            format!("module `{name}`: cannot read {}: {e}", path.display())
-                        })
-                        .and_then(|mlir| {
-                            let mut flags = spec.subject.flags.clone();
-                            flags.extend(module.flags.iter().cloned());
-                            let options = CompileOptions {
-                                target_backend: spec.subject.target_backend.clone(),
-                                flags,
-                            };
-                            cache
-                                .get_or_compile(
-                                    compiler,
-                                    &path.display().to_string(),
-                                    &mlir,
-                                    &options,
-                                )
-                                .map(|(bytes, _)| bytes)
-                                .map_err(|e| format!("module `{name}`: {e}"))
-                        }),
-                },
+        for (name, vmfb) in compiled {
+            let loaded = match (&runtime, vmfb) {
+                (_, Err(message)) => Err(message.clone()),
+                (Err(message), _) => Err(message.clone()),
+                (Ok(runtime), Ok(bytes)) => runtime.load(bytes, name).map_err(|e| {
+                    let message = format!("module `{name}`: {e}");
+                    load_errors.push(message.clone());
+                    message
+                }),
             };
-            let loaded = vmfb.and_then(|bytes| {
-                runtime
-                    .load(&bytes, name)
-                    .map_err(|e| format!("module `{name}`: {e}"))
-            });
-            let loaded = loaded.map_err(|m| fail(record, m));
             modules.insert(name.clone(), loaded);
         }
-        ModuleSet {
-            runtime: Some(runtime),
-            modules,
+        if let Err(message) = &runtime {
+            load_errors.push(message.clone());
         }
+        ModuleSet {
+            modules,
+            load_errors,
+            _runtime: runtime.ok(),
+        }
+    }
+
+    /// Load failures (not compile failures, which `compile_all` recorded).
+    pub fn load_errors(&self) -> Vec<String> {
+        self.load_errors.clone()
     }
 
     /// Invokes `function` of `module` on `args`.
@@ -109,7 +115,6 @@ impl ModuleSet {
         function: &str,
         args: &[Tensor],
     ) -> Result<Vec<Tensor>, String> {
-        let _runtime = self.runtime.as_ref();
         match self.modules.get(module) {
             None => Err(format!("module `{module}` is not declared in the subject")),
             Some(Err(message)) => Err(message.clone()),
