@@ -8,13 +8,28 @@ pub const EXACT_MAX: u64 = 64;
 /// Log2 bucket `k` (7..=64) holds distances in (2^(k-1), 2^k].
 const LOG_MIN: u32 = 7;
 const LOG_BUCKETS: usize = 64 - LOG_MIN as usize + 1;
+const SLOTS: usize = EXACT_MAX as usize + 1 + LOG_BUCKETS;
+
+/// Index into `counts` of a distance, computed without branches (random
+/// small distances would otherwise mispredict on every element).
+#[inline(always)]
+fn slot(d: u64) -> usize {
+    let k = 64 - d.saturating_sub(1).leading_zeros(); // ceil(log2 d) for d >= 2
+    let log = EXACT_MAX as usize + 1 + k.saturating_sub(LOG_MIN) as usize;
+    if d <= EXACT_MAX {
+        d as usize
+    } else {
+        log
+    }
+}
 
 /// Histogram of ULP distances over compared elements.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(into = "HistogramRepr", try_from = "HistogramRepr")]
 pub struct UlpHistogram {
-    exact: [u64; EXACT_MAX as usize + 1],
-    log2: [u64; LOG_BUCKETS],
+    /// Exact counts for 0..=EXACT_MAX, then the log2 buckets: one array so
+    /// that recording a distance is a branch-free index computation.
+    counts: [u64; SLOTS],
 }
 
 /// One range of ULP distances and how many elements fell in it.
@@ -38,10 +53,7 @@ struct HistogramRepr {
 
 impl Default for UlpHistogram {
     fn default() -> Self {
-        UlpHistogram {
-            exact: [0; EXACT_MAX as usize + 1],
-            log2: [0; LOG_BUCKETS],
-        }
+        UlpHistogram { counts: [0; SLOTS] }
     }
 }
 
@@ -63,36 +75,33 @@ impl UlpHistogram {
     /// Records one distance.
     #[inline]
     pub fn add(&mut self, d: u64) {
-        if d <= EXACT_MAX {
-            self.exact[d as usize] += 1;
-        } else {
-            self.log2[log_slot(d)] += 1;
-        }
+        self.counts[slot(d)] += 1;
     }
 
     /// Records `n` copies of one distance.
     #[inline]
     pub fn add_n(&mut self, d: u64, n: u64) {
-        if d <= EXACT_MAX {
-            self.exact[d as usize] += n;
-        } else {
-            self.log2[log_slot(d)] += n;
-        }
+        self.counts[slot(d)] += n;
+    }
+
+    fn exact(&self) -> &[u64] {
+        &self.counts[..=EXACT_MAX as usize]
+    }
+
+    fn log2(&self) -> &[u64] {
+        &self.counts[EXACT_MAX as usize + 1..]
     }
 
     /// Adds another histogram's counts to this one.
     pub fn merge(&mut self, other: &UlpHistogram) {
-        for (a, b) in self.exact.iter_mut().zip(&other.exact) {
-            *a += b;
-        }
-        for (a, b) in self.log2.iter_mut().zip(&other.log2) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
         }
     }
 
     /// Number of recorded distances.
     pub fn total(&self) -> u64 {
-        self.exact.iter().chain(&self.log2).sum()
+        self.counts.iter().sum()
     }
 
     /// The `q` quantile (nearest rank: the smallest d with at least
@@ -106,13 +115,13 @@ impl UlpHistogram {
         }
         let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
         let mut seen = 0u64;
-        for (d, &c) in self.exact.iter().enumerate() {
+        for (d, &c) in self.exact().iter().enumerate() {
             seen += c;
             if seen >= rank {
                 return Some(d as u64);
             }
         }
-        for (s, &c) in self.log2.iter().enumerate() {
+        for (s, &c) in self.log2().iter().enumerate() {
             seen += c;
             if seen >= rank {
                 return Some(log_range(s).1);
@@ -126,17 +135,17 @@ impl UlpHistogram {
         let mut out = vec![UlpBucket {
             lo: 0,
             hi: 0,
-            count: self.exact[0],
+            count: self.exact()[0],
         }];
         let mut lo = 1u64;
         let mut hi = 1u64;
         while lo <= EXACT_MAX {
-            let count = self.exact[lo as usize..=hi as usize].iter().sum();
+            let count = self.exact()[lo as usize..=hi as usize].iter().sum();
             out.push(UlpBucket { lo, hi, count });
             lo = hi + 1;
             hi *= 2;
         }
-        for (s, &count) in self.log2.iter().enumerate() {
+        for (s, &count) in self.log2().iter().enumerate() {
             let (lo, hi) = log_range(s);
             out.push(UlpBucket { lo, hi, count });
         }
@@ -145,12 +154,16 @@ impl UlpHistogram {
 
     /// The non-empty fine buckets (single distances up to [`EXACT_MAX`], powers of two above).
     pub fn fine_buckets(&self) -> Vec<UlpBucket> {
-        let exact = self.exact.iter().enumerate().map(|(d, &count)| UlpBucket {
-            lo: d as u64,
-            hi: d as u64,
-            count,
-        });
-        let logs = self.log2.iter().enumerate().map(|(s, &count)| {
+        let exact = self
+            .exact()
+            .iter()
+            .enumerate()
+            .map(|(d, &count)| UlpBucket {
+                lo: d as u64,
+                hi: d as u64,
+                count,
+            });
+        let logs = self.log2().iter().enumerate().map(|(s, &count)| {
             let (lo, hi) = log_range(s);
             UlpBucket { lo, hi, count }
         });
@@ -174,22 +187,19 @@ impl TryFrom<HistogramRepr> for UlpHistogram {
         let mut h = UlpHistogram::default();
         let mut sum = 0u64;
         for b in &r.buckets {
-            let fine = if b.lo == b.hi && b.lo <= EXACT_MAX {
-                true
-            } else if b.lo > EXACT_MAX && log_range(log_slot(b.lo)) == (b.lo, b.hi) {
-                false
+            let is_bucket = if b.lo <= EXACT_MAX {
+                b.lo == b.hi
             } else {
+                log_range(log_slot(b.lo)) == (b.lo, b.hi)
+            };
+            if !is_bucket {
                 return Err(format!(
                     "ULP histogram bucket {}..={} is not a bucket of this format",
                     b.lo, b.hi
                 ));
-            };
-            let slot = if fine {
-                &mut h.exact[b.lo as usize]
-            } else {
-                &mut h.log2[log_slot(b.lo)]
-            };
-            *slot = slot.saturating_add(b.count);
+            }
+            let c = &mut h.counts[slot(b.lo)];
+            *c = c.saturating_add(b.count);
             sum = sum.saturating_add(b.count);
         }
         if sum != r.total {

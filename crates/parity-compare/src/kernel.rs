@@ -225,7 +225,6 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             let (wf, xf) = (acc.worst.floor, acc.excess.floor);
             let mut cand = [0u16; BLOCK];
             let mut nc = 0usize;
-            let mut zero_ulps = 0u64;
             let mut first: Option<usize> = None;
             for (t, (ca, ce)) in ra.chunks_exact(sa).zip(re.chunks_exact(se)).enumerate() {
                 if padded(j0 + t) {
@@ -267,11 +266,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                     }
                     if U::ENABLED {
                         let dist = self.u.key(a).abs_diff(self.u.key(e));
-                        if dist == 0 {
-                            zero_ulps += 1;
-                        } else {
-                            acc.hist.add(dist);
-                        }
+                        acc.hist.add(dist);
                         s.max_ulp = s.max_ulp.max(dist);
                     }
                 } else if a.is_nan() || e.is_nan() {
@@ -285,7 +280,6 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                 }
             }
             acc.s = s;
-            acc.hist.add_n(0, zero_ulps);
             let hit = |t: usize| {
                 let (ca, ce) = (&ra[t * sa..(t + 1) * sa], &re[t * se..(t + 1) * se]);
                 let (a, e) = (self.a.load(ca), self.e.load(ce));
