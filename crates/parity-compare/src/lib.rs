@@ -1,4 +1,18 @@
 //! The pure comparison engine: two tensors (and a mask) in, metrics and a verdict out.
+//!
+//! [`compare`] makes one pass over both tensors' bytes (rayon over fixed
+//! 64K-element chunks, merged in chunk order, so results do not depend on
+//! the thread count) and returns [`Metrics`]; [`evaluate`] applies a list of
+//! [`Criterion`] to them and returns a [`Verdict`] with, per criterion, the
+//! loosest setting that would have passed. Conventions:
+//! - NaN vs NaN and equal infinities at the same place match; they, and any
+//!   NaN/Inf mismatch, stay out of the numeric metrics (max_abs, rms, ULPs,
+//!   allclose counts), and every NaN/Inf mismatch fails value criteria.
+//! - rel_l2 is 0 when both norms are 0 and +inf when only the expected one
+//!   is; cosine is 1 for two zero vectors and 0 when exactly one is zero.
+//! - ULPs are measured after rounding both sides to one float type
+//!   ([`UlpDType`]); integer/bool comparisons have no ULP metrics and use
+//!   `exact` (bitwise for equal dtypes, value equality otherwise).
 
 pub mod criterion;
 mod elem;
