@@ -56,7 +56,16 @@ pub fn check(
     spec: &str,
     extra: &[&str],
 ) -> (i32, String, String, Option<serde_json::Value>) {
-    let out_dir = cwd.join("out");
+    check_to(cwd, spec, &cwd.join("out"), extra)
+}
+
+/// Like [`check`], with the reports written into `out_dir`.
+pub fn check_to(
+    cwd: &Path,
+    spec: &str,
+    out_dir: &Path,
+    extra: &[&str],
+) -> (i32, String, String, Option<serde_json::Value>) {
     let mut args = vec!["check", spec, "--out-dir", out_dir.to_str().expect("utf8")];
     args.extend_from_slice(extra);
     let out = parity(cwd, &args);

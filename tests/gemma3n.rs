@@ -1,0 +1,129 @@
+//! The bundled subject end to end: the small-config Gemma3n audio path
+//! (JAX/HF semantics exported to StableHLO, compiled and run by IREE) against
+//! mlx-vlm's own implementation (the oracle) and a JAX x64 truth.
+
+mod common;
+
+use common::{check_to, repo, stage};
+use serde_json::Value;
+
+fn faults() -> Vec<Value> {
+    let path = repo().join("subject/gemma3n/faults/faults.json");
+    let text = std::fs::read_to_string(&path).expect("faults.json");
+    let v: Value = serde_json::from_str(&text).expect("faults.json is JSON");
+    v["faults"].as_array().expect("faults array").clone()
+}
+
+#[test]
+fn embedded_default_f32_passes_every_stage_in_both_modes() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr, record) = check_to(&repo(), "stages.yaml", out.path(), &[]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let record = record_in(out.path()).or(record).expect("run.json");
+    let stages = record["stages"].as_array().unwrap();
+    // 22 stages (per-stage entry functions plus the two pipeline functions) x 5 cases x 2 modes.
+    assert_eq!(stages.len(), 220);
+    assert!(stages.iter().all(|s| s["status"] == "pass"));
+    let cases: std::collections::BTreeSet<_> =
+        stages.iter().map(|s| s["case"].as_str().unwrap()).collect();
+    assert_eq!(cases.len(), 5);
+}
+
+#[test]
+fn text_embedding_scale_difference_is_visible_in_the_record() {
+    // mlx-vlm 0.7.10's get_input_embeddings does not scale text rows by
+    // sqrt(hidden) as HF does; production follows HF. The record shows the
+    // oracle ~11.8 RMS from the f64 truth and production at f32 rounding.
+    let out = tempfile::tempdir().unwrap();
+    let (code, _, _, _) = check_to(
+        &repo(),
+        "stages.yaml",
+        out.path(),
+        &[
+            "--mode", "isolated", "--case", "full128", "--stage", "merge",
+        ],
+    );
+    assert_eq!(code, 0);
+    let record = record_in(out.path()).unwrap();
+    let merge = stage(&record, "merge", "isolated");
+    let emb = merge["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "embeddings")
+        .expect("embeddings output");
+    let m = &emb["metrics"];
+    assert!(m["max_abs"].as_f64().unwrap() > 10.0, "{m}");
+    let truth = &m["vs_f64"];
+    assert!(truth["actual_vs_truth"].as_f64().unwrap() < 1e-5, "{truth}");
+    assert!(
+        truth["expected_vs_truth"].as_f64().unwrap() > 1.0,
+        "{truth}"
+    );
+}
+
+#[test]
+fn bf16_variant_passes() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr, _) = check_to(
+        &repo(),
+        "subject/gemma3n/stages-bf16.yaml",
+        out.path(),
+        &["-q"],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let record = record_in(out.path()).unwrap();
+    assert_eq!(record["status"], "pass");
+    assert_eq!(record["stages"].as_array().unwrap().len(), 220);
+}
+
+#[test]
+fn every_injected_fault_is_the_first_divergence_and_propagates_when_chained() {
+    let faults = faults();
+    assert!(faults.len() >= 3, "at least three injected faults");
+    for fault in faults {
+        let spec = format!("subject/gemma3n/faults/{}", fault["spec"].as_str().unwrap());
+        let out = tempfile::tempdir().unwrap();
+        let (code, stdout, _, _) = check_to(&repo(), &spec, out.path(), &["-q"]);
+        let name = fault["name"].as_str().unwrap();
+        assert_eq!(code, 1, "{name}: {stdout}");
+        let record = record_in(out.path()).unwrap();
+        let first = &record["first_divergence"];
+        assert_eq!(first["stage"], fault["stage"], "{name}: {first}");
+        assert_eq!(first["output"], fault["output"], "{name}: {first}");
+        assert_eq!(first["mode"], "isolated");
+        // Every stage upstream of the fault passes in isolated mode.
+        let stages = record["stages"].as_array().unwrap();
+        let fault_stage = fault["stage"].as_str().unwrap();
+        let iso: Vec<&Value> = stages.iter().filter(|s| s["mode"] == "isolated").collect();
+        let pos = iso.iter().position(|s| s["name"] == fault_stage).unwrap();
+        assert!(iso[..pos].iter().all(|s| s["status"] == "pass"), "{name}");
+        // Chained: some stage after the fault that passes in isolation fails,
+        // because it is fed the faulty production values.
+        let propagated = stages.iter().any(|s| {
+            s["mode"] == "chained"
+                && s["status"] == "fail"
+                && s["name"] != fault_stage
+                && iso.iter().any(|i| {
+                    i["name"] == s["name"] && i["case"] == s["case"] && i["status"] == "pass"
+                })
+        });
+        assert!(
+            propagated,
+            "{name}: the error does not propagate downstream when chained"
+        );
+        let chained_first = record["chained_divergence"].as_array().unwrap();
+        assert!(!chained_first.is_empty(), "{name}");
+        eprintln!(
+            "{name}: first divergence {}/{} (isolated); chained crossings: {}",
+            first["stage"],
+            first["output"],
+            Value::Array(chained_first.clone())
+        );
+    }
+}
+
+fn record_in(dir: &std::path::Path) -> Option<Value> {
+    let text = std::fs::read_to_string(dir.join("run.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
