@@ -18,14 +18,14 @@ impl InputSources {
     pub fn open(spec: &Spec) -> Result<Self, String> {
         let store = OracleStore::open(&spec.oracle).map_err(|e| e.to_string())?;
         let mut weights = Vec::new();
-        let mut weight_index = HashMap::new();
+        let mut weight_index: HashMap<String, usize> = HashMap::new();
         for (i, path) in spec.weights.iter().enumerate() {
             let file = parity_tensor::read_safetensors(path).map_err(|e| e.to_string())?;
             for name in file.names() {
                 if let Some(&prev) = weight_index.get(name) {
                     return Err(format!(
                         "weight `{name}` is defined in both {} and {}",
-                        spec.weights[prev as usize].display(),
+                        spec.weights[prev].display(),
                         path.display()
                     ));
                 }

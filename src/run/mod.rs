@@ -137,11 +137,9 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
             })
             .collect();
         drop(tx);
-        let mut done = 0;
-        for (m, rec) in rx {
-            done += 1;
+        for (i, (m, rec)) in rx.into_iter().enumerate() {
             progress(Progress {
-                done,
+                done: i + 1,
                 total,
                 stage: &rec,
             });
