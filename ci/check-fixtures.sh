@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Regenerates every committed fixture from its scripts (pinned venv in
+# tools/fixtures/.venv) and compares the result with the committed files:
+# tensors with `parity compare` at tight tolerances, MLIR and weights byte for
+# byte. The working tree is restored afterwards.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+parity="${PARITY_BIN:-target/debug/parity}"
+[ -x "$parity" ] || cargo build --locked --bin parity
+make -C tools/fixtures venv
+snap="$(mktemp -d)"
+trap 'rm -rf "$snap"' EXIT
+for d in oracle-dumps/gemma3n subject/gemma3n examples/basic; do
+  mkdir -p "$snap/$(dirname "$d")" && cp -a "$d" "$snap/$d"
+done
+restore() {
+  for d in oracle-dumps/gemma3n subject/gemma3n examples/basic; do
+    rm -rf "$d" && cp -a "$snap/$d" "$d"
+  done
+}
+status=0
+( make -C tools/fixtures all &&
+  cd examples/basic && ../../tools/fixtures/.venv/bin/python make_oracle.py ) || status=$?
+if [ "$status" -eq 0 ]; then
+  python3 ci/compare_fixtures.py "$parity" "$snap" . || status=$?
+else
+  echo "check-fixtures: regeneration failed (exit $status)" >&2
+fi
+restore
+exit "$status"

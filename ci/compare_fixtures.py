@@ -1,0 +1,69 @@
+"""Compares regenerated fixtures with committed ones, tensor by tensor, with `parity compare`.
+
+usage: python ci/compare_fixtures.py PARITY_BIN COMMITTED_ROOT REGENERATED_ROOT
+
+For every oracle store (a directory with manifest.json) listed below, every
+tensor in the committed manifest is compared with the regenerated file at
+tight tolerances (floats: atol 0, rtol 1e-6; integers and bools: exact).
+Non-tensor files (MLIR, weights) must be byte-identical; if they are not,
+weights are compared tensor by tensor too. Exit 0 when everything matches.
+Standard library only, so it runs with any Python 3.
+"""
+
+import filecmp
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+STORES = ["oracle-dumps/gemma3n", "examples/basic/oracle"]
+WEIGHTS = ["subject/gemma3n/weights.safetensors", "examples/basic/weights.safetensors"]
+TEXT_FILES = [
+    "subject/gemma3n/gemma3n_audio_f32.mlir",
+    "subject/gemma3n/gemma3n_audio_bf16.mlir",
+    "subject/gemma3n/faults/group_norm_eps.mlir",
+    "subject/gemma3n/faults/lconv_not_causal.mlir",
+    "subject/gemma3n/faults/rel_shift_off_by_one.mlir",
+    "subject/gemma3n/faults/softcap_30.mlir",
+]
+
+
+def compare(parity, a, b, key):
+    args = [parity, "compare", str(a), str(b), "--json", "--atol", "0", "--rtol", "1e-6"]
+    if key is not None:
+        args += ["--key", key]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"{b} [{key}]: exit {p.returncode}: {p.stdout.strip()[-300:]} {p.stderr.strip()[-300:]}"
+    return None
+
+
+def main():
+    parity, committed, regenerated = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    failures, compared = [], 0
+    for store in STORES:
+        manifest = json.loads((committed / store / "manifest.json").read_text())
+        for name, entry in sorted(manifest["tensors"].items()):
+            a = committed / store / entry["file"]
+            b = regenerated / store / entry["file"]
+            err = compare(parity, a, b, entry.get("key"))
+            compared += 1
+            if err:
+                failures.append(f"{store}: tensor {name}: {err}")
+    for rel in WEIGHTS:
+        a, b = committed / rel, regenerated / rel
+        if not filecmp.cmp(a, b, shallow=False):
+            failures.append(f"{rel}: regenerated weights differ byte-wise")
+    for rel in TEXT_FILES:
+        a, b = committed / rel, regenerated / rel
+        if not filecmp.cmp(a, b, shallow=False):
+            failures.append(f"{rel}: regenerated MLIR differs")
+    for f in failures:
+        print("MISMATCH", f)
+    print(f"fixtures: {compared} tensors compared with parity compare, "
+          f"{len(WEIGHTS) + len(TEXT_FILES)} files byte-compared, {len(failures)} mismatches")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
