@@ -3,8 +3,9 @@
 //!
 //! Needs a Python with the pinned packages of tests/data/requirements.txt; set
 //! `PARITY_TENSOR_PYTHON` to its interpreter (e.g. /tmp/tensor-venv/bin/python).
-//! Without it the test prints why it did nothing and passes, because CI
-//! machines are not guaranteed that Python environment.
+//! ci/test.sh sets it to tools/fixtures/.venv/bin/python; under CI (env `CI`
+//! set) a missing variable fails the test, elsewhere the test says why it did
+//! nothing and passes.
 
 use parity_tensor::{write_npy, write_npz, write_safetensors, DType, Tensor};
 use serde_json::{json, Value};
@@ -36,6 +37,11 @@ fn sample(dtype: DType) -> (Tensor, Vec<Value>) {
 #[test]
 fn python_libraries_read_what_we_write() {
     let Some(python) = std::env::var_os("PARITY_TENSOR_PYTHON") else {
+        // ci/test.sh always sets it; a CI run without it is misconfigured.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "PARITY_TENSOR_PYTHON must name a Python with numpy, ml_dtypes, mlx and safetensors in CI"
+        );
         eprintln!(
             "PARITY_TENSOR_PYTHON not set: skipping the numpy/MLX/safetensors read-back check"
         );
