@@ -27,7 +27,7 @@ pub struct RunOptions {
     pub compiler_lib: Option<PathBuf>,
     /// Run only these cases (all when empty).
     pub cases: Vec<String>,
-    /// Run only these stages and what they depend on... no: exactly these stages (all when empty).
+    /// Run only these stages (all when empty); in chained mode an unselected upstream stage makes its dependants skip.
     pub stages: Vec<String>,
 }
 
