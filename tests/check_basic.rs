@@ -229,3 +229,42 @@ fn report_rerenders_a_saved_record_with_its_exit_code() {
     let original = std::fs::read_to_string(dir.path().join("out/junit.xml")).unwrap();
     assert_eq!(std::fs::read_to_string(junit2).unwrap(), original);
 }
+
+#[test]
+fn stage_and_case_selection() {
+    let dir = basic_copy();
+    // Isolated: a selected stage runs on oracle inputs alone.
+    let (code, _, _, record) = check(
+        dir.path(),
+        "stages.yaml",
+        &["--stage", "scores", "--mode", "isolated"],
+    );
+    assert_eq!(code, 0);
+    let record = record.unwrap();
+    let stages = record["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 1);
+    assert_eq!(stages[0]["name"], "scores");
+    assert_eq!(stages[0]["status"], "pass");
+    // Chained without its upstream selected, the stage has nothing to chain
+    // from: it is skipped and says why, and that alone is not an error.
+    let (code, _, _, record) = check(
+        dir.path(),
+        "stages.yaml",
+        &["--stage", "scores", "--mode", "chained"],
+    );
+    assert_eq!(code, 0);
+    let record = record.unwrap();
+    let s = &record["stages"][0];
+    assert_eq!(s["status"], "skipped");
+    assert!(s["error"].as_str().unwrap().contains("strided_conv"), "{s}");
+    assert_eq!(record["status"], "pass");
+    // A selection naming nothing is an input error, not an empty success.
+    for (flag, name) in [("--case", "nope"), ("--stage", "layer_nrom")] {
+        let (code, stdout, _, record) = check(dir.path(), "stages.yaml", &[flag, name]);
+        assert_eq!(code, 2, "{stdout}");
+        let record = record.unwrap();
+        assert_eq!(record["stages"].as_array().unwrap().len(), 0);
+        let msg = record["errors"][0]["message"].as_str().unwrap();
+        assert!(msg.contains(name) && msg.contains("stages.yaml"), "{msg}");
+    }
+}

@@ -84,6 +84,36 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
             return finish(record, clock);
         }
     };
+    // A selection that matches nothing is a typo, not an empty success.
+    for (kind, wanted, known) in [
+        (
+            "case",
+            &options.cases,
+            spec.cases
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "stage",
+            &options.stages,
+            spec.stages.iter().map(|s| s.name.as_str()).collect(),
+        ),
+    ] {
+        for name in wanted.iter().filter(|w| !known.contains(&w.as_str())) {
+            record.errors.push(RunError {
+                kind: ErrorKind::Input,
+                message: format!(
+                    "{}: no {kind} named `{name}` (known: {})",
+                    spec.path.display(),
+                    known.join(", ")
+                ),
+            });
+        }
+    }
+    if !record.errors.is_empty() {
+        return finish(record, clock);
+    }
     let compiled = modules::compile_all(spec, options, &mut record);
 
     let order = spec.topo_order();
@@ -244,18 +274,16 @@ fn locate_divergences(spec: &Spec, cases: &[&parity_spec::Case], record: &mut Ru
 
 fn finish(mut record: RunRecord, clock: Instant) -> RunRecord {
     record.elapsed_s = clock.elapsed().as_secs_f64();
-    record.status = if !record.errors.is_empty()
-        || record
-            .stages
-            .iter()
-            .any(|s| matches!(s.status, Status::Error | Status::Skipped))
-    {
-        Status::Error
-    } else if record.stages.iter().any(|s| s.status == Status::Fail) {
-        Status::Fail
-    } else {
-        Status::Pass
-    };
+    // A skip alone is not an error: it follows either an errored upstream
+    // stage (already an error) or a --stage selection that left the upstream out.
+    record.status =
+        if !record.errors.is_empty() || record.stages.iter().any(|s| s.status == Status::Error) {
+            Status::Error
+        } else if record.stages.iter().any(|s| s.status == Status::Fail) {
+            Status::Fail
+        } else {
+            Status::Pass
+        };
     record
 }
 
