@@ -7,6 +7,8 @@ use parity_tensor::{decode_f64, DType};
 
 /// One element type: how wide it is and how to decode it from LE bytes.
 pub(crate) trait Elem: Copy + Send + Sync {
+    /// True for f32, whose `raw` bits are the f32's bits.
+    const IS_F32: bool = false;
     /// Bytes per element.
     fn size(&self) -> usize;
     /// The element's value (`c` is exactly `size()` bytes).
@@ -17,9 +19,13 @@ pub(crate) trait Elem: Copy + Send + Sync {
 
 macro_rules! float_elem {
     ($name:ident, $n:literal, $decode:expr, $raw:ty) => {
+        float_elem!($name, $n, $decode, $raw, false);
+    };
+    ($name:ident, $n:literal, $decode:expr, $raw:ty, $is_f32:literal) => {
         #[derive(Clone, Copy)]
         pub(crate) struct $name;
         impl Elem for $name {
+            const IS_F32: bool = $is_f32;
             #[inline(always)]
             fn size(&self) -> usize {
                 $n
@@ -42,7 +48,7 @@ macro_rules! float_elem {
 
 float_elem!(F16E, 2, |b| half::f16::from_le_bytes(b).to_f64(), u16);
 float_elem!(Bf16E, 2, |b| half::bf16::from_le_bytes(b).to_f64(), u16);
-float_elem!(F32E, 4, |b| f32::from_le_bytes(b) as f64, u32);
+float_elem!(F32E, 4, |b| f32::from_le_bytes(b) as f64, u32, true);
 float_elem!(F64E, 8, f64::from_le_bytes, u64);
 
 /// Any dtype, decoded through a runtime match (integers, bools, mixed pairs).
@@ -71,6 +77,8 @@ impl Elem for DynE {
 pub(crate) trait UlpKey: Copy + Send + Sync {
     /// False when no ULP metrics are wanted.
     const ENABLED: bool;
+    /// True when keys are f32 keys, so an f32's key can come from its bits.
+    const IS_F32: bool = false;
     /// Key of a non-NaN value.
     fn key(&self, x: f64) -> i64;
 }
@@ -89,6 +97,7 @@ impl UlpKey for NoUlp {
 pub(crate) struct UlpF32;
 impl UlpKey for UlpF32 {
     const ENABLED: bool = true;
+    const IS_F32: bool = true;
     #[inline(always)]
     fn key(&self, x: f64) -> i64 {
         key_f32(x as f32)

@@ -8,12 +8,12 @@ pub const EXACT_MAX: u64 = 64;
 /// Log2 bucket `k` (7..=64) holds distances in (2^(k-1), 2^k].
 const LOG_MIN: u32 = 7;
 const LOG_BUCKETS: usize = 64 - LOG_MIN as usize + 1;
-const SLOTS: usize = EXACT_MAX as usize + 1 + LOG_BUCKETS;
+pub(crate) const SLOTS: usize = EXACT_MAX as usize + 1 + LOG_BUCKETS;
 
 /// Index into `counts` of a distance, computed without branches (random
 /// small distances would otherwise mispredict on every element).
 #[inline(always)]
-fn slot(d: u64) -> usize {
+pub(crate) fn slot(d: u64) -> usize {
     let k = 64 - d.saturating_sub(1).leading_zeros(); // ceil(log2 d) for d >= 2
     let log = EXACT_MAX as usize + 1 + k.saturating_sub(LOG_MIN) as usize;
     if d <= EXACT_MAX {
@@ -76,6 +76,14 @@ impl UlpHistogram {
     #[inline]
     pub fn add(&mut self, d: u64) {
         self.counts[slot(d)] += 1;
+    }
+
+    /// Adds per-slot counts (indexed like `counts`, as [`slot`] computes them).
+    #[inline]
+    pub(crate) fn add_slot_counts(&mut self, counts: &[u64; SLOTS]) {
+        for (a, b) in self.counts.iter_mut().zip(counts) {
+            *a += b;
+        }
     }
 
     /// Records `n` copies of one distance.

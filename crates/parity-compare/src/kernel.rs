@@ -3,14 +3,15 @@
 //! chunk order so results never depend on the thread count.
 
 use crate::elem::{Elem, UlpKey};
-use crate::histogram::UlpHistogram;
+use crate::histogram::{slot, UlpHistogram, SLOTS};
+use crate::ulp::key_f32_bits;
 
 /// Elements per chunk. Fixed (not derived from the thread count) so partial
 /// sums, and hence results, are identical for serial and parallel runs.
 pub(crate) const CHUNK: usize = 1 << 16;
 
 /// Elements per inner block (see `Kernel::segment`); fits the u16 candidate indices.
-const BLOCK: usize = 256;
+pub(crate) const BLOCK: usize = 256;
 
 /// One element worth reporting: flat index and both values.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -56,6 +57,12 @@ impl TopK {
             return;
         }
         self.insert(h);
+    }
+
+    /// Score a new hit must exceed to enter the list.
+    #[inline(always)]
+    pub fn floor(&self) -> f64 {
+        self.floor
     }
 
     #[inline(never)]
@@ -205,9 +212,11 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     /// register); the rare elements that may enter a top-K list are only
     /// noted there and offered after the block.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn segment(
         &self,
         acc: &mut Acc,
+        hist: &mut Hist4,
         a: &[u8],
         e: &[u8],
         start: usize,
@@ -215,6 +224,9 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         padded: impl Fn(usize) -> bool,
     ) {
         let (sa, se) = (self.a.size(), self.e.size());
+        // f32 against f32 measured in f32 ULPs: the key is the raw bits
+        // transformed, with no conversion back from f64.
+        let f32_keys = U::IS_F32 && A::IS_F32 && E::IS_F32;
         let mut j0 = 0;
         while start + j0 < end {
             let j1 = (j0 + BLOCK).min(end - start);
@@ -222,13 +234,22 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             let re = &e[(start + j0) * se..(start + j1) * se];
             let mut s = acc.s;
             // Floors only rise, so stale ones admit a superset of candidates.
-            let (wf, xf) = (acc.worst.floor, acc.excess.floor);
+            let (wf, xf) = (acc.worst.floor(), acc.excess.floor());
             let mut cand = [0u16; BLOCK];
             let mut nc = 0usize;
             let mut first: Option<usize> = None;
+            // The common path (unpadded, both finite, no violation or
+            // candidate) updates only plain locals; count and numeric are
+            // derived after the loop from the rare paths' counts, keeping
+            // its work and live state small.
+            let (mut sum_abs, mut sum_sq, mut sum_aa) = (s.sum_abs, s.sum_sq, s.sum_aa);
+            let (mut sum_ee, mut sum_ae) = (s.sum_ee, s.sum_ae);
+            let (mut max_abs, mut max_excess, mut max_ulp) = (s.max_abs, s.max_excess, s.max_ulp);
+            let (mut bitwise, mut masked, mut non_numeric) = (0u64, 0u64, 0u64);
+            let (rtol, atol) = (self.rtol, self.atol);
             for (t, (ca, ce)) in ra.chunks_exact(sa).zip(re.chunks_exact(se)).enumerate() {
                 if padded(j0 + t) {
-                    s.masked_out += 1;
+                    masked += 1;
                     if self.assert_zero {
                         s.padded_nonzero += (self.a.load(ca) != 0.0) as u64;
                     }
@@ -236,49 +257,66 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                 }
                 let a = self.a.load(ca);
                 let e = self.e.load(ce);
-                s.count += 1;
                 let equal = if self.same_dtype {
                     self.a.raw(ca) == self.e.raw(ce)
                 } else {
                     a == e || (a.is_nan() && e.is_nan())
                 };
-                s.bitwise_mismatches += (!equal) as u64;
+                bitwise += (!equal) as u64;
                 if a.is_finite() && e.is_finite() {
-                    s.numeric += 1;
                     let d = a - e;
                     let ad = d.abs();
-                    s.sum_abs += ad;
-                    s.sum_sq += d * d;
-                    s.sum_aa += a * a;
-                    s.sum_ee += e * e;
-                    s.sum_ae += a * e;
-                    s.max_abs = s.max_abs.max(ad);
-                    let excess = ad - self.rtol * e.abs();
-                    s.max_excess = s.max_excess.max(excess);
-                    let bad = ad > self.atol + self.rtol * e.abs();
-                    s.allclose_violations += bad as u64;
-                    if bad && first.is_none() {
-                        first = Some(t);
-                    }
-                    if ad > wf || excess > xf {
-                        cand[nc] = t as u16;
-                        nc += 1;
+                    sum_abs += ad;
+                    sum_sq += d * d;
+                    sum_aa += a * a;
+                    sum_ee += e * e;
+                    sum_ae += a * e;
+                    max_abs = max_abs.max(ad);
+                    let excess = ad - rtol * e.abs();
+                    max_excess = max_excess.max(excess);
+                    let bad = ad > atol + rtol * e.abs();
+                    let is_cand = (ad > wf) | (excess > xf);
+                    if bad | is_cand {
+                        if bad {
+                            s.allclose_violations += 1;
+                            first.get_or_insert(t);
+                        }
+                        if is_cand {
+                            cand[nc & (BLOCK - 1)] = t as u16;
+                            nc += 1;
+                        }
                     }
                     if U::ENABLED {
-                        let dist = self.u.key(a).abs_diff(self.u.key(e));
-                        acc.hist.add(dist);
-                        s.max_ulp = s.max_ulp.max(dist);
+                        let dist = if f32_keys {
+                            key_f32_bits(self.a.raw(ca) as u32)
+                                .abs_diff(key_f32_bits(self.e.raw(ce) as u32))
+                        } else {
+                            self.u.key(a).abs_diff(self.u.key(e))
+                        };
+                        hist.add(t, dist);
+                        max_ulp = max_ulp.max(dist);
                     }
-                } else if a.is_nan() || e.is_nan() {
-                    if !(a.is_nan() && e.is_nan()) {
-                        s.nan_mismatch += 1;
+                } else {
+                    non_numeric += 1;
+                    if a.is_nan() || e.is_nan() {
+                        if !(a.is_nan() && e.is_nan()) {
+                            s.nan_mismatch += 1;
+                            first.get_or_insert(t);
+                        }
+                    } else if a != e {
+                        s.inf_mismatch += 1;
                         first.get_or_insert(t);
                     }
-                } else if a != e {
-                    s.inf_mismatch += 1;
-                    first.get_or_insert(t);
                 }
             }
+            let count = (j1 - j0) as u64 - masked;
+            s.count += count;
+            s.masked_out += masked;
+            s.numeric += count - non_numeric;
+            s.bitwise_mismatches += bitwise;
+            (s.sum_abs, s.sum_sq, s.sum_aa) = (sum_abs, sum_sq, sum_aa);
+            (s.sum_ee, s.sum_ae) = (sum_ee, sum_ae);
+            (s.max_abs, s.max_excess, s.max_ulp) = (max_abs, max_excess, max_ulp);
             acc.s = s;
             let hit = |t: usize| {
                 let (ca, ce) = (&ra[t * sa..(t + 1) * sa], &re[t * se..(t + 1) * se]);
@@ -303,6 +341,19 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         }
     }
 
+    /// Elements `start..end`, all padded: only the padding counts apply.
+    fn padded_run(&self, acc: &mut Acc, a: &[u8], start: usize, end: usize) {
+        let sa = self.a.size();
+        acc.s.masked_out += (end - start) as u64;
+        if self.assert_zero {
+            let nz = a[start * sa..end * sa]
+                .chunks_exact(sa)
+                .filter(|c| self.a.load(c) != 0.0)
+                .count();
+            acc.s.padded_nonzero += nz as u64;
+        }
+    }
+
     /// Accumulates elements `start..end` of the flat tensors.
     pub fn run(
         &self,
@@ -313,46 +364,104 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         mask: Option<&MaskView<'_>>,
     ) -> Acc {
         let mut acc = Acc::new(self.top_k);
-        let Some(m) = mask else {
-            self.segment(&mut acc, a, e, start, end, |_| false);
-            return acc;
-        };
-        let rank = m.shape.len();
-        if rank == 0 {
-            let p = m.values.first().copied().unwrap_or(false);
-            self.segment(&mut acc, a, e, start, end, |_| p);
+        #[cfg(test)]
+        if crate::kernel_reference::use_reference() {
+            walk(&mut acc, start, end, mask, |acc, s, t, pad| {
+                self.segment_reference(acc, a, e, s, t, |j| pad.at(j))
+            });
             return acc;
         }
-        // Walk row by row along the last axis with an odometer, so the mask
-        // offset is updated by additions instead of a division per element.
-        let last = m.shape[rank - 1];
-        let ls = m.strides[rank - 1];
-        let mut idx = crate::mask::unravel(start, m.shape);
-        let mut base: usize = (0..rank - 1).map(|k| idx[k] * m.strides[k]).sum();
-        let mut j = idx[rank - 1];
-        let mut pos = start;
-        while pos < end {
-            let row_end = end.min(pos + (last - j));
-            if ls == 0 {
-                let p = m.values[base];
-                self.segment(&mut acc, a, e, pos, row_end, |_| p);
-            } else {
-                let off = base + j * ls;
-                self.segment(&mut acc, a, e, pos, row_end, |t| m.values[off + t * ls]);
-            }
-            pos = row_end;
-            j = 0;
-            for k in (0..rank - 1).rev() {
-                idx[k] += 1;
-                base += m.strides[k];
-                if idx[k] < m.shape[k] {
-                    break;
-                }
-                base -= m.strides[k] * m.shape[k];
-                idx[k] = 0;
-            }
+        let mut hist = Hist4::new();
+        walk(&mut acc, start, end, mask, |acc, s, t, pad| match pad {
+            Pad::Const(true) => self.padded_run(acc, a, s, t),
+            Pad::Const(false) => self.segment(acc, &mut hist, a, e, s, t, |_| false),
+            Pad::Strided { .. } => self.segment(acc, &mut hist, a, e, s, t, |j| pad.at(j)),
+        });
+        if U::ENABLED {
+            hist.flush(&mut acc);
         }
         acc
+    }
+}
+
+/// Which elements of a run along the last axis are padded.
+#[derive(Clone, Copy)]
+pub(crate) enum Pad<'m> {
+    /// All or none.
+    Const(bool),
+    /// Element `t` of the run is padded when `values[off + t * stride]`.
+    Strided {
+        values: &'m [bool],
+        off: usize,
+        stride: usize,
+    },
+}
+
+impl Pad<'_> {
+    /// Whether element `t` of the run is padded.
+    #[inline(always)]
+    pub fn at(&self, t: usize) -> bool {
+        match *self {
+            Pad::Const(p) => p,
+            Pad::Strided {
+                values,
+                off,
+                stride,
+            } => values[off + t * stride],
+        }
+    }
+}
+
+/// Calls `seg(acc, pos, row_end, pad)` for consecutive runs covering
+/// `start..end`, each within one row of the last axis. Walks with an
+/// odometer, so the mask offset is updated by additions instead of a
+/// division per element.
+fn walk(
+    acc: &mut Acc,
+    start: usize,
+    end: usize,
+    mask: Option<&MaskView<'_>>,
+    mut seg: impl FnMut(&mut Acc, usize, usize, Pad<'_>),
+) {
+    let Some(m) = mask else {
+        seg(acc, start, end, Pad::Const(false));
+        return;
+    };
+    let rank = m.shape.len();
+    if rank == 0 {
+        let p = m.values.first().copied().unwrap_or(false);
+        seg(acc, start, end, Pad::Const(p));
+        return;
+    }
+    let last = m.shape[rank - 1];
+    let ls = m.strides[rank - 1];
+    let mut idx = crate::mask::unravel(start, m.shape);
+    let mut base: usize = (0..rank - 1).map(|k| idx[k] * m.strides[k]).sum();
+    let mut j = idx[rank - 1];
+    let mut pos = start;
+    while pos < end {
+        let row_end = end.min(pos + (last - j));
+        let pad = if ls == 0 {
+            Pad::Const(m.values[base])
+        } else {
+            Pad::Strided {
+                values: m.values,
+                off: base + j * ls,
+                stride: ls,
+            }
+        };
+        seg(acc, pos, row_end, pad);
+        pos = row_end;
+        j = 0;
+        for k in (0..rank - 1).rev() {
+            idx[k] += 1;
+            base += m.strides[k];
+            if idx[k] < m.shape[k] {
+                break;
+            }
+            base -= m.strides[k] * m.shape[k];
+            idx[k] = 0;
+        }
     }
 }
 
@@ -361,4 +470,35 @@ pub(crate) struct MaskView<'m> {
     pub shape: &'m [usize],
     pub strides: &'m [usize],
     pub values: &'m [bool],
+}
+
+/// Four interleaved ULP histograms (element `t` goes to `t % 4`), so that
+/// runs of equal distances do not serialise on one counter's
+/// store-to-load latency. Counts are integers: the split changes nothing.
+pub(crate) struct Hist4 {
+    counts: [[u64; SLOTS]; 4],
+}
+
+impl Hist4 {
+    fn new() -> Box<Hist4> {
+        Box::new(Hist4 {
+            counts: [[0; SLOTS]; 4],
+        })
+    }
+
+    #[inline(always)]
+    fn add(&mut self, t: usize, dist: u64) {
+        self.counts[t & 3][slot(dist)] += 1;
+    }
+
+    /// Moves the counts into `acc`'s histogram.
+    fn flush(&self, acc: &mut Acc) {
+        let mut total = [0u64; SLOTS];
+        for h in &self.counts {
+            for (t, c) in total.iter_mut().zip(h) {
+                *t += c;
+            }
+        }
+        acc.hist.add_slot_counts(&total);
+    }
 }

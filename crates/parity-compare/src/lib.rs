@@ -19,6 +19,8 @@ mod elem;
 pub mod error;
 pub mod histogram;
 mod kernel;
+#[cfg(test)]
+mod kernel_reference;
 pub mod mask;
 pub mod metrics;
 pub mod ulp;

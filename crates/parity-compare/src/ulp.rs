@@ -73,7 +73,12 @@ pub fn ulp_distance(a: f64, b: f64, dtype: UlpDType) -> Option<u64> {
 /// Sign-magnitude bits to a signed integer whose order matches the floats'.
 #[inline]
 pub(crate) fn key_f32(x: f32) -> i64 {
-    let b = x.to_bits();
+    key_f32_bits(x.to_bits())
+}
+
+/// [`key_f32`] of the f32 with bits `b`.
+#[inline(always)]
+pub(crate) fn key_f32_bits(b: u32) -> i64 {
     let mag = (b & 0x7fff_ffff) as i64;
     if b >> 31 == 1 {
         -mag

@@ -1,5 +1,6 @@
 //! Value tests for `compare` and `evaluate`, and property tests across modules.
 
+mod kernel;
 mod metrics;
 mod props;
 mod verdict;

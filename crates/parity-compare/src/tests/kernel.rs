@@ -1,0 +1,228 @@
+//! The kernel against the original element-by-element kernel (kept in
+//! `kernel_reference`): identical `Metrics`, bit for bit, for every dtype
+//! pair and ULP dtype, with NaN/Inf/±0/subnormals, masked and unmasked.
+
+use crate::kernel_reference::with_reference;
+use crate::{compare, CompareOptions, Mask, Metrics, UlpDType};
+use parity_tensor::{DType, Tensor};
+use proptest::prelude::*;
+
+const DTYPES: [DType; 8] = [
+    DType::F32,
+    DType::Bf16,
+    DType::F16,
+    DType::F64,
+    DType::I32,
+    DType::I8,
+    DType::Bool,
+    DType::U8,
+];
+
+fn special() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        Just(0.0),
+        Just(-0.0),
+        Just(1e-40),   // f32 subnormal
+        Just(-3e-42),  // f32 subnormal
+        Just(6e-8),    // f16 subnormal
+        Just(5e-324),  // f64 subnormal
+        Just(1e300),   // beyond f32
+        Just(-3.4e38), // near f32::MAX
+        Just(65504.0), // f16::MAX
+    ]
+}
+
+/// Expected and actual values: mostly near each other, some specials.
+fn pair() -> impl Strategy<Value = (f64, f64)> {
+    let near = (-100.0f64..100.0, -8i32..8).prop_map(|(e, k)| (e + k as f64 * e * 1e-7, e));
+    prop_oneof![
+        6 => near,
+        1 => (-100.0f64..100.0, -100.0f64..100.0),
+        1 => (special(), -100.0f64..100.0),
+        1 => (-100.0f64..100.0, special()),
+        1 => (special(), special()),
+    ]
+}
+
+fn build(dtype: DType, shape: &[usize], v: &[f64]) -> Tensor {
+    let v: Vec<f64> = if dtype.is_float() {
+        v.to_vec()
+    } else {
+        // Small integers (and NaN/Inf folded to 0), so exact matches happen.
+        v.iter()
+            .map(|&x| {
+                if x.is_finite() {
+                    (x % 3.0).round()
+                } else {
+                    0.0
+                }
+            })
+            .map(|x| {
+                if dtype == DType::Bool || dtype == DType::U8 {
+                    x.abs()
+                } else {
+                    x
+                }
+            })
+            .collect()
+    };
+    Tensor::from_f64_as(dtype, shape.to_vec(), &v).unwrap()
+}
+
+/// Exact comparison: `Debug` prints every f64 so that it round-trips.
+fn exact(m: &Metrics) -> String {
+    format!("{m:?}")
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    rows: usize,
+    cols: usize,
+    values: Vec<(f64, f64)>,
+    da: usize,
+    de: usize,
+    ulp: Option<UlpDType>,
+    top_k: usize,
+    /// 0: none, 1: per row (constant runs), 2: per column (strided), 3: per element.
+    mask_kind: u8,
+    mask_bits: Vec<bool>,
+    assert_zero: bool,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (1usize..40, 1usize..80)
+        .prop_flat_map(|(rows, cols)| {
+            (
+                Just(rows),
+                Just(cols),
+                proptest::collection::vec(pair(), rows * cols),
+                0usize..DTYPES.len(),
+                0usize..DTYPES.len(),
+                prop_oneof![
+                    Just(None),
+                    Just(Some(UlpDType::F32)),
+                    Just(Some(UlpDType::Bf16)),
+                    Just(Some(UlpDType::F16))
+                ],
+                0usize..20,
+                0u8..4,
+                proptest::collection::vec(any::<bool>(), rows * cols),
+                any::<bool>(),
+            )
+        })
+        .prop_map(
+            |(rows, cols, values, da, de, ulp, top_k, mask_kind, mask_bits, assert_zero)| Case {
+                rows,
+                cols,
+                values,
+                da,
+                de,
+                ulp,
+                top_k,
+                mask_kind,
+                mask_bits,
+                assert_zero,
+            },
+        )
+}
+
+fn mask(c: &Case) -> Option<Mask> {
+    let shape = [c.rows, c.cols];
+    let (mshape, axes) = match c.mask_kind {
+        0 => return None,
+        1 => (vec![c.rows], vec![0]),
+        2 => (vec![c.cols], vec![1]),
+        _ => (vec![c.rows, c.cols], vec![0, 1]),
+    };
+    let n: usize = mshape.iter().product();
+    let bits: Vec<f64> = c.mask_bits[..n].iter().map(|&b| b as u8 as f64).collect();
+    let t = Tensor::from_f64_as(DType::Bool, mshape, &bits).unwrap();
+    Some(Mask::new(&t, axes, true, &shape).unwrap())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn kernel_matches_the_reference_kernel_bit_for_bit(c in case()) {
+        let shape = [c.rows, c.cols];
+        let (av, ev): (Vec<f64>, Vec<f64>) = c.values.iter().copied().unzip();
+        let a = build(DTYPES[c.da], &shape, &av);
+        let e = build(DTYPES[c.de], &shape, &ev);
+        let m = mask(&c);
+        let opts = CompareOptions {
+            top_k: c.top_k,
+            ulp_dtype: c.ulp,
+            assert_padded_zero: c.assert_zero,
+            parallel: false,
+            ..CompareOptions::default()
+        };
+        let fast = compare(&a, &e, m.as_ref(), &opts).unwrap();
+        let reference = with_reference(|| compare(&a, &e, m.as_ref(), &opts).unwrap());
+        prop_assert_eq!(exact(&fast), exact(&reference));
+    }
+}
+
+#[test]
+fn f32_pair_over_several_blocks_and_chunks_matches_the_reference() {
+    // Raw f32 bit patterns (NaN, Inf, subnormals included) next to near
+    // copies, over more than one chunk, with and without a row mask.
+    let (rows, cols) = (3 * crate::kernel::CHUNK / 512 + 7, 512);
+    let n = rows * cols;
+    let mut s = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut e = Vec::with_capacity(n);
+    let mut a = Vec::with_capacity(n);
+    for _ in 0..n {
+        let r = next();
+        let x = if r % 17 == 0 {
+            f32::from_bits((r >> 32) as u32)
+        } else {
+            ((r >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * 10.0
+        };
+        let y = match r % 7 {
+            0 => f32::from_bits(next() as u32),
+            _ => f32::from_bits(x.to_bits().wrapping_add(((r >> 8) % 5) as u32)),
+        };
+        e.push(x);
+        a.push(y);
+    }
+    let at = Tensor::from_f32(vec![rows, cols], &a).unwrap();
+    let et = Tensor::from_f32(vec![rows, cols], &e).unwrap();
+    let bits: Vec<f64> = (0..rows).map(|i| (i % 3 == 1) as u8 as f64).collect();
+    let mt = Tensor::from_f64_as(DType::Bool, vec![rows], &bits).unwrap();
+    let mask = Mask::new(&mt, vec![0], true, &[rows, cols]).unwrap();
+    for m in [None, Some(&mask)] {
+        for ulp in [None, Some(UlpDType::Bf16)] {
+            let opts = CompareOptions {
+                top_k: 32,
+                ulp_dtype: ulp,
+                assert_padded_zero: true,
+                parallel: false,
+                ..CompareOptions::default()
+            };
+            let fast = compare(&at, &et, m, &opts).unwrap();
+            let reference = with_reference(|| compare(&at, &et, m, &opts).unwrap());
+            assert_eq!(exact(&fast), exact(&reference));
+            let par = compare(
+                &at,
+                &et,
+                m,
+                &CompareOptions {
+                    parallel: true,
+                    ..opts
+                },
+            )
+            .unwrap();
+            assert_eq!(exact(&fast), exact(&par));
+        }
+    }
+}
