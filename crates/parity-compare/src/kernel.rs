@@ -213,7 +213,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     /// noted there and offered after the block.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn segment(
+    pub(crate) fn segment(
         &self,
         acc: &mut Acc,
         hist: &mut Hist4,
@@ -374,6 +374,12 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         let mut hist = Hist4::new();
         walk(&mut acc, start, end, mask, |acc, s, t, pad| match pad {
             Pad::Const(true) => self.padded_run(acc, a, s, t),
+            #[cfg(target_arch = "x86_64")]
+            Pad::Const(false) if Self::F32_PATH && self.same_dtype => {
+                // SAFETY: SSE2 is part of the x86_64 baseline, so the
+                // function's target feature is always present.
+                unsafe { self.segment_f32(acc, &mut hist, a, e, s, t) }
+            }
             Pad::Const(false) => self.segment(acc, &mut hist, a, e, s, t, |_| false),
             Pad::Strided { .. } => self.segment(acc, &mut hist, a, e, s, t, |j| pad.at(j)),
         });
@@ -487,7 +493,7 @@ impl Hist4 {
     }
 
     #[inline(always)]
-    fn add(&mut self, t: usize, dist: u64) {
+    pub(crate) fn add(&mut self, t: usize, dist: u64) {
         self.counts[t & 3][slot(dist)] += 1;
     }
 

@@ -19,6 +19,8 @@ mod elem;
 pub mod error;
 pub mod histogram;
 mod kernel;
+#[cfg(target_arch = "x86_64")]
+mod kernel_f32;
 #[cfg(test)]
 mod kernel_reference;
 pub mod mask;
