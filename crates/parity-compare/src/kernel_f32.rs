@@ -144,37 +144,36 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     }
 }
 
-/// Four little-endian u32 from 16 bytes.
-#[inline]
-#[target_feature(enable = "sse2")]
+/// Four little-endian u32 from 16 bytes. Not a `target_feature` function,
+/// so it inlines into the loop (a call would spill every vector register).
+#[inline(always)]
 fn bits4(c: &[u8]) -> __m128i {
     let w = |k: usize| i32::from_le_bytes([c[4 * k], c[4 * k + 1], c[4 * k + 2], c[4 * k + 3]]);
-    _mm_set_epi32(w(3), w(2), w(1), w(0))
+    // SAFETY: SSE2 is part of the x86_64 baseline.
+    unsafe { _mm_set_epi32(w(3), w(2), w(1), w(0)) }
 }
 
 /// f32 ULP distances of four finite pairs: |key(a) - key(e)| with the
 /// sign-magnitude keys of `key_f32_bits`, exact in u32 (keys of finite
-/// values lie within ±0x7f7f_ffff).
-#[inline]
-#[target_feature(enable = "sse2")]
+/// values lie within ±0x7f7f_ffff). Inlines like [`bits4`].
+#[inline(always)]
 fn ulp_dist4(ua: __m128i, ue: __m128i) -> [u32; 4] {
-    let key = |u: __m128i| {
-        let sign = _mm_srai_epi32(u, 31);
-        let mag = _mm_and_si128(u, _mm_set1_epi32(i32::MAX));
-        _mm_sub_epi32(_mm_xor_si128(mag, sign), sign)
-    };
-    let (ka, ke) = (key(ua), key(ue));
-    let diff = _mm_sub_epi32(ka, ke);
-    let neg = _mm_cmpgt_epi32(ke, ka);
-    let dist = _mm_sub_epi32(_mm_xor_si128(diff, neg), neg);
-    let mut out = [0u32; 4];
-    for (k, o) in out.iter_mut().enumerate() {
-        *o = match k {
-            0 => _mm_cvtsi128_si32(dist),
-            1 => _mm_cvtsi128_si32(_mm_srli_si128(dist, 4)),
-            2 => _mm_cvtsi128_si32(_mm_srli_si128(dist, 8)),
-            _ => _mm_cvtsi128_si32(_mm_srli_si128(dist, 12)),
-        } as u32;
+    // SAFETY: SSE2 is part of the x86_64 baseline.
+    unsafe {
+        let key = |u: __m128i| {
+            let sign = _mm_srai_epi32(u, 31);
+            let mag = _mm_and_si128(u, _mm_set1_epi32(i32::MAX));
+            _mm_sub_epi32(_mm_xor_si128(mag, sign), sign)
+        };
+        let (ka, ke) = (key(ua), key(ue));
+        let diff = _mm_sub_epi32(ka, ke);
+        let neg = _mm_cmpgt_epi32(ke, ka);
+        let dist = _mm_sub_epi32(_mm_xor_si128(diff, neg), neg);
+        [
+            _mm_cvtsi128_si32(dist) as u32,
+            _mm_cvtsi128_si32(_mm_srli_si128(dist, 4)) as u32,
+            _mm_cvtsi128_si32(_mm_srli_si128(dist, 8)) as u32,
+            _mm_cvtsi128_si32(_mm_srli_si128(dist, 12)) as u32,
+        ]
     }
-    out
 }
