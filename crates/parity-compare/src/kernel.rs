@@ -497,6 +497,12 @@ impl Hist4 {
         self.counts[t & 3][slot(dist)] += 1;
     }
 
+    /// Records a distance `d` <= `EXACT_MAX` (its own slot).
+    #[inline(always)]
+    pub(crate) fn add_exact(&mut self, t: usize, d: usize) {
+        self.counts[t & 3][d] += 1;
+    }
+
     /// Moves the counts into `acc`'s histogram.
     fn flush(&self, acc: &mut Acc) {
         let mut total = [0u64; SLOTS];

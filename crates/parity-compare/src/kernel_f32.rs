@@ -6,6 +6,7 @@
 //! same order and results stay bit-identical.
 
 use crate::elem::{Elem, UlpKey};
+use crate::histogram::EXACT_MAX;
 use crate::kernel::{Acc, Hist4, Kernel};
 use std::arch::x86_64::*;
 
@@ -40,6 +41,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         let mut max_abs = _mm_set1_pd(s.max_abs);
         let mut max_excess = _mm_set1_pd(s.max_excess);
         let (mut bitwise, mut clean) = (0u64, 0u64);
+        let mut max_dist = 0u32;
         for (g, (ca, ce)) in ra.chunks_exact(16).zip(re.chunks_exact(16)).enumerate() {
             let ua = bits4(ca);
             let ue = bits4(ce);
@@ -99,10 +101,16 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                     clean += 4;
                     if U::ENABLED {
                         let dist = ulp_dist4(ua, ue);
-                        let base = g * 4;
-                        for (k, &d) in dist.iter().enumerate() {
-                            hist.add(base + k, d as u64);
-                            s.max_ulp = s.max_ulp.max(d as u64);
+                        let top = dist[0].max(dist[1]).max(dist[2].max(dist[3]));
+                        max_dist = max_dist.max(top);
+                        if top as u64 <= EXACT_MAX {
+                            for (k, &d) in dist.iter().enumerate() {
+                                hist.add_exact(k, d as usize);
+                            }
+                        } else {
+                            for (k, &d) in dist.iter().enumerate() {
+                                hist.add(k, d as u64);
+                            }
                         }
                     }
                 }
@@ -133,6 +141,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         let lanes = |v: __m128d| _mm_cvtsd_f64(v).max(_mm_cvtsd_f64(_mm_unpackhi_pd(v, v)));
         s.max_abs = s.max_abs.max(lanes(max_abs));
         s.max_excess = s.max_excess.max(lanes(max_excess));
+        s.max_ulp = s.max_ulp.max(max_dist as u64);
         s.count += clean;
         s.numeric += clean;
         s.bitwise_mismatches += bitwise;
