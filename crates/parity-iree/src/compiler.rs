@@ -144,6 +144,12 @@ impl IreeCompiler {
         options: &CompileOptions,
     ) -> Result<Vec<u8>, IreeError> {
         options.validate(source_name)?;
+        // Concurrent compile sessions in one process race inside the compiler
+        // library (seen here: "createTargetMachine(x86_64-unknown-unknown-eabi-elf)
+        // failed" then SIGSEGV when test threads compiled at once), so
+        // compilations are serialised; each one still uses the compiler's own
+        // worker threads.
+        let _one_at_a_time = COMPILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
         self.inner
             .compile_bytes(mlir, options.effective_flags())
             .map_err(|e| IreeError::Compile {
@@ -152,6 +158,9 @@ impl IreeCompiler {
             })
     }
 }
+
+/// Held for the duration of every compilation; see [`IreeCompiler::compile`].
+static COMPILE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Names the Python interpreter discovery will use, for the error message.
 fn python_origin() -> String {
