@@ -2,17 +2,10 @@
 
 mod common;
 
-use common::{compiler, load, t};
+use common::{compiler, load, t, ADD_F32};
 use parity_iree::{CompileOptions, IreeCompiler, IreeError, IreeRuntime};
 use parity_tensor::{DType, Tensor};
 use std::path::Path;
-
-const ADD_F32: &str = r#"
-func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = "stablehlo.add"(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
-}
-"#;
 
 #[test]
 fn malformed_mlir_error_has_source_name_and_diagnostics() {

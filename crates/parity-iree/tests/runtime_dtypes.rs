@@ -2,15 +2,8 @@
 
 mod common;
 
-use common::{load, load_with, t};
+use common::{load, load_with, t, ADD_F32};
 use parity_tensor::{DType, Tensor};
-
-const ADD_F32: &str = r#"
-func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = "stablehlo.add"(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
-}
-"#;
 
 #[test]
 fn f32_add_is_exact() {

@@ -6,6 +6,14 @@
 use parity_iree::{CompileOptions, IreeCompiler, IreeRuntime, LoadedModule};
 use parity_tensor::{DType, Tensor};
 
+/// `add(a, b)` on two f32[4]: the smallest real module, shared by the tests.
+pub const ADD_F32: &str = r#"
+func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "stablehlo.add"(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"#;
+
 /// Loads the compiler via `$PARITY_IREE_COMPILER_LIB` or `$EERIE_PYTHON`.
 /// Fails (never skips) with the fix-it message when it cannot be found.
 pub fn compiler() -> IreeCompiler {
