@@ -38,6 +38,16 @@ fn passing_spec_exits_zero_with_full_record_and_junit() {
     assert!(argmax["metrics"]["max_ulp"].is_null());
     assert_eq!(argmax["criteria"][0]["criterion"], "exact");
 
+    // Reports are shared files (0644), not tempfile's private 0600.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("out/run.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644);
+    }
     let junit = std::fs::read_to_string(dir.path().join("out/junit.xml")).expect("junit");
     assert_eq!(junit.matches("<testcase ").count(), 14, "{junit}");
     assert!(junit.contains("failures=\"0\" errors=\"0\""), "{junit}");

@@ -80,3 +80,10 @@ pub(crate) fn write_all(
     out.write_all(bytes)
         .map_err(|e| TensorError::io(path, "cannot write", e))
 }
+
+/// Writes `bytes` to `path` atomically (temp file in the same directory,
+/// synced, renamed; mode 0644): the writer parity's reports share with the
+/// tensor writers.
+pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> Result<(), TensorError> {
+    write_atomic(path, |out| write_all(out, path, bytes))
+}
