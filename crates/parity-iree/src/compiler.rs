@@ -159,6 +159,68 @@ impl IreeCompiler {
     }
 }
 
+impl IreeCompiler {
+    /// Parses MLIR (pretty or generic form, text or bytecode), inlines every call
+    /// and drops the private functions left unused, and prints the module back in
+    /// MLIR's generic form with every location inline
+    /// (`--mlir-print-op-generic --mlir-print-debuginfo --mlir-print-local-scope`):
+    /// one regular syntax for every dialect, which `parity-mlir` reads.
+    ///
+    /// The printing flags are process-wide compiler options (set once, on the first
+    /// call); they change only how IR is printed, never what is compiled (a test
+    /// compiles the same module before and after and compares the vmfb bytes).
+    pub fn normalize(&self, source_name: &str, mlir: &[u8]) -> Result<String, IreeError> {
+        let _one_at_a_time = COMPILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        let fail = |e: eerie::compiler::CompilerError| IreeError::Normalize {
+            source_name: source_name.to_string(),
+            diagnostics: diagnostics_text(&e, source_name),
+        };
+        PRINT_FLAGS_SET.get_or_init(|| {
+            let mut inner = self.inner.clone();
+            // Already set (by an embedding application) is fine: the output is
+            // then checked for generic form below.
+            let _ = inner.setup_global_cl(
+                [
+                    "parity",
+                    "--mlir-print-op-generic",
+                    "--mlir-print-debuginfo",
+                    "--mlir-print-local-scope",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            );
+        });
+        let session = self.inner.create_session();
+        let source = session.create_source_from_buf(mlir).map_err(fail)?;
+        let mut invocation = session.create_invocation();
+        let mut output = eerie::compiler::MemBufferOutput::new(&self.inner).map_err(fail)?;
+        invocation
+            .parse_source(source)
+            .map_err(fail)?
+            .set_verify_ir(true)
+            .run_pass_pipeline("inline, symbol-dce")
+            .map_err(fail)?
+            .output_ir(&mut output)
+            .map_err(fail)?;
+        let bytes = output.map_memory().map_err(fail)?;
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        if !text.trim_start().starts_with("\"builtin.module\"") {
+            return Err(IreeError::Normalize {
+                source_name: source_name.to_string(),
+                diagnostics: "the compiler printed pretty-form IR although generic form was \
+                              requested (were the process-wide MLIR printing flags set by \
+                              someone else?)"
+                    .to_string(),
+            });
+        }
+        Ok(text)
+    }
+}
+
+/// Set once the process-wide printing flags for [`IreeCompiler::normalize`] are in place.
+static PRINT_FLAGS_SET: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+
 /// Held for the duration of every compilation; see [`IreeCompiler::compile`].
 static COMPILE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 

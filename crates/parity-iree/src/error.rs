@@ -37,6 +37,15 @@ pub enum IreeError {
         diagnostics: String,
     },
 
+    /// The compiler could not parse or normalise an MLIR source for slicing.
+    #[error("IREE could not read {source_name} for slicing:\n{diagnostics}")]
+    Normalize {
+        /// The MLIR file name (or label).
+        source_name: String,
+        /// The compiler's diagnostic lines, with locations.
+        diagnostics: String,
+    },
+
     /// The HAL driver or device could not be created.
     #[error("IREE runtime driver `{driver}` unavailable: {message} (drivers built in: local-task, local-sync)")]
     Driver {
