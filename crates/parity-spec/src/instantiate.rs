@@ -1,7 +1,7 @@
 //! Per-case instantiation: stage templates with `{case}` / `{var}` filled in.
 
 use crate::error::{Position, SpecError, SpecErrorKind};
-use crate::model::{Arg, Case, Location, MaskSource, Spec, Stage};
+use crate::model::{Arg, Case, Location, MaskSource, SliceSpec, Spec, Stage};
 use crate::template::{render, TemplateError};
 
 /// Renders one template of `stage`, mapping failures to errors at `loc`.
@@ -64,7 +64,22 @@ fn instantiate_stage(spec: &Spec, stage: &Stage, case: &Case) -> Result<Stage, S
         }
         .into());
     }
-    out.function = fill(spec, stage, case, &stage.function, stage.locations.function)?;
+    if let Some(slice) = &mut out.slice {
+        let loc = stage.locations.function;
+        slice.function = fill(spec, stage, case, &slice.function, loc)?;
+        for (points, locs) in [
+            (&mut slice.from, &stage.locations.slice_from),
+            (&mut slice.to, &stage.locations.slice_to),
+        ] {
+            for (i, point) in points.iter_mut().enumerate() {
+                let loc = locs.get(i).copied().unwrap_or(loc);
+                *point = fill(spec, stage, case, point, loc)?;
+            }
+        }
+        out.function = SliceSpec::entry_name(&stage.name, &slice.function);
+    } else {
+        out.function = fill(spec, stage, case, &stage.function, stage.locations.function)?;
+    }
     for (i, arg) in out.args.iter_mut().enumerate() {
         let loc = stage
             .locations

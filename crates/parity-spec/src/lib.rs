@@ -16,8 +16,8 @@ mod yaml;
 
 pub use error::{Position, Scope, SpecError, SpecErrorKind};
 pub use model::{
-    Arg, Case, Location, MaskSource, MaskSpec, Module, ModuleSource, OutputSpec, Spec, Stage,
-    StageLocations, Subject,
+    Arg, Case, Location, MaskSource, MaskSpec, Module, ModuleSource, OutputSpec, SliceSpec, Spec,
+    Stage, StageLocations, Subject,
 };
 pub use parity_compare::Criterion;
 pub use parity_tensor::DType;

@@ -86,8 +86,12 @@ pub struct Stage {
     pub name: String,
     /// Module name (template).
     pub module: String,
-    /// Function name in the module (template).
+    /// Function name in the module (template). For a `slice:` stage, the
+    /// generated slice function, [`SliceSpec::entry_name`] of the stage and
+    /// the sliced function (filled in per case by `Spec::instantiate`).
     pub function: String,
+    /// `slice:` instead of `function:`: the stage is a cut of a larger function.
+    pub slice: Option<SliceSpec>,
     /// Arguments in call order.
     pub args: Vec<Arg>,
     /// Outputs in the order the function returns them.
@@ -103,12 +107,51 @@ pub struct Stage {
 pub struct StageLocations {
     /// The `module` value.
     pub module: Location,
-    /// The `function` value.
+    /// The `function` value (for a slice stage, the `slice.function` value).
     pub function: Location,
+    /// Each `slice.from` point (empty for a `function:` stage).
+    pub slice_from: Vec<Location>,
+    /// Each `slice.to` point (empty for a `function:` stage).
+    pub slice_to: Vec<Location>,
     /// Each argument.
     pub args: Vec<Location>,
     /// Each output.
     pub outputs: Vec<Location>,
+}
+
+/// A stage cut out of a larger function between named points (`slice:`).
+///
+/// The slice's arguments are the values crossing into the cut: the `from`
+/// points in order, then every argument of `function` the cut still needs,
+/// in `function`'s argument order; the stage's `args` feed them in that order.
+/// Its results are the `to` points in order, matched to the stage's `outputs`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SliceSpec {
+    /// The function to cut (template).
+    pub function: String,
+    /// Where the cut starts (templates; may be empty): SSA names as printed in
+    /// the module's normalised generic form (`%12`, `%5#1`, `%arg3`), named-scope
+    /// paths (`conformer_0/attention`) or their `_` form (`conformer_0_attention`).
+    pub from: Vec<String>,
+    /// The values the slice returns (templates, same forms as `from`; not empty).
+    pub to: Vec<String>,
+}
+
+impl SliceSpec {
+    /// The name of the generated function for `stage` cutting `function`:
+    /// `<stage>__<function>` with every character outside `[A-Za-z0-9_]` replaced by `_`.
+    pub fn entry_name(stage: &str, function: &str) -> String {
+        format!("{stage}__{function}")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    }
 }
 
 /// One argument of a stage call.

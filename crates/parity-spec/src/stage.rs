@@ -2,14 +2,17 @@
 //! Checks that need only this stage happen here; cross-stage checks are in `graph`.
 
 use crate::error::{Scope, SpecError, SpecErrorKind};
-use crate::model::{Arg, Location, MaskSource, MaskSpec, OutputSpec, Stage, StageLocations};
+use crate::model::{
+    Arg, Location, MaskSource, MaskSpec, OutputSpec, SliceSpec, Stage, StageLocations,
+};
 use crate::reader::Cx;
 use crate::template::{self, TemplateError};
 use crate::tolerance::tolerance;
 use crate::yaml::Node;
 use parity_tensor::DType;
 
-const STAGE_KEYS: &[&str] = &["name", "module", "function", "args", "outputs"];
+const STAGE_KEYS: &[&str] = &["name", "module", "function", "slice", "args", "outputs"];
+const SLICE_KEYS: &[&str] = &["function", "from", "to"];
 const ARG_KEYS: &[&str] = &["oracle", "weight", "stage", "literal"];
 const LITERAL_KEYS: &[&str] = &["dtype", "shape", "value", "values"];
 const OUTPUT_KEYS: &[&str] = &["name", "oracle", "truth", "mask", "tolerance", "ulp_dtype"];
@@ -83,13 +86,37 @@ pub(crate) fn parse_stage(
     }
     let cx = top.with(Scope::Stage(name.clone()));
     let module_node = m.req(&cx, "module")?;
-    let function_node = m.req(&cx, "function")?;
     let module = template_string(&cx, &name, module_node, "module")?;
-    let function = template_string(&cx, &name, function_node, "function")?;
     let mut locations = StageLocations {
         module: location(module_node),
-        function: location(function_node),
         ..StageLocations::default()
+    };
+    let (function, slice) = match (m.opt("function"), m.opt("slice")) {
+        (Some(f), None) => {
+            locations.function = location(f);
+            (template_string(&cx, &name, f, "function")?, None)
+        }
+        (None, Some(s)) => {
+            let slice = parse_slice(&cx, &name, s, &mut locations)?;
+            // Informational until `Spec::instantiate` renders it per case.
+            let function = format!("{name}__{}", slice.function);
+            (function, Some(slice))
+        }
+        (Some(_), Some(s)) => {
+            return Err(cx.invalid(
+                s,
+                "a stage has exactly one of `function` (an entry function) or `slice` (a cut of a larger function), not both".into(),
+            ))
+        }
+        (None, None) => {
+            return Err(SpecErrorKind::MissingField {
+                at: cx.at(node),
+                scope: cx.scope.clone(),
+                field: "function".into(),
+                context: "stage (give `function`, or `slice` to cut a larger function)".into(),
+            }
+            .into())
+        }
     };
     let mut args = Vec::new();
     if let Some(list) = m.opt("args") {
@@ -105,6 +132,29 @@ pub(crate) fn parse_stage(
             outputs_node,
             "`outputs` is empty; a stage needs at least one output".into(),
         ));
+    }
+    if let Some(slice) = &slice {
+        if output_nodes.len() != slice.to.len() {
+            return Err(cx.invalid(
+                outputs_node,
+                format!(
+                    "the stage lists {} outputs but its slice returns {} `to` points; outputs match `to` in order",
+                    output_nodes.len(),
+                    slice.to.len()
+                ),
+            ));
+        }
+        if args.len() < slice.from.len() {
+            let at = m.opt("args").unwrap_or(node);
+            return Err(cx.invalid(
+                at,
+                format!(
+                    "the stage has {} arguments but its slice starts from {} `from` points; the `from` points take the first arguments, then the function arguments the slice needs",
+                    args.len(),
+                    slice.from.len()
+                ),
+            ));
+        }
     }
     let mut outputs: Vec<OutputSpec> = Vec::new();
     for out_node in output_nodes {
@@ -124,11 +174,55 @@ pub(crate) fn parse_stage(
         name,
         module,
         function,
+        slice,
         args,
         outputs,
         location: location(node),
         locations,
     })
+}
+
+/// Reads `slice: {function, from, to}`, recording the points' positions.
+fn parse_slice(
+    cx: &Cx<'_>,
+    stage: &str,
+    node: &Node,
+    locations: &mut StageLocations,
+) -> Result<SliceSpec, SpecError> {
+    let m = cx.map(node, "slice", "slice", SLICE_KEYS)?;
+    let function_node = m.req(cx, "function")?;
+    locations.function = location(function_node);
+    let function = template_string(cx, stage, function_node, "slice function")?;
+    let points = |key: &str, locs: &mut Vec<Location>| -> Result<Vec<String>, SpecError> {
+        let mut out: Vec<String> = Vec::new();
+        let Some(list) = m.opt(key) else {
+            return Ok(out);
+        };
+        for item in cx.list(list, key)? {
+            let point = template_string(cx, stage, item, key)?;
+            if key == "from" && out.contains(&point) {
+                return Err(cx.invalid(
+                    item,
+                    format!(
+                        "slice `from` point `{point}` is listed twice (each takes one argument)"
+                    ),
+                ));
+            }
+            out.push(point);
+            locs.push(location(item));
+        }
+        Ok(out)
+    };
+    let from = points("from", &mut locations.slice_from)?;
+    let to_node = m.req(cx, "to")?;
+    let to = points("to", &mut locations.slice_to)?;
+    if to.is_empty() {
+        return Err(cx.invalid(
+            to_node,
+            "slice `to` is empty; name the values the slice returns".into(),
+        ));
+    }
+    Ok(SliceSpec { function, from, to })
 }
 
 fn parse_arg(
