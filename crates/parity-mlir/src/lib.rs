@@ -1,0 +1,29 @@
+//! Reads StableHLO modules printed in MLIR's generic form into SSA graphs, cuts
+//! standalone slices out of them and promotes slices to f64, for `parity bisect`.
+//!
+//! Input is what `iree-opt --pass-pipeline='builtin.module(inline,symbol-dce)'
+//! --mlir-print-op-generic --mlir-print-debuginfo --mlir-print-local-scope` prints:
+//! every op generic, every location inline. [`parse`] builds a [`Module`] of
+//! [`Function`]s whose top-level values and ops form the graph; JAX named scopes in
+//! the locations ([`Location::path`]) give checkpoint names
+//! ([`Function::scope_outputs`]); [`emit_slices`] writes the ops between cut points
+//! as standalone functions; [`promote_to_f64`] rewrites such a module to f64.
+
+mod cursor;
+pub mod error;
+mod graph;
+pub mod ir;
+pub mod location;
+mod parse;
+pub mod promote;
+pub mod slice;
+mod syntax;
+pub mod types;
+
+pub use error::MlirError;
+pub use ir::{Def, Function, Module, Op, Value, ValueId};
+pub use location::Location;
+pub use parse::parse;
+pub use promote::promote_to_f64;
+pub use slice::{emit_slices, SliceArg, SliceInfo, SliceRequest};
+pub use types::Type;
