@@ -14,7 +14,6 @@ pub(crate) struct TensorParts<'a> {
     /// The element type text: `f32`, `complex<f32>`, `index`.
     pub(crate) element: &'a str,
     /// Byte offset of `element` within the text given to [`tensor_parts`].
-    #[allow(dead_code)]
     pub(crate) element_offset: usize,
 }
 
