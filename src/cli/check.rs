@@ -38,6 +38,13 @@ pub struct CheckArgs {
     /// Path to libIREECompiler.so (default: found through EERIE_PYTHON's iree-base-compiler).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
     iree_compiler_lib: Option<PathBuf>,
+    /// After the run, localise the first isolated divergence to one StableHLO
+    /// operation (as `parity bisect` does) and add `first_divergent_op` to run.json.
+    #[arg(long)]
+    bisect: bool,
+    /// With --bisect: tap placement.
+    #[arg(long, value_enum, default_value = "auto")]
+    strategy: crate::bisect::Strategy,
     /// Print only the closing summary, not the table.
     #[arg(long, short)]
     quiet: bool,
@@ -89,7 +96,25 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
             }
         }
     };
-    let record = run::execute(&spec, &options, &mut progress);
+    let mut record = run::execute(&spec, &options, &mut progress);
+    let bisected = if args.bisect && record.first_divergence.is_some() {
+        let b = crate::bisect::bisect_record(
+            &spec,
+            &crate::bisect::BisectOptions {
+                run: options.clone(),
+                strategy: args.strategy,
+                repro_dir: args.out_dir.join("bisect"),
+            },
+            &record,
+        );
+        record.first_divergent_op = b
+            .first_divergent_op
+            .as_ref()
+            .and_then(|d| serde_json::to_value(d).ok());
+        Some(b)
+    } else {
+        None
+    };
 
     // Reports first, so no computed result is lost if printing fails.
     let json_path = args.json.unwrap_or_else(|| args.out_dir.join("run.json"));
@@ -106,6 +131,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     };
     print!("{text}");
     println!("reports: {} {}", json_path.display(), junit_path.display());
+    if let Some(b) = &bisected {
+        println!();
+        super::bisect::write_and_print(b, &args.out_dir.join("bisect.json"))?;
+    }
     let code = record.exit_code();
     Ok(if code == EXIT_PASS { EXIT_PASS } else { code })
 }

@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch. Each subcommand lives in its own file
 //! and only calls the library.
 
+mod bisect;
 mod check;
 mod compare;
 mod report;
@@ -33,6 +34,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Compare two tensors from npy / npz / safetensors files.
     Compare(compare::CompareArgs),
+    /// Localise the first divergence to one StableHLO operation, with a reproducer.
+    Bisect(bisect::BisectArgs),
     /// Re-render a saved JSON run record (table, JUnit) without running anything.
     Report(report::ReportArgs),
 }
@@ -54,6 +57,7 @@ pub fn main() -> i32 {
         Command::Check(args) => check::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
+        Command::Bisect(args) => bisect::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,7 +1,7 @@
 //! Executes a stage graph on the IREE runtime in isolated and chained modes and
 //! produces a [`RunRecord`]. Nothing here renders output; see `report`.
 
-mod inputs;
+pub(crate) mod inputs;
 mod modules;
 pub mod record;
 mod stage;
@@ -70,6 +70,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         elapsed_s: 0.0,
         first_divergence: None,
         chained_divergence: Vec::new(),
+        first_divergent_op: None,
         errors: Vec::new(),
         stages: Vec::new(),
     };

@@ -84,6 +84,10 @@ pub struct RunRecord {
     pub first_divergence: Option<Divergence>,
     /// Per case: the first stage in chained mode whose accumulated error crossed its tolerance.
     pub chained_divergence: Vec<Divergence>,
+    /// `parity check --bisect`: the operation the first divergence was localised
+    /// to (the `first_divergent_op` of the bisect report, `parity.bisect/1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_divergent_op: Option<serde_json::Value>,
     /// Problems not tied to one stage (oracle store, weights, compile of a module).
     pub errors: Vec<RunError>,
     /// One entry per (stage, case, mode), in execution order.

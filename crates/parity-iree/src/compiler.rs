@@ -204,7 +204,11 @@ impl IreeCompiler {
             .output_ir(&mut output)
             .map_err(fail)?;
         let bytes = output.map_memory().map_err(fail)?;
-        let text = String::from_utf8_lossy(bytes).into_owned();
+        // The compiler names an in-memory source `buffer`; file locations then
+        // read `loc("buffer":12:5)`. Name the real source instead, so an op
+        // without a named location still points at its line in the user's file.
+        let text = String::from_utf8_lossy(bytes)
+            .replace("loc(\"buffer\":", &format!("loc({source_name:?}:"));
         if !text.trim_start().starts_with("\"builtin.module\"") {
             return Err(IreeError::Normalize {
                 source_name: source_name.to_string(),

@@ -1,0 +1,169 @@
+//! Probes: compile a slice of the stage's function with some values tapped as
+//! extra results, run it on IREE, and hand back every result. One probe = one
+//! variant built and run (production precision or the f64 shadow).
+
+use parity_iree::{ArtifactCache, CompileOptions, IreeCompiler, IreeRuntime};
+use parity_mlir::{emit_slices, promote_to_f64, Function, Module, SliceArg, SliceRequest, ValueId};
+use parity_tensor::{DType, Tensor};
+
+/// Flags that make IREE compute f64 end to end (no demotion; system libm for
+/// tanh/exp/... so the transcendental functions are double precision too).
+pub const F64_FLAGS: &[&str] = &[
+    "--iree-input-demote-f64-to-f32=false",
+    "--iree-llvmcpu-link-embedded=false",
+];
+
+/// Builds and runs slice variants of one function.
+pub struct Prober<'a> {
+    pub compiler: &'a IreeCompiler,
+    pub cache: &'a ArtifactCache,
+    pub runtime: &'a IreeRuntime,
+    pub module: &'a Module,
+    pub func: &'a Function,
+    pub options: CompileOptions,
+    /// Label for compiler diagnostics (the MLIR file).
+    pub source_name: String,
+    /// Variants built and run so far.
+    pub probes: usize,
+    /// Every probe's description, for the report.
+    pub log: Vec<String>,
+}
+
+/// One slice to run: values given (with their tensors) and values wanted.
+pub struct Cut<'t> {
+    /// Name of the slice function.
+    pub name: String,
+    /// Values fed from outside, with their tensors (production dtype).
+    pub given: Vec<(ValueId, &'t Tensor)>,
+    /// Values to return, in order.
+    pub want: Vec<ValueId>,
+}
+
+impl Prober<'_> {
+    /// Emits the slices as one module (f64-promoted when `shadow`), compiles it
+    /// (through the cache), runs every slice and returns each slice's results.
+    pub fn run(&mut self, cuts: &[Cut], shadow: bool, why: &str) -> Result<Vec<Vec<Tensor>>, String> {
+        let reqs: Vec<SliceRequest> = cuts
+            .iter()
+            .map(|c| SliceRequest {
+                name: c.name.clone(),
+                from: c.given.iter().map(|(v, _)| *v).collect(),
+                to: c.want.clone(),
+            })
+            .collect();
+        let (mut text, infos) = emit_slices(self.module, self.func, "parity_probe", &reqs)
+            .map_err(|e| format!("slicing {}: {e}", self.func.name))?;
+        let mut options = self.options.clone();
+        if shadow {
+            text = promote_to_f64(&text).map_err(|e| format!("f64 shadow of {}: {e}", self.func.name))?;
+            text = widen_reduce_precision(&text);
+            options.flags.extend(F64_FLAGS.iter().map(|s| s.to_string()));
+        }
+        self.probes += 1;
+        self.log.push(format!(
+            "probe {}: {} ({} slice{}, {} value{}{})",
+            self.probes,
+            why,
+            cuts.len(),
+            if cuts.len() == 1 { "" } else { "s" },
+            cuts.iter().map(|c| c.want.len()).sum::<usize>(),
+            if cuts.iter().map(|c| c.want.len()).sum::<usize>() == 1 { "" } else { "s" },
+            if shadow { ", f64 shadow" } else { "" }
+        ));
+        let label = format!("{}[probe {}]", self.source_name, self.probes);
+        let (vmfb, _) = self
+            .cache
+            .get_or_compile(self.compiler, &label, text.as_bytes(), &options)
+            .map_err(|e| e.to_string())?;
+        let loaded = self
+            .runtime
+            .load(&vmfb, &label)
+            .map_err(|e| e.to_string())?;
+        let mut out = Vec::with_capacity(cuts.len());
+        for (cut, info) in cuts.iter().zip(&infos) {
+            let mut args = Vec::with_capacity(info.args.len());
+            for (arg, _) in &info.args {
+                let t = match arg {
+                    SliceArg::From(i) => cut.given[*i].1,
+                    SliceArg::FuncArg(j) => {
+                        return Err(format!(
+                            "slice `{}` needs function argument {j} of {} that was not given",
+                            cut.name, self.func.name
+                        ))
+                    }
+                };
+                args.push(if shadow { widen(t)? } else { t.clone() });
+            }
+            let results = loaded
+                .invoke(&cut.name, &args)
+                .map_err(|e| format!("running slice `{}`: {e}", cut.name))?;
+            out.push(results);
+        }
+        Ok(out)
+    }
+}
+
+/// A float tensor as f64 (exactly); other dtypes unchanged.
+pub fn widen(t: &Tensor) -> Result<Tensor, String> {
+    if t.dtype().is_float() && t.dtype() != DType::F64 {
+        Tensor::from_f64(t.shape().to_vec(), &t.to_f64_vec()).map_err(|e| e.to_string())
+    } else {
+        Ok(t.clone())
+    }
+}
+
+/// An f64 tensor rounded to `dtype` (round to nearest even).
+pub fn narrow(t: &Tensor, dtype: DType) -> Result<Tensor, String> {
+    if t.dtype() == dtype {
+        return Ok(t.clone());
+    }
+    Tensor::from_f64_as(dtype, t.shape().to_vec(), &t.to_f64_vec()).map_err(|e| e.to_string())
+}
+
+/// Parses an MLIR element type name into a parity dtype.
+pub fn dtype_of(element: &str) -> Option<DType> {
+    element.parse::<DType>().ok()
+}
+
+/// In the f64 shadow every precision-reducing step becomes exact: converts to a
+/// narrower float already are (promotion makes them f64 -> f64), and
+/// `stablehlo.reduce_precision` is widened to f64's 11 exponent / 52 mantissa
+/// bits (the identity on f64), so the shadow is the intended value, not a
+/// replay of the rounding.
+pub fn widen_reduce_precision(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if line.contains("\"stablehlo.reduce_precision\"") {
+            let l = set_int_attr(line, "exponent_bits = ", 11);
+            out.push_str(&set_int_attr(&l, "mantissa_bits = ", 52));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+fn set_int_attr(line: &str, key: &str, value: u32) -> String {
+    match line.find(key) {
+        Some(i) => {
+            let start = i + key.len();
+            let digits = line[start..].bytes().take_while(u8::is_ascii_digit).count();
+            format!("{}{value}{}", &line[..start], &line[start + digits..])
+        }
+        None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reduce_precision_becomes_f64_identity_in_the_shadow() {
+        let t = "  %1 = \"stablehlo.reduce_precision\"(%0) <{exponent_bits = 8 : i32, mantissa_bits = 7 : i32}> : (tensor<f64>) -> tensor<f64>\n  %2 = \"stablehlo.add\"(%1, %1) {mantissa_bits = 7 : i32} : (tensor<f64>, tensor<f64>) -> tensor<f64>\n";
+        let w = widen_reduce_precision(t);
+        assert!(w.contains("exponent_bits = 11 : i32, mantissa_bits = 52 : i32"), "{w}");
+        // Other ops untouched.
+        assert!(w.contains("{mantissa_bits = 7 : i32}"), "{w}");
+    }
+}

@@ -1,0 +1,140 @@
+//! The bisect report for people.
+
+use super::BisectReport;
+use crate::run::record::Status;
+use std::fmt::Write as _;
+
+/// Renders the report as terminal text.
+pub fn text(r: &BisectReport) -> String {
+    let mut s = String::new();
+    match (&r.stage, &r.case) {
+        (Some(stage), Some(case)) => {
+            let _ = writeln!(
+                s,
+                "bisect: stage `{stage}` case `{case}` function @{} output `{}` strategy {}",
+                r.function.as_deref().unwrap_or("?"),
+                r.output.as_deref().unwrap_or("?"),
+                r.strategy
+                    .map(|s| format!("{s:?}").to_lowercase())
+                    .unwrap_or_else(|| "-".into())
+            );
+        }
+        _ => {
+            let _ = writeln!(s, "bisect: nothing diverges");
+        }
+    }
+    if !r.checkpoints.is_empty() {
+        let _ = writeln!(s, "\ncheckpoints (program order):");
+        for c in &r.checkpoints {
+            let m = c
+                .metrics
+                .as_ref()
+                .map(|m| format!("max_abs {:.3e}, {:.1} ULP at max", m.max_abs, m.ulps_at_max))
+                .unwrap_or_else(|| "verdict from the run".into());
+            let _ = writeln!(
+                s,
+                "  {:4} {:<48} {:<12} {} [{}]",
+                if c.passed { "pass" } else { "FAIL" },
+                c.oracle,
+                c.kind,
+                m,
+                c.loc
+            );
+        }
+    }
+    if let Some(reg) = &r.region {
+        let _ = writeln!(
+            s,
+            "\nregion: {} operation(s) between {} (pass) and {} (fail)",
+            reg.ops,
+            if reg.passing.is_empty() {
+                "the stage inputs".to_string()
+            } else {
+                reg.passing.join(", ")
+            },
+            reg.failing
+        );
+        for o in reg.op_list.iter().take(40) {
+            let _ = writeln!(s, "  {o}");
+        }
+        if reg.op_list.len() > 40 {
+            let _ = writeln!(s, "  ... {} more", reg.op_list.len() - 40);
+        }
+    }
+    if !r.shadow.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nf64 shadow (ULPs at max |value|; local = the op alone on the shadow's inputs):"
+        );
+        for row in &r.shadow {
+            let _ = writeln!(
+                s,
+                "  {} #{:<4} {:<28} acc {:>10.1}  local {:>10}  {}",
+                if row.flagged { ">>" } else { "  " },
+                row.op_index,
+                row.op_name,
+                row.accumulated_ulps,
+                row.local_ulps
+                    .map(|l| format!("{l:.1}"))
+                    .unwrap_or_else(|| "-".into()),
+                row.loc
+            );
+        }
+    }
+    if let Some(d) = &r.first_divergent_op {
+        let _ = writeln!(
+            s,
+            "\nfirst divergent operation ({} evidence, {} probes): #{} {} at {}",
+            d.evidence, d.probes, d.op_index, d.op_name, d.loc
+        );
+        let _ = writeln!(s, "  {}", d.text.lines().next().unwrap_or(""));
+        let _ = writeln!(s, "  operands: {}", d.operand_types.join(", "));
+        let _ = writeln!(s, "  results:  {}", d.result_types.join(", "));
+        for m in &d.metrics.inputs {
+            let _ = writeln!(
+                s,
+                "  input  {:<8} vs {:<40} max_abs {:.3e} ({:.1} ULP at max)",
+                m.value, m.against, m.max_abs, m.ulps_at_max
+            );
+        }
+        for m in &d.metrics.output {
+            let _ = writeln!(
+                s,
+                "  output {:<8} vs {:<40} max_abs {:.3e} ({:.1} ULP at max)",
+                m.value, m.against, m.max_abs, m.ulps_at_max
+            );
+        }
+        if d.evidence == "inferred" {
+            let _ = writeln!(
+                s,
+                "  (inferred: no oracle tensor at this operation; the f64 shadow says its own error exceeds rounding)"
+            );
+        }
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "\nnote: {n}");
+    }
+    for o in &r.observer_effect {
+        let _ = writeln!(s, "observer effect: {o}");
+    }
+    for e in &r.errors {
+        let _ = writeln!(s, "error: {e}");
+    }
+    if let Some(dir) = &r.reproducer {
+        let _ = writeln!(
+            s,
+            "\nreproducer: {dir} (sh {dir}/run.sh, or parity check {dir}/stages.yaml)"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{} probes; result: {}",
+        r.probes,
+        match r.status {
+            Status::Pass => "no divergence",
+            Status::Fail => "localised",
+            _ => "error",
+        }
+    );
+    s
+}

@@ -1,0 +1,226 @@
+//! `parity bisect` on the bundled Gemma3n subject's injected faults: each is
+//! localised to the exact mutated operation (by location path and op name,
+//! from faults.json's `localise_to`), semantic faults through oracle
+//! checkpoints, the bf16 round trip inside a reduction through the f64 shadow;
+//! the reproducer's pip-tool commands fail on the faulty slice and pass once
+//! the slice is fixed.
+
+mod common;
+
+use common::{parity, repo};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn faults() -> Vec<Value> {
+    let path = repo().join("subject/gemma3n/faults/faults.json");
+    let text = std::fs::read_to_string(&path).expect("faults.json");
+    let v: Value = serde_json::from_str(&text).expect("faults.json is JSON");
+    v["faults"].as_array().expect("faults array").clone()
+}
+
+/// Runs `parity bisect` on a fault spec; returns (exit code, stdout, report).
+fn bisect(spec: &str, out: &Path, extra: &[&str]) -> (i32, String, Value) {
+    let json = out.join("bisect.json");
+    let repro = out.join("repro");
+    let mut args = vec![
+        "bisect",
+        spec,
+        "--case",
+        "full128",
+        "--json",
+        json.to_str().unwrap(),
+        "--repro-dir",
+        repro.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = parity(&repo(), &args);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(&json)
+            .unwrap_or_else(|e| panic!("no bisect.json ({e}); stdout:\n{stdout}\nstderr:\n{stderr}")),
+    )
+    .expect("bisect.json is JSON");
+    (o.status.code().unwrap_or(-1), stdout, report)
+}
+
+fn check_localised(fault: &Value, strategy: &str) -> Value {
+    let name = fault["name"].as_str().unwrap();
+    let spec = format!("subject/gemma3n/faults/{}", fault["spec"].as_str().unwrap());
+    let want = &fault["localise_to"];
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, report) = bisect(&spec, dir.path(), &["--strategy", strategy]);
+    let op = &report["first_divergent_op"];
+    println!(
+        "{name} [{strategy}]: {} at {} ({} evidence) in {} probes",
+        op["op_name"], op["loc"], op["evidence"], op["probes"]
+    );
+    assert_eq!(code, 1, "{name}: bisect exits 1 on a localised fault\n{stdout}");
+    assert_eq!(report["schema"], "parity.bisect/1");
+    assert_eq!(report["stage"], fault["stage"], "{name}\n{stdout}");
+    assert_eq!(op["op_name"], want["op"], "{name}: op\n{stdout}");
+    assert_eq!(op["loc"], want["path"], "{name}: location\n{stdout}");
+    assert_eq!(op["evidence"], want["evidence"], "{name}: evidence\n{stdout}");
+    assert_eq!(op["stage"], fault["stage"]);
+    assert!(op["probes"].as_u64().unwrap() >= 1);
+    assert!(op["text"].as_str().unwrap().contains(want["op"].as_str().unwrap()));
+    assert!(
+        report["observer_effect"].as_array().unwrap().is_empty(),
+        "{name}: taps changed the stage's results: {}",
+        report["observer_effect"]
+    );
+    report
+}
+
+#[test]
+fn every_semantic_fault_is_localised_to_its_operation_through_oracle_checkpoints() {
+    let faults = faults();
+    let semantic: Vec<_> = faults
+        .iter()
+        .filter(|f| f["localise_to"]["evidence"] == "oracle")
+        .collect();
+    assert!(semantic.len() >= 4, "four semantic faults in faults.json");
+    for fault in semantic {
+        let r = check_localised(fault, "bisection");
+        // Bounded by a passing and a failing oracle checkpoint, as recorded.
+        let region = &r["region"];
+        assert_eq!(region["ops"], 1, "{}: one-operation region", fault["name"]);
+        let fail = format!("full128/{}", fault["checkpoints"]["fail"].as_str().unwrap());
+        assert_eq!(region["failing"], fail.as_str());
+        let pass = format!("full128/{}", fault["checkpoints"]["pass"].as_str().unwrap());
+        assert!(
+            region["passing"].as_array().unwrap().iter().any(|p| p == pass.as_str()),
+            "{}: {pass} among the passing checkpoints {}",
+            fault["name"],
+            region["passing"]
+        );
+    }
+}
+
+#[test]
+fn mark_all_agrees_with_bisection_in_one_probe_of_taps() {
+    let fault = faults()
+        .into_iter()
+        .find(|f| f["name"] == "rel_shift_off_by_one")
+        .expect("rel_shift fault");
+    let r = check_localised(&fault, "mark-all");
+    // baseline + one probe with every tap
+    assert_eq!(r["probes"], 2, "{}", r["probe_log"]);
+}
+
+#[test]
+fn precision_fault_without_checkpoint_is_localised_by_the_f64_shadow() {
+    let fault = faults()
+        .into_iter()
+        .find(|f| f["localise_to"]["evidence"] == "inferred")
+        .expect("a precision fault in faults.json");
+    let r = check_localised(&fault, "auto");
+    let rows = r["shadow"].as_array().unwrap();
+    assert!(rows.len() > 5, "the region has several operations");
+    let flagged: Vec<_> = rows.iter().filter(|r| r["flagged"] == true).collect();
+    assert_eq!(flagged.len(), 1);
+    let local = flagged[0]["local_ulps"].as_f64().unwrap();
+    assert!(local > 1000.0, "a bf16 round trip costs thousands of f32 ULPs, got {local}");
+    // Every op before it is within rounding.
+    for row in rows.iter().take_while(|r| r["flagged"] != true) {
+        if let Some(l) = row["local_ulps"].as_f64() {
+            assert!(l <= 64.0, "{row}");
+        }
+    }
+}
+
+/// The reproducer's run.sh uses the pip-installed IREE tools (from the venv).
+fn run_sh(dir: &Path) -> (i32, String) {
+    let venv_bin = repo().join(".venv/bin");
+    let path = format!(
+        "{}:{}",
+        venv_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new("sh")
+        .arg(dir.join("run.sh"))
+        .env("PATH", path)
+        .output()
+        .expect("sh run.sh");
+    (
+        o.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+#[test]
+fn reproducer_commands_fail_on_the_faulty_slice_and_pass_on_the_fixed_one() {
+    let fault = faults()
+        .into_iter()
+        .find(|f| f["name"] == "rel_shift_off_by_one")
+        .expect("rel_shift fault");
+    let spec = format!("subject/gemma3n/faults/{}", fault["spec"].as_str().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, _) = bisect(&spec, dir.path(), &[]);
+    assert_eq!(code, 1, "{stdout}");
+    let repro = dir.path().join("repro");
+    for f in ["slice.mlir", "run.sh", "stages.yaml", "manifest.json", "input_0.npy", "expected_0.npy"] {
+        assert!(repro.join(f).is_file(), "{f} in the reproducer");
+    }
+    let mlir = std::fs::read_to_string(repro.join("slice.mlir")).unwrap();
+    assert_eq!(
+        mlir.matches("\"stablehlo.").count(),
+        1,
+        "one operation in the reproducer:\n{mlir}"
+    );
+    let (rc, out) = run_sh(&repro);
+    assert_ne!(rc, 0, "faulty slice must mismatch:\n{out}");
+    assert!(out.contains("does not match"), "{out}");
+
+    // Inside parity too.
+    let (c, s, _, _) = common::check(&repro, "stages.yaml", &[]);
+    assert_eq!(c, 1, "{s}");
+
+    // Fix the bug in the slice (offset 1 -> 0) and the same commands pass.
+    let fixed = mlir.replace(
+        "limit_indices = array<i64: 1, 4, 8, 33>, start_indices = array<i64: 0, 0, 0, 1>",
+        "limit_indices = array<i64: 1, 4, 8, 32>, start_indices = array<i64: 0, 0, 0, 0>",
+    );
+    assert_ne!(fixed, mlir, "the slice op's indices are where expected:\n{mlir}");
+    std::fs::write(repro.join("slice.mlir"), fixed).unwrap();
+    let (rc, out) = run_sh(&repro);
+    assert_eq!(rc, 0, "fixed slice must match:\n{out}");
+    let (c, s, _, _) = common::check(&repro, "stages.yaml", &[]);
+    assert_eq!(c, 0, "{s}");
+}
+
+#[test]
+fn check_bisect_adds_first_divergent_op_to_the_run_record() {
+    let fault = faults()
+        .into_iter()
+        .find(|f| f["name"] == "softcap_30")
+        .expect("softcap fault");
+    let spec = format!("subject/gemma3n/faults/{}", fault["spec"].as_str().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, _, json) = common::check_to(
+        &repo(),
+        &spec,
+        dir.path(),
+        &["--bisect", "--mode", "isolated", "--case", "full128"],
+    );
+    assert_eq!(code, 1, "{stdout}");
+    let json = json.expect("run.json");
+    let op = &json["first_divergent_op"];
+    assert_eq!(op["op_name"], fault["localise_to"]["op"], "{stdout}");
+    assert_eq!(op["loc"], fault["localise_to"]["path"]);
+    assert!(dir.path().join("bisect.json").is_file());
+    assert!(stdout.contains("first divergent operation"), "{stdout}");
+}
+
+#[test]
+fn nothing_to_bisect_on_the_clean_subject_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, report) = bisect("stages.yaml", dir.path(), &["--stage", "sscp_conv_1"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(report["first_divergent_op"].is_null());
+}
