@@ -23,6 +23,7 @@ TEXT_FILES = [
     "subject/gemma3n/gemma3n_audio_bf16.mlir",
     "subject/gemma3n/faults/group_norm_eps.mlir",
     "subject/gemma3n/faults/lconv_not_causal.mlir",
+    "subject/gemma3n/faults/reduce_bf16_roundtrip.mlir",
     "subject/gemma3n/faults/rel_shift_off_by_one.mlir",
     "subject/gemma3n/faults/softcap_30.mlir",
 ]
