@@ -4,6 +4,7 @@
 pub(crate) mod inputs;
 mod modules;
 pub mod record;
+pub mod slices;
 mod stage;
 
 use crate::run::inputs::InputSources;
@@ -115,8 +116,6 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     if !record.errors.is_empty() {
         return finish(record, clock);
     }
-    let compiled = modules::compile_all(spec, options, &mut record);
-
     let order = spec.topo_order();
     let cases: Vec<_> = spec
         .cases
@@ -140,6 +139,40 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         .collect();
     let total = instantiated.len() * options.modes.len() * selected.len();
 
+    // `slice:` stages run generated functions, cut from their module's MLIR
+    // and compiled into an extra module per cut function (see `slices`).
+    let has_slices = selected.iter().any(|&i| spec.stages[i].slice.is_some());
+    let needs_compiler = has_slices
+        || spec
+            .subject
+            .modules
+            .values()
+            .any(|m| matches!(m.source, parity_spec::ModuleSource::Mlir(_)));
+    let compiler = modules::load_compiler(options, needs_compiler, &mut record);
+    let mut compiled = modules::compile_all(spec, options, &compiler, &mut record);
+    let slice_plan = if has_slices {
+        let plan = slices::plan(
+            spec,
+            compiler.as_ref().map_err(String::as_str),
+            &instantiated,
+            &selected,
+        );
+        modules::compile_slices(
+            spec,
+            options,
+            &compiler,
+            &plan.modules,
+            &mut compiled,
+            &mut record,
+        );
+        plan.retarget(&mut instantiated);
+        record.errors.extend(plan.run_errors.iter().cloned());
+        plan
+    } else {
+        slices::SlicePlan::default()
+    };
+    drop(compiler);
+
     // One worker thread per mode, each with its own IREE runtime (runtimes are
     // not Send), sharing the compiled artifacts and the memory-mapped inputs.
     // Records stream back to this thread, which reports progress.
@@ -149,6 +182,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         compiled: &compiled,
         cases: &instantiated,
         order: &selected,
+        slice_errors: &slice_plan.errors,
     };
     let mut per_mode: Vec<Vec<StageRecord>> = vec![Vec::new(); options.modes.len()];
     let (tx, rx) = std::sync::mpsc::channel::<(usize, StageRecord)>();
@@ -204,6 +238,8 @@ struct ModeWork<'a> {
     compiled: &'a modules::Compiled,
     cases: &'a [(&'a str, Vec<parity_spec::Stage>)],
     order: &'a [usize],
+    /// Slice stages that cannot run, by (case, stage): why.
+    slice_errors: &'a HashMap<slices::StageKey, (ErrorKind, String)>,
 }
 
 impl ModeWork<'_> {
@@ -224,7 +260,23 @@ impl ModeWork<'_> {
                     sources: self.sources,
                     modules: &modules,
                 };
-                let rec = ctx.run(stage, &mut produced, &unavailable);
+                let rec = match self
+                    .slice_errors
+                    .get(&(case.to_string(), stage.name.clone()))
+                {
+                    Some((kind, message)) => StageRecord {
+                        name: stage.name.clone(),
+                        case: case.to_string(),
+                        mode,
+                        function: format!("{}.{}", stage.module, stage.function),
+                        status: Status::Error,
+                        error: Some(message.clone()),
+                        error_kind: Some(*kind),
+                        invoke_ms: 0.0,
+                        outputs: Vec::new(),
+                    },
+                    None => ctx.run(stage, &mut produced, &unavailable),
+                };
                 if matches!(rec.status, Status::Error | Status::Skipped) {
                     unavailable.insert(stage.name.clone(), rec.status.name().to_string());
                 }

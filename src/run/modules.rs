@@ -1,7 +1,8 @@
 //! Compiles every module of a spec once per run (through the artifact cache),
-//! then loads the artifacts into one IREE runtime per worker thread.
+//! and the generated slice modules beside them, then loads the artifacts into one IREE runtime per worker thread.
 
 use super::record::{ErrorKind, RunError, RunRecord};
+use super::slices::SliceModule;
 use super::RunOptions;
 use parity_iree::{ArtifactCache, CompileOptions, IreeCompiler, IreeRuntime, LoadedModule};
 use parity_spec::{ModuleSource, Spec};
@@ -11,45 +12,62 @@ use std::collections::BTreeMap;
 /// Each module's compiled vmfb, or why it could not be had.
 pub type Compiled = BTreeMap<String, Result<Vec<u8>, String>>;
 
+/// Loads the IREE compiler when `needed` (some module is MLIR, or a stage is a
+/// slice), recording its revision; `Err` says why it is not available.
+pub fn load_compiler(
+    options: &RunOptions,
+    needed: bool,
+    record: &mut RunRecord,
+) -> Result<IreeCompiler, String> {
+    if !needed {
+        return Err("the IREE compiler was not loaded".to_string());
+    }
+    match IreeCompiler::load(options.compiler_lib.as_deref()) {
+        Ok(c) => {
+            record.compiler_revision = Some(c.revision());
+            Ok(c)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The compile options of a spec module: subject flags, then the module's own.
+fn compile_options(spec: &Spec, module: &parity_spec::Module) -> CompileOptions {
+    let mut flags = spec.subject.flags.clone();
+    flags.extend(module.flags.iter().cloned());
+    CompileOptions {
+        target_backend: spec.subject.target_backend.clone(),
+        flags,
+    }
+}
+
 /// Compiles (or reads) every module the spec declares. Failures are recorded
 /// in `record.errors` as execution errors and remembered per module, so the
 /// stages using a broken module error while the others run.
-pub fn compile_all(spec: &Spec, options: &RunOptions, record: &mut RunRecord) -> Compiled {
-    let needs_compiler = spec
-        .subject
-        .modules
-        .values()
-        .any(|m| matches!(m.source, ModuleSource::Mlir(_)));
-    let compiler = if needs_compiler {
-        match IreeCompiler::load(options.compiler_lib.as_deref()) {
-            Ok(c) => {
-                record.compiler_revision = Some(c.revision());
-                Ok(c)
-            }
-            Err(e) => Err(e.to_string()),
-        }
-    } else {
-        Err(String::new())
-    };
+pub fn compile_all(
+    spec: &Spec,
+    options: &RunOptions,
+    compiler: &Result<IreeCompiler, String>,
+    record: &mut RunRecord,
+) -> Compiled {
     let cache = ArtifactCache::new(&options.cache_dir);
     let mut compiled = BTreeMap::new();
     for (name, module) in &spec.subject.modules {
         let vmfb = match &module.source {
             ModuleSource::Vmfb(path) => std::fs::read(path)
                 .map_err(|e| format!("module `{name}`: cannot read {}: {e}", path.display())),
-            ModuleSource::Mlir(path) => match &compiler {
+            ModuleSource::Mlir(path) => match compiler {
                 Err(message) => Err(format!("module `{name}`: {message}")),
                 Ok(compiler) => std::fs::read(path)
                     .map_err(|e| format!("module `{name}`: cannot read {}: {e}", path.display()))
                     .and_then(|mlir| {
-                        let mut flags = spec.subject.flags.clone();
-                        flags.extend(module.flags.iter().cloned());
-                        let options = CompileOptions {
-                            target_backend: spec.subject.target_backend.clone(),
-                            flags,
-                        };
                         cache
-                            .get_or_compile(compiler, &path.display().to_string(), &mlir, &options)
+                            .get_or_compile(
+                                compiler,
+                                &path.display().to_string(),
+                                &mlir,
+                                &compile_options(spec, module),
+                            )
                             .map(|(bytes, _)| bytes)
                             .map_err(|e| format!("module `{name}`: {e}"))
                     }),
@@ -64,6 +82,51 @@ pub fn compile_all(spec: &Spec, options: &RunOptions, record: &mut RunRecord) ->
         compiled.insert(name.clone(), vmfb);
     }
     compiled
+}
+
+/// Compiles the generated slice modules with their parent module's flags
+/// (through the same cache) and adds them to `compiled` under their own names.
+pub fn compile_slices(
+    spec: &Spec,
+    options: &RunOptions,
+    compiler: &Result<IreeCompiler, String>,
+    slices: &[SliceModule],
+    compiled: &mut Compiled,
+    record: &mut RunRecord,
+) {
+    let cache = ArtifactCache::new(&options.cache_dir);
+    for slice in slices {
+        let vmfb = match (compiler, spec.subject.modules.get(&slice.parent)) {
+            (Err(message), _) => Err(format!("module `{}`: {message}", slice.name)),
+            (_, None) => Err(format!(
+                "module `{}`: parent module `{}` is not declared",
+                slice.name, slice.parent
+            )),
+            (Ok(compiler), Some(parent)) => {
+                let source_name = match &parent.source {
+                    ModuleSource::Mlir(p) | ModuleSource::Vmfb(p) => {
+                        format!("{}#slices", p.display())
+                    }
+                };
+                cache
+                    .get_or_compile(
+                        compiler,
+                        &source_name,
+                        slice.mlir.as_bytes(),
+                        &compile_options(spec, parent),
+                    )
+                    .map(|(bytes, _)| bytes)
+                    .map_err(|e| format!("module `{}`: {e}", slice.name))
+            }
+        };
+        if let Err(message) = &vmfb {
+            record.errors.push(RunError {
+                kind: ErrorKind::Execution,
+                message: message.clone(),
+            });
+        }
+        compiled.insert(slice.name.clone(), vmfb);
+    }
 }
 
 /// The modules of a run loaded into one runtime (one per thread: IREE

@@ -1,0 +1,343 @@
+//! `slice:` stages: each is cut out of a larger function of its module.
+//!
+//! For every module that slice stages cut (over the selected cases and
+//! stages), the module's MLIR is normalised by the IREE compiler (generic
+//! form, calls inlined), parsed by `parity_mlir`, the stages' points are
+//! resolved, and one extra module of generated functions is emitted: one
+//! function per distinct (function, from, to), named
+//! `<stage>__<function>` (see [`SliceSpec::entry_name`]). The runner compiles
+//! it with its parent's flags, registers it as `<module>#slices`, and points
+//! the stages at it. A stage whose slice cannot be made errors on its own;
+//! the other stages run.
+
+use super::record::{ErrorKind, RunError};
+use parity_iree::IreeCompiler;
+use parity_mlir::{Function, SliceArg, SliceInfo, SliceRequest, ValueId};
+use parity_spec::{ModuleSource, SliceSpec, Spec, Stage};
+use std::collections::{BTreeMap, HashMap};
+
+/// (case, stage).
+pub type StageKey = (String, String);
+
+/// One generated module: the slices of one function of one spec module.
+#[derive(Clone, Debug)]
+pub struct SliceModule {
+    /// The name stages call it by: `<parent>#slices`, or
+    /// `<parent>#slices@<function>` when the parent's slice stages cut several functions.
+    pub name: String,
+    /// The spec module it is cut from.
+    pub parent: String,
+    /// The function it is cut from.
+    pub function: String,
+    /// The generated MLIR.
+    pub mlir: String,
+    /// What each generated function takes and returns.
+    pub infos: Vec<SliceInfo>,
+}
+
+/// Everything slicing decided for a run.
+#[derive(Clone, Debug, Default)]
+pub struct SlicePlan {
+    /// The generated modules, to compile and load beside the spec's own.
+    pub modules: Vec<SliceModule>,
+    /// Where each slice stage that can run now points: (module, function).
+    pub targets: HashMap<StageKey, (String, String)>,
+    /// Why each slice stage that cannot run cannot: error kind and message.
+    pub errors: HashMap<StageKey, (ErrorKind, String)>,
+    /// Problems with a whole module (it cannot be read, normalised or parsed).
+    pub run_errors: Vec<RunError>,
+}
+
+impl SlicePlan {
+    /// Points every instantiated slice stage at its generated function.
+    pub fn retarget(&self, cases: &mut [(&str, Vec<Stage>)]) {
+        for (case, stages) in cases.iter_mut() {
+            for stage in stages.iter_mut() {
+                if let Some((module, function)) =
+                    self.targets.get(&(case.to_string(), stage.name.clone()))
+                {
+                    stage.module = module.clone();
+                    stage.function = function.clone();
+                }
+            }
+        }
+    }
+}
+
+/// One slice stage of one case, waiting for its module.
+struct Pending<'a> {
+    key: StageKey,
+    stage: &'a Stage,
+    slice: &'a SliceSpec,
+}
+
+/// Plans the slices of the stages at `selected` (spec indices) in `cases`
+/// (instantiated per case). `compiler` is the loaded IREE compiler or why it is missing.
+pub fn plan(
+    spec: &Spec,
+    compiler: Result<&IreeCompiler, &str>,
+    cases: &[(&str, Vec<Stage>)],
+    selected: &[usize],
+) -> SlicePlan {
+    let mut plan = SlicePlan::default();
+    // Parent module -> its slice stages, in case order then execution order.
+    let mut by_module: BTreeMap<&str, Vec<Pending<'_>>> = BTreeMap::new();
+    for (case, stages) in cases {
+        for &i in selected {
+            let Some(stage) = stages.get(i) else { continue };
+            if let Some(slice) = &stage.slice {
+                by_module
+                    .entry(stage.module.as_str())
+                    .or_default()
+                    .push(Pending {
+                        key: (case.to_string(), stage.name.clone()),
+                        stage,
+                        slice,
+                    });
+            }
+        }
+    }
+    for (module, pending) in by_module {
+        plan_module(spec, compiler, module, &pending, &mut plan);
+    }
+    plan
+}
+
+/// `<spec>:<line>:<col>: stage `<name>` (<case>)`, the start of every stage message.
+fn stage_at(spec: &Spec, p: &Pending<'_>, loc: parity_spec::Location) -> String {
+    format!(
+        "{}:{}:{}: stage `{}` ({})",
+        spec.path.display(),
+        loc.line,
+        loc.col,
+        p.stage.name,
+        p.key.0
+    )
+}
+
+fn plan_module(
+    spec: &Spec,
+    compiler: Result<&IreeCompiler, &str>,
+    module: &str,
+    pending: &[Pending<'_>],
+    plan: &mut SlicePlan,
+) {
+    let fail_all = |plan: &mut SlicePlan, kind: ErrorKind, why: &str| {
+        for p in pending {
+            let message = format!(
+                "{}: cannot cut slice of `{}`: {why}",
+                stage_at(spec, p, p.stage.location),
+                p.slice.function
+            );
+            plan.errors.insert(p.key.clone(), (kind, message));
+        }
+    };
+    let path = match spec.subject.modules.get(module).map(|m| &m.source) {
+        Some(ModuleSource::Mlir(path)) => path,
+        Some(ModuleSource::Vmfb(path)) => {
+            let why = format!(
+                "module `{module}` is a prebuilt vmfb ({}); slicing needs its MLIR",
+                path.display()
+            );
+            return fail_all(plan, ErrorKind::Input, &why);
+        }
+        None => {
+            let why = format!("module `{module}` is not declared in the subject");
+            return fail_all(plan, ErrorKind::Input, &why);
+        }
+    };
+    let source_name = path.display().to_string();
+    let parsed = (|| {
+        let compiler = compiler.map_err(|m| (ErrorKind::Execution, m.to_string()))?;
+        let bytes = std::fs::read(path).map_err(|e| {
+            (
+                ErrorKind::Execution,
+                format!("cannot read {source_name}: {e}"),
+            )
+        })?;
+        let normal = compiler
+            .normalize(&source_name, &bytes)
+            .map_err(|e| (ErrorKind::Execution, e.to_string()))?;
+        parity_mlir::parse(&normal).map_err(|e| {
+            (
+                ErrorKind::Execution,
+                format!("{source_name} (normalised by the IREE compiler): {e}"),
+            )
+        })
+    })();
+    let parsed = match parsed {
+        Ok(m) => m,
+        Err((kind, why)) => {
+            plan.run_errors.push(RunError {
+                kind,
+                message: format!("module `{module}`: slicing: {why}"),
+            });
+            return fail_all(plan, kind, &why);
+        }
+    };
+
+    // Function -> requests cut from it; (function, from, to) -> request index.
+    let mut requests: BTreeMap<&str, Vec<SliceRequest>> = BTreeMap::new();
+    let mut seen: HashMap<(&str, Vec<ValueId>, Vec<ValueId>), usize> = HashMap::new();
+    // Stages that resolved: (pending, function, request index).
+    let mut resolved: Vec<(&Pending<'_>, &str, usize)> = Vec::new();
+    for p in pending {
+        let fname = p.slice.function.as_str();
+        let Some(func) = parsed.function(fname) else {
+            let mut names: Vec<&str> = parsed.functions.iter().map(|f| f.name.as_str()).collect();
+            names.sort_unstable();
+            let message = format!(
+                "{}: module `{module}` ({source_name}) has no function `{fname}` to slice (it has: {})",
+                stage_at(spec, p, p.stage.locations.function),
+                names.join(", ")
+            );
+            plan.errors
+                .insert(p.key.clone(), (ErrorKind::Input, message));
+            continue;
+        };
+        match resolve_points(spec, p, func) {
+            Ok((from, to)) => {
+                let list = requests.entry(fname).or_default();
+                let index = *seen
+                    .entry((fname, from.clone(), to.clone()))
+                    .or_insert_with(|| {
+                        let base = SliceSpec::entry_name(&p.stage.name, fname);
+                        let mut name = base.clone();
+                        let mut n = 1;
+                        while list.iter().any(|r| r.name == name) {
+                            n += 1;
+                            name = format!("{base}_{n}");
+                        }
+                        list.push(SliceRequest { name, from, to });
+                        list.len() - 1
+                    });
+                resolved.push((p, fname, index));
+            }
+            Err(message) => {
+                plan.errors
+                    .insert(p.key.clone(), (ErrorKind::Input, message));
+            }
+        }
+    }
+
+    let several = requests.len() > 1;
+    let mut emitted: HashMap<&str, Result<(String, Vec<SliceInfo>), String>> = HashMap::new();
+    for (fname, reqs) in &requests {
+        let Some(func) = parsed.function(fname) else {
+            continue;
+        };
+        let name = if several {
+            format!("{module}#slices@{fname}")
+        } else {
+            format!("{module}#slices")
+        };
+        let symbol = SliceSpec::entry_name(module, "slices");
+        match parity_mlir::emit_slices(&parsed, func, &symbol, reqs) {
+            Ok((mlir, infos)) => {
+                plan.modules.push(SliceModule {
+                    name: name.clone(),
+                    parent: module.to_string(),
+                    function: fname.to_string(),
+                    mlir: mlir.clone(),
+                    infos: infos.clone(),
+                });
+                emitted.insert(fname, Ok((name, infos)));
+            }
+            Err(e) => {
+                emitted.insert(fname, Err(format!("{source_name} (normalised): {e}")));
+            }
+        }
+    }
+
+    for (p, fname, index) in resolved {
+        let (module_name, infos) = match &emitted[fname] {
+            Ok(ok) => ok,
+            Err(why) => {
+                let message = format!(
+                    "{}: cannot cut slice of `{fname}`: {why}",
+                    stage_at(spec, p, p.stage.location)
+                );
+                plan.errors
+                    .insert(p.key.clone(), (ErrorKind::Execution, message));
+                continue;
+            }
+        };
+        let info = &infos[index];
+        if info.args.len() != p.stage.args.len() {
+            let func = parsed.function(fname).expect("function was found above");
+            let message = format!(
+                "{}: the slice of `{fname}` takes {} arguments but the stage gives {}; it takes, in order: {}",
+                stage_at(spec, p, p.stage.location),
+                info.args.len(),
+                p.stage.args.len(),
+                describe_args(func, p.slice, info)
+            );
+            plan.errors
+                .insert(p.key.clone(), (ErrorKind::Input, message));
+            continue;
+        }
+        plan.targets
+            .insert(p.key.clone(), (module_name.clone(), info.name.clone()));
+    }
+}
+
+/// Resolves the stage's `from` and `to` points; the error names the stage and the point.
+fn resolve_points(
+    spec: &Spec,
+    p: &Pending<'_>,
+    func: &Function,
+) -> Result<(Vec<ValueId>, Vec<ValueId>), String> {
+    let locs = &p.stage.locations;
+    let resolve = |which: &str, points: &[String], locs: &[parity_spec::Location]| {
+        points
+            .iter()
+            .enumerate()
+            .map(|(i, point)| {
+                func.resolve_point(point).map_err(|e| {
+                    let loc = locs.get(i).copied().unwrap_or(p.stage.location);
+                    format!(
+                        "{}: slice {which} point `{point}`: {}",
+                        stage_at(spec, p, loc),
+                        e.message
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let from = resolve("from", &p.slice.from, &locs.slice_from)?;
+    let to = resolve("to", &p.slice.to, &locs.slice_to)?;
+    for (j, v) in from.iter().enumerate() {
+        if let Some(i) = from[..j].iter().position(|u| u == v) {
+            let loc = locs.slice_from.get(j).copied().unwrap_or(p.stage.location);
+            return Err(format!(
+                "{}: slice from points `{}` and `{}` are the same value {} of `{}` (each from point takes one argument)",
+                stage_at(spec, p, loc),
+                p.slice.from[i],
+                p.slice.from[j],
+                func.values[*v].name,
+                func.name
+            ));
+        }
+    }
+    Ok((from, to))
+}
+
+/// The slice's arguments in order, for an argument-count message.
+fn describe_args(func: &Function, slice: &SliceSpec, info: &SliceInfo) -> String {
+    info.args
+        .iter()
+        .enumerate()
+        .map(|(n, (from, v))| {
+            let value = &func.values[*v];
+            let what = match from {
+                SliceArg::From(i) => format!("from[{i}] `{}`", slice.from[*i]),
+                SliceArg::FuncArg(k) => match value.loc.path() {
+                    Some(name) => format!("argument {k} `{name}` of `{}`", func.name),
+                    None => format!("argument {k} of `{}`", func.name),
+                },
+            };
+            format!("{n}: {what} ({}: {})", value.name, value.ty.text)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
