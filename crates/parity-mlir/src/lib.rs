@@ -9,12 +9,16 @@
 //! ([`Function::scope_outputs`]); [`emit_slices`] writes the ops between cut points
 //! as standalone functions; [`promote_to_f64`] rewrites such a module to f64.
 
+#![warn(missing_docs)]
+
+mod build;
 mod cursor;
 pub mod error;
 mod graph;
 pub mod ir;
 pub mod location;
 mod parse;
+mod pretty;
 pub mod promote;
 pub mod slice;
 mod syntax;

@@ -1,23 +1,21 @@
 //! Text -> [`Module`]: finds the functions (generic `func.func`, or the pretty
 //! `module`/`func.func` wrapper that [`crate::emit_slices`] writes) and builds their graphs.
 
-use std::collections::{HashMap, HashSet};
-
+use crate::build::build_function;
 use crate::cursor::{unescape, Cursor};
 use crate::error::{LineIndex, MlirError};
-use crate::ir::{Def, Function, Module, Op, Value, ValueId};
-use crate::location::Location;
+use crate::ir::Module;
+use crate::pretty::pretty_module;
 use crate::syntax::{BlockArg, RawOp, Region, Use};
-use crate::types::Type;
 
 /// A function before graph building.
-struct FuncSyntax<'a> {
-    name: String,
-    public: bool,
-    offset: usize,
-    args: Vec<BlockArg<'a>>,
-    ops: Vec<RawOp<'a>>,
-    ret: Vec<Use<'a>>,
+pub(crate) struct FuncSyntax<'a> {
+    pub(crate) name: String,
+    pub(crate) public: bool,
+    pub(crate) offset: usize,
+    pub(crate) args: Vec<BlockArg<'a>>,
+    pub(crate) ops: Vec<RawOp<'a>>,
+    pub(crate) ret: Vec<Use<'a>>,
 }
 
 /// Parses a module printed in generic form (`--mlir-print-op-generic`), with inline
@@ -142,12 +140,15 @@ fn skip_value(cur: &mut Cursor<'_>) -> Option<()> {
 }
 
 /// The decoded contents of a string attribute `"..."`.
-fn string_value(v: &str) -> Option<String> {
+pub(crate) fn string_value(v: &str) -> Option<String> {
     let body = v.strip_prefix('"')?.strip_suffix('"')?;
     Some(unescape(body))
 }
 
-fn generic_func<'a>(cur: &Cursor<'a>, mut op: RawOp<'a>) -> Result<FuncSyntax<'a>, MlirError> {
+pub(crate) fn generic_func<'a>(
+    cur: &Cursor<'a>,
+    mut op: RawOp<'a>,
+) -> Result<FuncSyntax<'a>, MlirError> {
     let props = op.properties.unwrap_or("{}");
     let name = dict_entry(props, "sym_name")
         .and_then(string_value)
@@ -178,344 +179,4 @@ fn generic_func<'a>(cur: &Cursor<'a>, mut op: RawOp<'a>) -> Result<FuncSyntax<'a
         ops,
         ret,
     })
-}
-
-/// `module @name attributes {..} { ... }` (the cursor is at `module`); returns the name.
-fn pretty_module<'a>(
-    cur: &mut Cursor<'a>,
-    funcs: &mut Vec<FuncSyntax<'a>>,
-) -> Result<Option<String>, MlirError> {
-    cur.eat_keyword("module");
-    cur.skip_ws();
-    let name = if cur.peek() == Some(b'@') {
-        Some(symbol_text(cur.sigil_name(b'@', "a module name")?))
-    } else {
-        None
-    };
-    if cur.eat_keyword("attributes") {
-        cur.skip_ws();
-        cur.skip_balanced()?;
-    }
-    cur.expect(b'{', "to open the module body")?;
-    loop {
-        cur.skip_ws();
-        if cur.eat(b'}') {
-            break;
-        }
-        if cur.at_end() {
-            return Err(cur.err("unexpected end of input inside the module"));
-        }
-        if cur.at_keyword("func.func") {
-            funcs.push(pretty_func(cur)?);
-        } else {
-            let op = cur.generic_op(0)?;
-            if op.name == "func.func" {
-                funcs.push(generic_func(cur, op)?);
-            }
-        }
-    }
-    cur.opt_loc()?;
-    Ok(name)
-}
-
-/// `@name` or `@"quoted"` -> the symbol.
-fn symbol_text(sym: &str) -> String {
-    let s = &sym[1..];
-    string_value(s).unwrap_or_else(|| s.to_string())
-}
-
-/// `func.func [visibility] @name(%a: T loc(..), ...) [-> results] [attributes {..}] { body }`.
-fn pretty_func<'a>(cur: &mut Cursor<'a>) -> Result<FuncSyntax<'a>, MlirError> {
-    cur.skip_ws();
-    let offset = cur.pos;
-    cur.eat_keyword("func.func");
-    let mut public = true;
-    for vis in ["public", "private", "nested"] {
-        if cur.eat_keyword(vis) {
-            public = vis == "public";
-        }
-    }
-    let name = symbol_text(cur.sigil_name(b'@', "a function name")?);
-    cur.skip_ws();
-    let args = cur.block_args()?;
-    if cur.eat_str("->") {
-        cur.skip_ws();
-        if cur.peek() == Some(b'(') {
-            cur.skip_balanced()?;
-        } else {
-            cur.type_text()?;
-        }
-    }
-    if cur.eat_keyword("attributes") {
-        cur.skip_ws();
-        cur.skip_balanced()?;
-    }
-    cur.expect(b'{', "to open the function body")?;
-    let mut ops = Vec::new();
-    let mut ret = None;
-    loop {
-        cur.skip_ws();
-        if cur.eat(b'}') {
-            break;
-        }
-        if cur.at_end() {
-            return Err(cur.err(format!("unexpected end of input inside function @{name}")));
-        }
-        if ret.is_some() {
-            return Err(cur.err(format!(
-                "function @{name}: {} after the return; only single-block bodies are supported",
-                cur.found()
-            )));
-        }
-        if cur.peek() == Some(b'^') {
-            return Err(cur.err(format!(
-                "function @{name}: block labels are not supported in function bodies"
-            )));
-        }
-        if cur.eat_keyword("return") {
-            ret = Some(pretty_return(cur)?);
-            continue;
-        }
-        let op = cur.generic_op(0)?;
-        if op.name == "func.return" {
-            ret = Some(op.operands);
-        } else {
-            ops.push(op);
-        }
-    }
-    cur.opt_loc()?;
-    Ok(FuncSyntax {
-        name,
-        public,
-        offset,
-        args,
-        ops,
-        ret: ret.unwrap_or_default(),
-    })
-}
-
-/// The rest of `return %a, %b : T, T loc(..)` after the keyword.
-fn pretty_return<'a>(cur: &mut Cursor<'a>) -> Result<Vec<Use<'a>>, MlirError> {
-    let mut uses = Vec::new();
-    cur.skip_ws();
-    if cur.peek() == Some(b'%') {
-        loop {
-            uses.push(cur.ssa_use()?);
-            if !cur.eat(b',') {
-                break;
-            }
-        }
-        cur.expect(b':', "before the return types")?;
-        for i in 0..uses.len() {
-            if i > 0 {
-                cur.expect(b',', "between return types")?;
-            }
-            cur.type_text()?;
-        }
-    }
-    cur.opt_loc()?;
-    Ok(uses)
-}
-
-/// Name resolution for one function: base name -> (first value, count).
-struct Scope<'a> {
-    cur: &'a Cursor<'a>,
-    names: HashMap<String, (ValueId, usize)>,
-}
-
-impl Scope<'_> {
-    fn define(
-        &mut self,
-        name: &str,
-        offset: usize,
-        first: ValueId,
-        count: usize,
-    ) -> Result<(), MlirError> {
-        if self
-            .names
-            .insert(name.to_string(), (first, count))
-            .is_some()
-        {
-            return Err(self.cur.err_at(offset, format!("redefinition of {name}")));
-        }
-        Ok(())
-    }
-
-    fn resolve(&self, u: &Use<'_>) -> Result<ValueId, MlirError> {
-        let Some(&(first, count)) = self.names.get(u.base) else {
-            return Err(self
-                .cur
-                .err_at(u.start, format!("use of undefined value {}", u.base)));
-        };
-        match u.index {
-            None if count == 1 => Ok(first),
-            None => Err(self.cur.err_at(
-                u.start,
-                format!("{} has {count} results; name one as {}#k", u.base, u.base),
-            )),
-            Some(k) if k < count => Ok(first + k),
-            Some(k) => Err(self.cur.err_at(
-                u.start,
-                format!("{}#{k} is out of range: it has {count} results", u.base),
-            )),
-        }
-    }
-}
-
-fn loc_of(loc: Option<&str>) -> Location {
-    loc.map_or_else(Location::unknown, Location::new)
-}
-
-fn build_function(
-    cur: &Cursor<'_>,
-    lines: &LineIndex,
-    f: FuncSyntax<'_>,
-) -> Result<Function, MlirError> {
-    let mut scope = Scope {
-        cur,
-        names: HashMap::new(),
-    };
-    let mut values = Vec::with_capacity(f.args.len() + f.ops.len());
-    let mut args = Vec::with_capacity(f.args.len());
-    for (i, a) in f.args.iter().enumerate() {
-        scope.define(a.name, a.offset, values.len(), 1)?;
-        args.push(values.len());
-        values.push(Value {
-            name: a.name.to_string(),
-            ty: Type::new(a.ty),
-            def: Def::Arg(i),
-            loc: loc_of(a.loc),
-        });
-    }
-    let mut ops = Vec::with_capacity(f.ops.len());
-    for (index, raw) in f.ops.iter().enumerate() {
-        if raw.has_successors {
-            return Err(cur.err_at(
-                raw.start,
-                format!(
-                    "`{}` in function @{} has successors; only single-block bodies are supported",
-                    raw.name, f.name
-                ),
-            ));
-        }
-        let loc = loc_of(raw.loc);
-        let mut uses = Vec::new();
-        let mut operands = Vec::with_capacity(raw.operands.len());
-        for u in &raw.operands {
-            let v = scope.resolve(u)?;
-            operands.push(v);
-            uses.push((u.start - raw.start, u.end - raw.start, v));
-        }
-        let mut captures = Vec::new();
-        if !raw.regions.is_empty() {
-            let mut local = HashSet::new();
-            for region in &raw.regions {
-                region_names(region, &mut local);
-            }
-            for region in &raw.regions {
-                region_captures(&scope, region, &local, raw.start, &mut captures, &mut uses)?;
-            }
-        }
-        let mut results = Vec::with_capacity(raw.result_count());
-        let mut ty_index = 0;
-        for group in &raw.results {
-            scope.define(group.name, group.offset, values.len(), group.count)?;
-            for k in 0..group.count {
-                let name = if group.count == 1 {
-                    group.name.to_string()
-                } else {
-                    format!("{}#{k}", group.name)
-                };
-                results.push(values.len());
-                values.push(Value {
-                    name,
-                    ty: Type::new(raw.result_types[ty_index]),
-                    def: Def::Op {
-                        op: index,
-                        result: ty_index,
-                    },
-                    loc: loc.clone(),
-                });
-                ty_index += 1;
-            }
-        }
-        ops.push(Op {
-            index,
-            name: raw.name.to_string(),
-            operands,
-            captures,
-            results,
-            loc,
-            text: cur.src[raw.start..raw.end].to_string(),
-            line: lines.line(raw.start),
-            has_regions: !raw.regions.is_empty(),
-            uses,
-        });
-    }
-    let results = f
-        .ret
-        .iter()
-        .map(|u| scope.resolve(u))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut users = vec![Vec::new(); values.len()];
-    for op in &ops {
-        for &v in op.operands.iter().chain(&op.captures) {
-            if users[v].last() != Some(&op.index) {
-                users[v].push(op.index);
-            }
-        }
-    }
-    Ok(Function {
-        name: f.name,
-        public: f.public,
-        values,
-        args,
-        ops,
-        results,
-        line: lines.line(f.offset),
-        names: scope.names,
-        users,
-    })
-}
-
-/// Every name defined inside a region (block arguments and op results, nested included).
-fn region_names<'a>(region: &Region<'a>, out: &mut HashSet<&'a str>) {
-    for block in &region.blocks {
-        out.extend(block.args.iter().map(|a| a.name));
-        for op in &block.ops {
-            out.extend(op.results.iter().map(|r| r.name));
-            for inner in &op.regions {
-                region_names(inner, out);
-            }
-        }
-    }
-}
-
-/// Records uses inside `region` of values defined at the function's top level.
-fn region_captures(
-    scope: &Scope<'_>,
-    region: &Region<'_>,
-    local: &HashSet<&str>,
-    op_start: usize,
-    captures: &mut Vec<ValueId>,
-    uses: &mut Vec<(usize, usize, ValueId)>,
-) -> Result<(), MlirError> {
-    for block in &region.blocks {
-        for op in &block.ops {
-            for u in &op.operands {
-                if local.contains(u.base) {
-                    continue;
-                }
-                let v = scope.resolve(u)?;
-                if !captures.contains(&v) {
-                    captures.push(v);
-                }
-                uses.push((u.start - op_start, u.end - op_start, v));
-            }
-            for inner in &op.regions {
-                region_captures(scope, inner, local, op_start, captures, uses)?;
-            }
-        }
-    }
-    Ok(())
 }
