@@ -9,6 +9,7 @@ mod common;
 
 use common::{parity, repo};
 use serde_json::Value;
+use std::io::Write as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -37,11 +38,11 @@ fn bisect(spec: &str, out: &Path, extra: &[&str]) -> (i32, String, Value) {
     let o = parity(&repo(), &args);
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-    let report: Value = serde_json::from_str(
-        &std::fs::read_to_string(&json)
-            .unwrap_or_else(|e| panic!("no bisect.json ({e}); stdout:\n{stdout}\nstderr:\n{stderr}")),
-    )
-    .expect("bisect.json is JSON");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_else(|e| {
+            panic!("no bisect.json ({e}); stdout:\n{stdout}\nstderr:\n{stderr}")
+        }))
+        .expect("bisect.json is JSON");
     (o.status.code().unwrap_or(-1), stdout, report)
 }
 
@@ -52,19 +53,34 @@ fn check_localised(fault: &Value, strategy: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let (code, stdout, report) = bisect(&spec, dir.path(), &["--strategy", strategy]);
     let op = &report["first_divergent_op"];
-    println!(
-        "{name} [{strategy}]: {} at {} ({} evidence) in {} probes",
-        op["op_name"], op["loc"], op["evidence"], op["probes"]
+    // Straight to the process's stderr (not captured by the test harness), so
+    // the probe counts appear in every test log.
+    let _ = writeln!(
+        std::io::stderr(),
+        "bisect {name} [{strategy}]: {} at {} ({} evidence) in {} probes",
+        op["op_name"],
+        op["loc"],
+        op["evidence"],
+        op["probes"]
     );
-    assert_eq!(code, 1, "{name}: bisect exits 1 on a localised fault\n{stdout}");
+    assert_eq!(
+        code, 1,
+        "{name}: bisect exits 1 on a localised fault\n{stdout}"
+    );
     assert_eq!(report["schema"], "parity.bisect/1");
     assert_eq!(report["stage"], fault["stage"], "{name}\n{stdout}");
     assert_eq!(op["op_name"], want["op"], "{name}: op\n{stdout}");
     assert_eq!(op["loc"], want["path"], "{name}: location\n{stdout}");
-    assert_eq!(op["evidence"], want["evidence"], "{name}: evidence\n{stdout}");
+    assert_eq!(
+        op["evidence"], want["evidence"],
+        "{name}: evidence\n{stdout}"
+    );
     assert_eq!(op["stage"], fault["stage"]);
     assert!(op["probes"].as_u64().unwrap() >= 1);
-    assert!(op["text"].as_str().unwrap().contains(want["op"].as_str().unwrap()));
+    assert!(op["text"]
+        .as_str()
+        .unwrap()
+        .contains(want["op"].as_str().unwrap()));
     assert!(
         report["observer_effect"].as_array().unwrap().is_empty(),
         "{name}: taps changed the stage's results: {}",
@@ -90,7 +106,11 @@ fn every_semantic_fault_is_localised_to_its_operation_through_oracle_checkpoints
         assert_eq!(region["failing"], fail.as_str());
         let pass = format!("full128/{}", fault["checkpoints"]["pass"].as_str().unwrap());
         assert!(
-            region["passing"].as_array().unwrap().iter().any(|p| p == pass.as_str()),
+            region["passing"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p == pass.as_str()),
             "{}: {pass} among the passing checkpoints {}",
             fault["name"],
             region["passing"]
@@ -110,18 +130,38 @@ fn mark_all_agrees_with_bisection_in_one_probe_of_taps() {
 }
 
 #[test]
+fn precision_fault_is_found_by_shadow_bisection_too() {
+    let fault = faults()
+        .into_iter()
+        .find(|f| f["localise_to"]["evidence"] == "inferred")
+        .expect("a precision fault in faults.json");
+    let r = check_localised(&fault, "bisection");
+    // One tap per shadow probe: about 2*log2(region) probes, far fewer taps than mark-all.
+    let region = r["region"]["ops"].as_u64().unwrap() as f64;
+    let probes = r["probes"].as_u64().unwrap() as f64;
+    assert!(
+        probes <= 2.0 * region.log2().ceil() + 3.0,
+        "{probes} probes for a region of {region} ops: {}",
+        r["probe_log"]
+    );
+}
+
+#[test]
 fn precision_fault_without_checkpoint_is_localised_by_the_f64_shadow() {
     let fault = faults()
         .into_iter()
         .find(|f| f["localise_to"]["evidence"] == "inferred")
         .expect("a precision fault in faults.json");
-    let r = check_localised(&fault, "auto");
+    let r = check_localised(&fault, "mark-all");
     let rows = r["shadow"].as_array().unwrap();
     assert!(rows.len() > 5, "the region has several operations");
     let flagged: Vec<_> = rows.iter().filter(|r| r["flagged"] == true).collect();
     assert_eq!(flagged.len(), 1);
     let local = flagged[0]["local_ulps"].as_f64().unwrap();
-    assert!(local > 1000.0, "a bf16 round trip costs thousands of f32 ULPs, got {local}");
+    assert!(
+        local > 1000.0,
+        "a bf16 round trip costs thousands of f32 ULPs, got {local}"
+    );
     // Every op before it is within rounding.
     for row in rows.iter().take_while(|r| r["flagged"] != true) {
         if let Some(l) = row["local_ulps"].as_f64() {
@@ -164,7 +204,14 @@ fn reproducer_commands_fail_on_the_faulty_slice_and_pass_on_the_fixed_one() {
     let (code, stdout, _) = bisect(&spec, dir.path(), &[]);
     assert_eq!(code, 1, "{stdout}");
     let repro = dir.path().join("repro");
-    for f in ["slice.mlir", "run.sh", "stages.yaml", "manifest.json", "input_0.npy", "expected_0.npy"] {
+    for f in [
+        "slice.mlir",
+        "run.sh",
+        "stages.yaml",
+        "manifest.json",
+        "input_0.npy",
+        "expected_0.npy",
+    ] {
         assert!(repro.join(f).is_file(), "{f} in the reproducer");
     }
     let mlir = std::fs::read_to_string(repro.join("slice.mlir")).unwrap();
@@ -186,7 +233,10 @@ fn reproducer_commands_fail_on_the_faulty_slice_and_pass_on_the_fixed_one() {
         "limit_indices = array<i64: 1, 4, 8, 33>, start_indices = array<i64: 0, 0, 0, 1>",
         "limit_indices = array<i64: 1, 4, 8, 32>, start_indices = array<i64: 0, 0, 0, 0>",
     );
-    assert_ne!(fixed, mlir, "the slice op's indices are where expected:\n{mlir}");
+    assert_ne!(
+        fixed, mlir,
+        "the slice op's indices are where expected:\n{mlir}"
+    );
     std::fs::write(repro.join("slice.mlir"), fixed).unwrap();
     let (rc, out) = run_sh(&repro);
     assert_eq!(rc, 0, "fixed slice must match:\n{out}");

@@ -236,18 +236,13 @@ pub fn bisect_record(
     let Some(div) = record.first_divergence.clone() else {
         if !record.errors.is_empty() {
             report.status = Status::Error;
-            report.errors.extend(
-                record
-                    .errors
-                    .iter()
-                    .map(|e| {
-                        let kind = match e.kind {
-                            run::record::ErrorKind::Input => "input",
-                            _ => "execution",
-                        };
-                        format!("{kind}: run before bisect: {}", e.message)
-                    }),
-            );
+            report.errors.extend(record.errors.iter().map(|e| {
+                let kind = match e.kind {
+                    run::record::ErrorKind::Input => "input",
+                    _ => "execution",
+                };
+                format!("{kind}: run before bisect: {}", e.message)
+            }));
         } else {
             report
                 .notes
@@ -390,7 +385,8 @@ impl Bisector {
         }
         let budget = budget_dtype(stage, report.output.as_deref());
 
-        let runtime = IreeRuntime::new(&spec.subject.driver).map_err(|e| format!("execution: {e}"))?;
+        let runtime =
+            IreeRuntime::new(&spec.subject.driver).map_err(|e| format!("execution: {e}"))?;
         let cache = ArtifactCache::new(&options.run.cache_dir);
         let mut flags = spec.subject.flags.clone();
         flags.extend(module_spec.flags.iter().cloned());
@@ -467,7 +463,9 @@ impl Bisector {
             .filter(|(o, _)| statuses.get(&o.name) == Some(&false))
             .min_by_key(|(_, &v)| op_pos(v).unwrap_or(usize::MAX))
             .map(|(o, &v)| (o.name.clone(), v))
-            .ok_or_else(|| format!("input: stage `{stage_name}` has no failing output to start from"))?;
+            .ok_or_else(|| {
+                format!("input: stage `{stage_name}` has no failing output to start from")
+            })?;
         report.output = Some(failing_out.0.clone());
         let mut target = failing_out.1;
         let mut verdicts: HashMap<ValueId, (bool, Option<ValueMetrics>)> = HashMap::new();
@@ -476,15 +474,17 @@ impl Bisector {
                 verdicts.insert(c.value, (k, None));
             }
         }
-        let oracle_of: HashMap<ValueId, String> =
-            checkpoints.iter().map(|c| (c.value, c.oracle.clone())).collect();
+        let oracle_of: HashMap<ValueId, String> = checkpoints
+            .iter()
+            .map(|c| (c.value, c.oracle.clone()))
+            .collect();
 
         // Evaluates checkpoints with one tapped probe.
         let evaluate = |prober: &mut Prober,
-                            vals: &[ValueId],
-                            why: &str,
-                            verdicts: &mut HashMap<ValueId, (bool, Option<ValueMetrics>)>,
-                            observer: &mut Vec<String>|
+                        vals: &[ValueId],
+                        why: &str,
+                        verdicts: &mut HashMap<ValueId, (bool, Option<ValueMetrics>)>,
+                        observer: &mut Vec<String>|
          -> Result<(), String> {
             let mut want = outputs.clone();
             want.extend_from_slice(vals);
@@ -518,30 +518,44 @@ impl Bisector {
                 let actual = &res[outputs.len() + k];
                 let name = &oracle_of[&v];
                 let expected = oracle_as(&store, name, func, v)?;
-                let m = value_metrics(func, v, actual, &expected, &format!("oracle:{name}"), budget)?;
+                let m = value_metrics(
+                    func,
+                    v,
+                    actual,
+                    &expected,
+                    &format!("oracle:{name}"),
+                    budget,
+                )?;
                 let pass = m.ulps_at_max <= CHECKPOINT_ULP_BUDGET;
                 verdicts.insert(v, (pass, Some(m)));
             }
             Ok(())
         };
 
-        let ancestors = |t: ValueId| -> BTreeSet<usize> { func.cone(&inputs, &[t]).into_iter().collect() };
-        let candidates_of = |t: ValueId, verdicts: &HashMap<ValueId, (bool, Option<ValueMetrics>)>| {
-            let anc = ancestors(t);
-            let mut c: Vec<ValueId> = checkpoints
-                .iter()
-                .map(|c| c.value)
-                .filter(|&v| v != t && !verdicts.contains_key(&v))
-                .filter(|&v| op_pos(v).is_some_and(|o| anc.contains(&o)))
-                .collect();
-            c.sort_by_key(|&v| op_pos(v));
-            c.dedup();
-            c
-        };
+        let ancestors =
+            |t: ValueId| -> BTreeSet<usize> { func.cone(&inputs, &[t]).into_iter().collect() };
+        let candidates_of =
+            |t: ValueId, verdicts: &HashMap<ValueId, (bool, Option<ValueMetrics>)>| {
+                let anc = ancestors(t);
+                let mut c: Vec<ValueId> = checkpoints
+                    .iter()
+                    .map(|c| c.value)
+                    .filter(|&v| v != t && !verdicts.contains_key(&v))
+                    .filter(|&v| op_pos(v).is_some_and(|o| anc.contains(&o)))
+                    .collect();
+                c.sort_by_key(|&v| op_pos(v));
+                c.dedup();
+                c
+            };
         let initial = candidates_of(target, &verdicts);
         let tap_bytes: usize = initial
             .iter()
-            .map(|&v| func.values[v].ty.shape().map_or(0, |s| s.iter().product::<usize>() * 8))
+            .map(|&v| {
+                func.values[v]
+                    .ty
+                    .shape()
+                    .map_or(0, |s| s.iter().product::<usize>() * 8)
+            })
             .sum();
         let strategy = match options.strategy {
             Strategy::Auto if tap_bytes <= MARK_ALL_BYTES => Strategy::MarkAll,
@@ -553,7 +567,13 @@ impl Bisector {
         match strategy {
             Strategy::MarkAll | Strategy::Auto => {
                 if !initial.is_empty() {
-                    evaluate(&mut prober, &initial, "oracle checkpoints, all taps", &mut verdicts, &mut observer)?;
+                    evaluate(
+                        &mut prober,
+                        &initial,
+                        "oracle checkpoints, all taps",
+                        &mut verdicts,
+                        &mut observer,
+                    )?;
                 }
                 // The earliest failing checkpoint that the target depends on.
                 let anc = ancestors(target);
@@ -572,7 +592,13 @@ impl Bisector {
                     break;
                 }
                 let mid = cands[cands.len() / 2];
-                evaluate(&mut prober, &[mid], "oracle checkpoint, bisection", &mut verdicts, &mut observer)?;
+                evaluate(
+                    &mut prober,
+                    &[mid],
+                    "oracle checkpoint, bisection",
+                    &mut verdicts,
+                    &mut observer,
+                )?;
                 if verdicts.get(&mid).is_some_and(|(p, _)| !p) {
                     target = mid;
                 } else {
@@ -657,168 +683,305 @@ impl Bisector {
         } else {
             // f64 shadow over the region.
             let feed_refs: Vec<(ValueId, &Tensor)> = feed.iter().map(|(v, t)| (*v, t)).collect();
-            let taps: Vec<ValueId> = region_ops
+            let region_bytes: usize = region_ops
                 .iter()
-                .flat_map(|&o| func.ops[o].results.iter().copied())
-                .collect();
-            let prod = prober
-                .run(
-                    &[Cut { name: "region".into(), given: feed_refs.clone(), want: taps.clone() }],
-                    false,
-                    "region, production precision, every value tapped",
-                )
-                .map_err(|e| format!("execution: {e}"))?
-                .remove(0);
-            let shadow = prober
-                .run(
-                    &[Cut { name: "region".into(), given: feed_refs.clone(), want: taps.clone() }],
-                    true,
-                    "region, f64 shadow, every value tapped",
-                )
-                .map_err(|e| format!("execution: {e}"))?
-                .remove(0);
-            let prod_of: HashMap<ValueId, Tensor> = taps.iter().copied().zip(prod).collect();
-            let mut shadow_of: HashMap<ValueId, Tensor> = taps.iter().copied().zip(shadow).collect();
-            for (v, t) in &feed {
-                shadow_of.entry(*v).or_insert(widen(t)?);
-            }
-            // Each op alone, in production precision, on the shadow's inputs.
-            let mut local_inputs: Vec<Vec<(ValueId, Tensor)>> = Vec::new();
-            let mut local_ops: Vec<usize> = Vec::new();
-            for &o in &region_ops {
-                let op = &func.ops[o];
-                let float_out = op.results.iter().any(|&r| func.values[r].ty.is_float());
-                if !float_out {
-                    continue;
+                .flat_map(|&o| func.ops[o].results.iter())
+                .map(|&v| {
+                    func.values[v]
+                        .ty
+                        .shape()
+                        .map_or(0, |s| s.iter().product::<usize>() * 12)
+                })
+                .sum();
+            let shadow_bisect = match options.strategy {
+                Strategy::Bisection => true,
+                Strategy::MarkAll => false,
+                Strategy::Auto => region_bytes > MARK_ALL_BYTES,
+            };
+            // Bisection: the first op (program order) whose accumulated error
+            // against the shadow exceeds the budget, with one tap per probe;
+            // then only it and its operands' producers are examined.
+            let mut shadow_ops: Vec<usize> = region_ops.clone();
+            if shadow_bisect {
+                let float_ops: Vec<(usize, ValueId)> = region_ops
+                    .iter()
+                    .filter_map(|&o| {
+                        func.ops[o]
+                            .results
+                            .iter()
+                            .copied()
+                            .find(|&r| func.values[r].ty.is_float())
+                            .map(|r| (o, r))
+                    })
+                    .collect();
+                let (mut lo, mut hi) = (0, float_ops.len());
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    let (o, v) = float_ops[mid];
+                    let cut = |name: &str| Cut {
+                        name: name.into(),
+                        given: feed_refs.clone(),
+                        want: vec![v],
+                    };
+                    let why = format!("shadow bisection: tap op #{o}");
+                    let p = prober
+                        .run(&[cut("tap")], false, &why)
+                        .map_err(|e| format!("execution: {e}"))?;
+                    let sh = prober
+                        .run(&[cut("tap")], true, &why)
+                        .map_err(|e| format!("execution: {e}"))?;
+                    let acc =
+                        value_metrics(func, v, &p[0][0], &sh[0][0], "shadow", budget)?.ulps_at_max;
+                    if acc > LOCAL_ULP_BUDGET {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
                 }
-                let mut ins = Vec::new();
-                let mut ok = true;
-                let mut seen = BTreeSet::new();
-                for &v in op.operands.iter().chain(&op.captures) {
-                    if func.is_constant(v) || !seen.insert(v) {
+                if let Some(&(k, _)) = float_ops.get(lo) {
+                    let op = &func.ops[k];
+                    let mut subset: BTreeSet<usize> = BTreeSet::from([k]);
+                    for &v in op.operands.iter().chain(&op.captures) {
+                        if let Some(p) = func.op_of(v) {
+                            if region_ops.contains(&p) {
+                                subset.insert(p);
+                            }
+                        }
+                    }
+                    shadow_ops = subset.into_iter().collect();
+                } else {
+                    // No value of the region drifts from the shadow beyond the budget.
+                    shadow_ops.clear();
+                }
+            }
+            let passing_names = if passing.is_empty() {
+                "the stage inputs".to_string()
+            } else {
+                passing
+                    .iter()
+                    .map(|v| oracle_of[v].clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let semantic_note = format!(
+                "localised to a region of {} operations between {} (pass) and {} (fail); \
+                 the f64 shadow finds no operation there losing more than {} ULPs of {}, \
+                 so the difference is semantic (the oracle computes something else \
+                 somewhere in these operations), and no oracle tensor inside the region \
+                 narrows it further",
+                region_ops.len(),
+                passing_names,
+                target_oracle,
+                LOCAL_ULP_BUDGET,
+                budget.name()
+            );
+            if shadow_ops.is_empty() {
+                report.status = Status::Fail;
+                report.notes.push(semantic_note);
+                None
+            } else {
+                loop {
+                    let taps: Vec<ValueId> = shadow_ops
+                        .iter()
+                        .flat_map(|&o| func.ops[o].results.iter().copied())
+                        .collect();
+                    let prod = prober
+                        .run(
+                            &[Cut {
+                                name: "region".into(),
+                                given: feed_refs.clone(),
+                                want: taps.clone(),
+                            }],
+                            false,
+                            "region, production precision, every value tapped",
+                        )
+                        .map_err(|e| format!("execution: {e}"))?
+                        .remove(0);
+                    let shadow = prober
+                        .run(
+                            &[Cut {
+                                name: "region".into(),
+                                given: feed_refs.clone(),
+                                want: taps.clone(),
+                            }],
+                            true,
+                            "region, f64 shadow, every value tapped",
+                        )
+                        .map_err(|e| format!("execution: {e}"))?
+                        .remove(0);
+                    let prod_of: HashMap<ValueId, Tensor> =
+                        taps.iter().copied().zip(prod).collect();
+                    let mut shadow_of: HashMap<ValueId, Tensor> =
+                        taps.iter().copied().zip(shadow).collect();
+                    for (v, t) in &feed {
+                        shadow_of.entry(*v).or_insert(widen(t)?);
+                    }
+                    // Each op alone, in production precision, on the shadow's inputs.
+                    let mut local_inputs: Vec<Vec<(ValueId, Tensor)>> = Vec::new();
+                    let mut local_ops: Vec<usize> = Vec::new();
+                    for &o in &shadow_ops {
+                        let op = &func.ops[o];
+                        let float_out = op.results.iter().any(|&r| func.values[r].ty.is_float());
+                        if !float_out {
+                            continue;
+                        }
+                        let mut ins = Vec::new();
+                        let mut ok = true;
+                        let mut seen = BTreeSet::new();
+                        for &v in op.operands.iter().chain(&op.captures) {
+                            if func.is_constant(v) || !seen.insert(v) {
+                                continue;
+                            }
+                            let Some(sh) = shadow_of.get(&v) else {
+                                ok = false;
+                                break;
+                            };
+                            let dt = func.values[v]
+                                .ty
+                                .element()
+                                .and_then(probe::dtype_of)
+                                .unwrap_or(sh.dtype());
+                            ins.push((v, narrow(sh, dt)?));
+                        }
+                        if ok {
+                            local_inputs.push(ins);
+                            local_ops.push(o);
+                        }
+                    }
+                    let cuts: Vec<Cut> = local_ops
+                        .iter()
+                        .zip(&local_inputs)
+                        .map(|(&o, ins)| Cut {
+                            name: format!("op_{o}"),
+                            given: ins.iter().map(|(v, t)| (*v, t)).collect(),
+                            want: func.ops[o].results.clone(),
+                        })
+                        .collect();
+                    let local = if cuts.is_empty() {
+                        Vec::new()
+                    } else {
+                        prober
+                            .run(&cuts, false, "each region op alone on the shadow's inputs")
+                            .map_err(|e| format!("execution: {e}"))?
+                    };
+                    let local_of: HashMap<usize, Vec<Tensor>> =
+                        local_ops.iter().copied().zip(local).collect();
+                    let mut flagged: Option<usize> = None;
+                    for &o in &shadow_ops {
+                        let op = &func.ops[o];
+                        let r = op.results[0];
+                        let acc = match (prod_of.get(&r), shadow_of.get(&r)) {
+                            (Some(p), Some(s)) if func.values[r].ty.is_float() => {
+                                value_metrics(func, r, p, s, "shadow", budget)?.ulps_at_max
+                            }
+                            _ => 0.0,
+                        };
+                        let local_ulps = match local_of.get(&o) {
+                            Some(res) => {
+                                let mut worst: f64 = 0.0;
+                                for (k, t) in res.iter().enumerate() {
+                                    let rv = op.results[k];
+                                    if let Some(s) = shadow_of.get(&rv) {
+                                        if func.values[rv].ty.is_float() {
+                                            worst = worst.max(
+                                                value_metrics(func, rv, t, s, "shadow", budget)?
+                                                    .ulps_at_max,
+                                            );
+                                        }
+                                    }
+                                }
+                                Some(worst)
+                            }
+                            None => None,
+                        };
+                        let is_flag =
+                            flagged.is_none() && local_ulps.is_some_and(|l| l > LOCAL_ULP_BUDGET);
+                        if is_flag {
+                            flagged = Some(o);
+                        }
+                        report.shadow.push(ShadowRow {
+                            op_index: o,
+                            op_name: op.name.clone(),
+                            loc: loc_label(&op.loc),
+                            result_type: func.values[r].ty.text.clone(),
+                            accumulated_ulps: acc,
+                            local_ulps,
+                            flagged: is_flag,
+                        });
+                    }
+                    if flagged.is_none() && shadow_ops.len() < region_ops.len() {
+                        report.notes.push(
+                    "shadow bisection was inconclusive (the first op over budget did not add the error itself); fell back to mark-all over the region".into(),
+                );
+                        report.shadow.clear();
+                        shadow_ops = region_ops.clone();
                         continue;
                     }
-                    let Some(sh) = shadow_of.get(&v) else {
-                        ok = false;
-                        break;
+                    break match flagged {
+                        Some(o) => {
+                            let op = &func.ops[o];
+                            let mut ins_m = Vec::new();
+                            for (v, t) in local_inputs
+                                [local_ops.iter().position(|&x| x == o).unwrap_or(0)]
+                            .iter()
+                            {
+                                if let Some(s) = shadow_of.get(v) {
+                                    if let Some(p) = prod_of.get(v).or_else(|| {
+                                        feed.iter().find(|(f, _)| f == v).map(|(_, t)| t)
+                                    }) {
+                                        if func.values[*v].ty.is_float() {
+                                            ins_m.push(value_metrics(
+                                                func, *v, p, s, "shadow", budget,
+                                            )?);
+                                        }
+                                    }
+                                    let _ = t;
+                                }
+                            }
+                            let mut out_m = Vec::new();
+                            for &rv in &op.results {
+                                if let (Some(p), Some(s)) = (
+                                    local_of.get(&o).and_then(|r| {
+                                        r.get(op.results.iter().position(|&x| x == rv).unwrap_or(0))
+                                    }),
+                                    shadow_of.get(&rv),
+                                ) {
+                                    if func.values[rv].ty.is_float() {
+                                        out_m.push(value_metrics(
+                                            func,
+                                            rv,
+                                            p,
+                                            s,
+                                            "shadow (op alone)",
+                                            budget,
+                                        )?);
+                                    }
+                                }
+                            }
+                            report.status = Status::Fail;
+                            let d = divergent_op(stage_name, func, o, "inferred", ins_m, out_m);
+                            let li = local_inputs
+                                [local_ops.iter().position(|&x| x == o).unwrap_or(0)]
+                            .clone();
+                            let mut expected = Vec::new();
+                            for &rv in &op.results {
+                                let dt = func.values[rv]
+                                    .ty
+                                    .element()
+                                    .and_then(probe::dtype_of)
+                                    .unwrap_or(DType::F32);
+                                if let Some(s) = shadow_of.get(&rv) {
+                                    expected.push((rv, narrow(s, dt)?));
+                                }
+                            }
+                            Some((d, li, expected))
+                        }
+                        None => {
+                            report.status = Status::Fail;
+                            report.notes.push(semantic_note.clone());
+                            None
+                        }
                     };
-                    let dt = func.values[v]
-                        .ty
-                        .element()
-                        .and_then(probe::dtype_of)
-                        .unwrap_or(sh.dtype());
-                    ins.push((v, narrow(sh, dt)?));
-                }
-                if ok {
-                    local_inputs.push(ins);
-                    local_ops.push(o);
-                }
-            }
-            let cuts: Vec<Cut> = local_ops
-                .iter()
-                .zip(&local_inputs)
-                .map(|(&o, ins)| Cut {
-                    name: format!("op_{o}"),
-                    given: ins.iter().map(|(v, t)| (*v, t)).collect(),
-                    want: func.ops[o].results.clone(),
-                })
-                .collect();
-            let local = if cuts.is_empty() {
-                Vec::new()
-            } else {
-                prober
-                    .run(&cuts, false, "each region op alone on the shadow's inputs")
-                    .map_err(|e| format!("execution: {e}"))?
-            };
-            let local_of: HashMap<usize, Vec<Tensor>> = local_ops.iter().copied().zip(local).collect();
-            let mut flagged: Option<usize> = None;
-            for &o in &region_ops {
-                let op = &func.ops[o];
-                let r = op.results[0];
-                let acc = match (prod_of.get(&r), shadow_of.get(&r)) {
-                    (Some(p), Some(s)) if func.values[r].ty.is_float() => {
-                        value_metrics(func, r, p, s, "shadow", budget)?.ulps_at_max
-                    }
-                    _ => 0.0,
-                };
-                let local_ulps = match local_of.get(&o) {
-                    Some(res) => {
-                        let mut worst: f64 = 0.0;
-                        for (k, t) in res.iter().enumerate() {
-                            let rv = op.results[k];
-                            if let Some(s) = shadow_of.get(&rv) {
-                                if func.values[rv].ty.is_float() {
-                                    worst = worst.max(value_metrics(func, rv, t, s, "shadow", budget)?.ulps_at_max);
-                                }
-                            }
-                        }
-                        Some(worst)
-                    }
-                    None => None,
-                };
-                let is_flag = flagged.is_none() && local_ulps.is_some_and(|l| l > LOCAL_ULP_BUDGET);
-                if is_flag {
-                    flagged = Some(o);
-                }
-                report.shadow.push(ShadowRow {
-                    op_index: o,
-                    op_name: op.name.clone(),
-                    loc: loc_label(&op.loc),
-                    result_type: func.values[r].ty.text.clone(),
-                    accumulated_ulps: acc,
-                    local_ulps,
-                    flagged: is_flag,
-                });
-            }
-            match flagged {
-                Some(o) => {
-                    let op = &func.ops[o];
-                    let mut ins_m = Vec::new();
-                    for (v, t) in local_inputs[local_ops.iter().position(|&x| x == o).unwrap_or(0)].iter() {
-                        if let Some(s) = shadow_of.get(v) {
-                            if let Some(p) = prod_of.get(v).or_else(|| feed.iter().find(|(f, _)| f == v).map(|(_, t)| t)) {
-                                if func.values[*v].ty.is_float() {
-                                    ins_m.push(value_metrics(func, *v, p, s, "shadow", budget)?);
-                                }
-                            }
-                            let _ = t;
-                        }
-                    }
-                    let mut out_m = Vec::new();
-                    for &rv in &op.results {
-                        if let (Some(p), Some(s)) = (local_of.get(&o).and_then(|r| r.get(op.results.iter().position(|&x| x == rv).unwrap_or(0))), shadow_of.get(&rv)) {
-                            if func.values[rv].ty.is_float() {
-                                out_m.push(value_metrics(func, rv, p, s, "shadow (op alone)", budget)?);
-                            }
-                        }
-                    }
-                    report.status = Status::Fail;
-                    let d = divergent_op(stage_name, func, o, "inferred", ins_m, out_m);
-                    let li = local_inputs[local_ops.iter().position(|&x| x == o).unwrap_or(0)].clone();
-                    let mut expected = Vec::new();
-                    for &rv in &op.results {
-                        let dt = func.values[rv].ty.element().and_then(probe::dtype_of).unwrap_or(DType::F32);
-                        if let Some(s) = shadow_of.get(&rv) {
-                            expected.push((rv, narrow(s, dt)?));
-                        }
-                    }
-                    Some((d, li, expected))
-                }
-                None => {
-                    report.status = Status::Fail;
-                    report.notes.push(format!(
-                        "localised to a region of {} operations between {} (pass) and {} (fail); \
-                         the f64 shadow finds no operation there losing more than {} ULPs of {}, \
-                         so the difference is semantic (the oracle computes something else \
-                         somewhere in these operations), and no oracle tensor inside the region \
-                         narrows it further",
-                        region_ops.len(),
-                        if passing.is_empty() { "the stage inputs".to_string() } else { passing.iter().map(|v| oracle_of[v].clone()).collect::<Vec<_>>().join(", ") },
-                        target_oracle,
-                        LOCAL_ULP_BUDGET,
-                        budget.name()
-                    ));
-                    None
                 }
             }
         };
@@ -826,7 +989,10 @@ impl Bisector {
         let repro_dir = &options.repro_dir;
         let written = match &result {
             Some((d, ins, expected)) => {
-                report.first_divergent_op = Some(DivergentOp { probes: prober.probes, ..d.clone() });
+                report.first_divergent_op = Some(DivergentOp {
+                    probes: prober.probes,
+                    ..d.clone()
+                });
                 repro::write(
                     repro_dir,
                     &module,
@@ -855,7 +1021,9 @@ impl Bisector {
         };
         match written {
             Ok(()) => report.reproducer = Some(repro_dir.display().to_string()),
-            Err(e) => report.errors.push(format!("execution: writing the reproducer: {e}")),
+            Err(e) => report
+                .errors
+                .push(format!("execution: writing the reproducer: {e}")),
         }
         if let Some(d) = report.first_divergent_op.as_mut() {
             d.probes = prober.probes;
@@ -885,7 +1053,12 @@ fn squeezed(shape: &[usize]) -> Vec<usize> {
 
 /// An oracle tensor shaped like value `v` (reshaped when they differ only by
 /// unit dimensions).
-fn oracle_as(store: &OracleStore, name: &str, func: &Function, v: ValueId) -> Result<Tensor, String> {
+fn oracle_as(
+    store: &OracleStore,
+    name: &str,
+    func: &Function,
+    v: ValueId,
+) -> Result<Tensor, String> {
     let t = store.get(name).map_err(|e| format!("input: {e}"))?;
     match func.values[v].ty.shape() {
         Some(shape) if shape != t.shape() && squeezed(&shape) == squeezed(t.shape()) => t
@@ -933,8 +1106,12 @@ fn value_metrics(
     against: &str,
     budget: DType,
 ) -> Result<ValueMetrics, String> {
-    let m = compare(actual, expected, None, &CompareOptions::default())
-        .map_err(|e| format!("input: comparing {} with {against}: {e}", func.values[v].name))?;
+    let m = compare(actual, expected, None, &CompareOptions::default()).map_err(|e| {
+        format!(
+            "input: comparing {} with {against}: {e}",
+            func.values[v].name
+        )
+    })?;
     let max_ref = expected
         .to_f64_vec()
         .iter()
@@ -1004,8 +1181,16 @@ fn divergent_op(
         evidence: evidence.to_string(),
         probes: 0,
         text: op.text.clone(),
-        operand_types: op.operands.iter().map(|&v| func.values[v].ty.text.clone()).collect(),
-        result_types: op.results.iter().map(|&v| func.values[v].ty.text.clone()).collect(),
+        operand_types: op
+            .operands
+            .iter()
+            .map(|&v| func.values[v].ty.text.clone())
+            .collect(),
+        result_types: op
+            .results
+            .iter()
+            .map(|&v| func.values[v].ty.text.clone())
+            .collect(),
         metrics: OpMetrics { inputs, output },
     }
 }
@@ -1030,15 +1215,21 @@ fn op_line(func: &Function, o: usize) -> String {
 
 /// The stage's arguments in isolated mode: oracle tensors, weights, literals,
 /// upstream outputs' oracle tensors.
-fn isolated_args(stage: &Stage, stages: &[Stage], sources: &run::inputs::InputSources) -> Result<Vec<Tensor>, String> {
+fn isolated_args(
+    stage: &Stage,
+    stages: &[Stage],
+    sources: &run::inputs::InputSources,
+) -> Result<Vec<Tensor>, String> {
     let mut out = Vec::new();
     for (i, a) in stage.args.iter().enumerate() {
         let t = match a {
             Arg::Oracle(n) => sources.oracle(n),
             Arg::Weight(n) => sources.weight(n),
-            Arg::Literal { dtype, shape, values } => {
-                Tensor::from_f64_as(*dtype, shape.clone(), values).map_err(|e| e.to_string())
-            }
+            Arg::Literal {
+                dtype,
+                shape,
+                values,
+            } => Tensor::from_f64_as(*dtype, shape.clone(), values).map_err(|e| e.to_string()),
             Arg::Stage { stage: up, output } => stages
                 .iter()
                 .find(|s| &s.name == up)

@@ -42,7 +42,12 @@ pub struct Cut<'t> {
 impl Prober<'_> {
     /// Emits the slices as one module (f64-promoted when `shadow`), compiles it
     /// (through the cache), runs every slice and returns each slice's results.
-    pub fn run(&mut self, cuts: &[Cut], shadow: bool, why: &str) -> Result<Vec<Vec<Tensor>>, String> {
+    pub fn run(
+        &mut self,
+        cuts: &[Cut],
+        shadow: bool,
+        why: &str,
+    ) -> Result<Vec<Vec<Tensor>>, String> {
         let reqs: Vec<SliceRequest> = cuts
             .iter()
             .map(|c| SliceRequest {
@@ -55,9 +60,12 @@ impl Prober<'_> {
             .map_err(|e| format!("slicing {}: {e}", self.func.name))?;
         let mut options = self.options.clone();
         if shadow {
-            text = promote_to_f64(&text).map_err(|e| format!("f64 shadow of {}: {e}", self.func.name))?;
+            text = promote_to_f64(&text)
+                .map_err(|e| format!("f64 shadow of {}: {e}", self.func.name))?;
             text = widen_reduce_precision(&text);
-            options.flags.extend(F64_FLAGS.iter().map(|s| s.to_string()));
+            options
+                .flags
+                .extend(F64_FLAGS.iter().map(|s| s.to_string()));
         }
         self.probes += 1;
         self.log.push(format!(
@@ -67,7 +75,11 @@ impl Prober<'_> {
             cuts.len(),
             if cuts.len() == 1 { "" } else { "s" },
             cuts.iter().map(|c| c.want.len()).sum::<usize>(),
-            if cuts.iter().map(|c| c.want.len()).sum::<usize>() == 1 { "" } else { "s" },
+            if cuts.iter().map(|c| c.want.len()).sum::<usize>() == 1 {
+                ""
+            } else {
+                "s"
+            },
             if shadow { ", f64 shadow" } else { "" }
         ));
         let label = format!("{}[probe {}]", self.source_name, self.probes);
@@ -162,7 +174,10 @@ mod tests {
     fn reduce_precision_becomes_f64_identity_in_the_shadow() {
         let t = "  %1 = \"stablehlo.reduce_precision\"(%0) <{exponent_bits = 8 : i32, mantissa_bits = 7 : i32}> : (tensor<f64>) -> tensor<f64>\n  %2 = \"stablehlo.add\"(%1, %1) {mantissa_bits = 7 : i32} : (tensor<f64>, tensor<f64>) -> tensor<f64>\n";
         let w = widen_reduce_precision(t);
-        assert!(w.contains("exponent_bits = 11 : i32, mantissa_bits = 52 : i32"), "{w}");
+        assert!(
+            w.contains("exponent_bits = 11 : i32, mantissa_bits = 52 : i32"),
+            "{w}"
+        );
         // Other ops untouched.
         assert!(w.contains("{mantissa_bits = 7 : i32}"), "{w}");
     }

@@ -39,13 +39,15 @@ pub fn write(
         .iter()
         .flat_map(|&o| {
             let op = &func.ops[o];
-            op.operands.iter().chain(&op.captures).copied().collect::<Vec<_>>()
+            op.operands
+                .iter()
+                .chain(&op.captures)
+                .copied()
+                .collect::<Vec<_>>()
         })
         .collect();
-    let given: Vec<&(ValueId, Tensor)> = inputs
-        .iter()
-        .filter(|(v, _)| needed.contains(v))
-        .collect();
+    let given: Vec<&(ValueId, Tensor)> =
+        inputs.iter().filter(|(v, _)| needed.contains(v)).collect();
     let req = SliceRequest {
         name: REPRO_FUNCTION.to_string(),
         from: given.iter().map(|(v, _)| *v).collect(),
@@ -59,8 +61,11 @@ pub fn write(
         ops.len(),
         func.name
     );
-    write_file_atomic(&dir.join("slice.mlir"), format!("{header}{text}").as_bytes())
-        .map_err(|e| e.to_string())?;
+    write_file_atomic(
+        &dir.join("slice.mlir"),
+        format!("{header}{text}").as_bytes(),
+    )
+    .map_err(|e| e.to_string())?;
 
     let mut arg_names = Vec::new();
     let mut manifest = serde_json::Map::new();
@@ -68,7 +73,9 @@ pub fn write(
         let t = match arg {
             SliceArg::From(i) => &given[*i].1,
             SliceArg::FuncArg(j) => {
-                return Err(format!("the reproducer slice needs function argument {j}, which was not given"))
+                return Err(format!(
+                    "the reproducer slice needs function argument {j}, which was not given"
+                ))
             }
         };
         let name = format!("input_{k}");
@@ -100,7 +107,9 @@ pub fn write(
     });
     write_file_atomic(
         &dir.join("manifest.json"),
-        serde_json::to_string_pretty(&manifest).unwrap_or_default().as_bytes(),
+        serde_json::to_string_pretty(&manifest)
+            .unwrap_or_default()
+            .as_bytes(),
     )
     .map_err(|e| e.to_string())?;
 
@@ -111,7 +120,11 @@ pub fn write(
          # (iree-base-compiler / iree-base-runtime 3.13): exits non-zero when the slice's\n\
          # result differs from expected_*.npy by more than the threshold.\nset -e\ncd \"$(dirname \"$0\")\"\n",
     );
-    let _ = writeln!(sh, "iree-compile {} slice.mlir -o slice.vmfb", shell_join(&flags));
+    let _ = writeln!(
+        sh,
+        "iree-compile {} slice.mlir -o slice.vmfb",
+        shell_join(&flags)
+    );
     let mut run = format!(
         "iree-run-module --module=slice.vmfb --device={} --function={REPRO_FUNCTION}",
         spec.subject.driver
@@ -169,7 +182,9 @@ fn entry(name: &str, t: &Tensor) -> serde_json::Value {
 fn shell_join(args: &[String]) -> String {
     args.iter()
         .map(|a| {
-            if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_=./,:+".contains(c)) {
+            if a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_=./,:+".contains(c))
+            {
                 a.clone()
             } else {
                 format!("'{}'", a.replace('\'', "'\\''"))
