@@ -274,3 +274,59 @@ fn nothing_to_bisect_on_the_clean_subject_exits_zero() {
     assert_eq!(code, 0, "{stdout}");
     assert!(report["first_divergent_op"].is_null());
 }
+
+#[test]
+fn a_slice_stage_is_bisected_like_a_function_stage() {
+    // The softcap fault's spec with conformer_0_attention written as a slice
+    // of its function (from nothing to the scope points of its 13 outputs)
+    // instead of `function:`; module, weights and oracle by absolute path.
+    let faults_dir = repo().join("subject/gemma3n/faults");
+    let text = std::fs::read_to_string(faults_dir.join("stages-softcap_30.yaml")).unwrap();
+    let abs = |p: &str| faults_dir.join(p).display().to_string();
+    let mut spec = text
+        .replace(
+            "{mlir: softcap_30.mlir}",
+            &format!("{{mlir: {:?}}}", abs("softcap_30.mlir")),
+        )
+        .replace(
+            "[../weights.safetensors]",
+            &format!("[{:?}]", abs("../weights.safetensors")),
+        )
+        .replace(
+            "oracle: ../../../oracle-dumps/gemma3n",
+            &format!("oracle: {:?}", abs("../../../oracle-dumps/gemma3n")),
+        );
+    // The 13 outputs, in order, as scope points ('_' form = oracle names).
+    let start = spec.find("  - name: conformer_0_attention\n").unwrap();
+    let end = spec[start + 10..]
+        .find("\n  - name: ")
+        .map_or(spec.len(), |e| start + 10 + e);
+    let stage = spec[start..end].to_string();
+    let outs: Vec<&str> = stage
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- name: "))
+        .skip(1) // the stage's own name
+        .collect();
+    assert_eq!(outs.len(), 13, "{stage}");
+    let sliced = stage.replace(
+        "    function: \"conformer_0_attention_c{clips}_b{bucket}\"",
+        &format!(
+            "    slice:\n      function: \"conformer_0_attention_c{{clips}}_b{{bucket}}\"\n      to: [{}]",
+            outs.join(", ")
+        ),
+    );
+    assert_ne!(sliced, stage);
+    spec.replace_range(start..end, &sliced);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("stages.yaml"), spec).unwrap();
+    let (code, stdout, report) = bisect(
+        dir.path().join("stages.yaml").to_str().unwrap(),
+        &dir.path().join("out"),
+        &[],
+    );
+    assert_eq!(code, 1, "{stdout}");
+    let op = &report["first_divergent_op"];
+    assert_eq!(op["op_name"], "stablehlo.divide", "{stdout}");
+    assert_eq!(op["loc"], "conformer_0/attention/logits_capped/scaled/div");
+    assert_eq!(report["stage"], "conformer_0_attention");
+}

@@ -351,21 +351,15 @@ impl Bisector {
                 };
                 let from: Vec<ValueId> = s.from.iter().map(resolve).collect::<Result<_, _>>()?;
                 let to: Vec<ValueId> = s.to.iter().map(resolve).collect::<Result<_, _>>()?;
-                // Same order as the runner: from-points, then the function arguments the cone needs.
-                let cone = func.cone(&from, &to);
-                let mut needed: BTreeSet<usize> = BTreeSet::new();
-                for &o in &cone {
-                    let op = &func.ops[o];
-                    for &v in op.operands.iter().chain(&op.captures) {
-                        if let Some(j) = func.args.iter().position(|&a| a == v) {
-                            if !from.contains(&v) {
-                                needed.insert(j);
-                            }
-                        }
-                    }
-                }
-                let mut ins = from.clone();
-                ins.extend(needed.iter().map(|&j| func.args[j]));
+                // The slice's argument order is the runner's: parity-mlir decides it.
+                let req = parity_mlir::SliceRequest {
+                    name: "stage".into(),
+                    from,
+                    to: to.clone(),
+                };
+                let (_, infos) = parity_mlir::emit_slices(&module, func, "stage", &[req])
+                    .map_err(|e| format!("input: stage `{stage_name}`: {e}"))?;
+                let ins = infos[0].args.iter().map(|(_, v)| *v).collect();
                 (ins, to)
             }
         };
