@@ -108,7 +108,7 @@ pub fn promote_to_f64(text: &str) -> Result<String, MlirError> {
             while i < bytes.len() && bytes[i] != b'\n' {
                 i += 1;
             }
-        } else if at_word && text[i..].starts_with("tensor<") {
+        } else if at_word && bytes[i..].starts_with(b"tensor<") {
             let end = balanced_end(text, i + "tensor".len())?;
             let ty = &text[i..end];
             if let Some(parts) = tensor_parts(ty) {
@@ -121,8 +121,8 @@ pub fn promote_to_f64(text: &str) -> Result<String, MlirError> {
                 }
             }
             i = end;
-        } else if at_word && text[i..].starts_with("dense") {
-            let resource = text[i..].starts_with("dense_resource<");
+        } else if at_word && bytes[i..].starts_with(b"dense") {
+            let resource = bytes[i..].starts_with(b"dense_resource<");
             let open = i + if resource { "dense_resource" } else { "dense" }.len();
             if bytes.get(open) != Some(&b'<') {
                 i += 1;
@@ -291,6 +291,13 @@ mod tests {
             .flat_map(|v| v.to_le_bytes())
             .map(|b| format!("{b:02X}"))
             .collect()
+    }
+
+    #[test]
+    fn non_ascii_text_outside_strings() {
+        let out = promote_to_f64("\u{e9}tensor<f32> \u{2192} tensor<2xbf16>").unwrap();
+        // No panic on a multi-byte character; a non-ASCII byte is not part of an identifier.
+        assert_eq!(out, "\u{e9}tensor<f64> \u{2192} tensor<2xf64>");
     }
 
     #[test]

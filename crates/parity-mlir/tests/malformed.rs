@@ -213,6 +213,7 @@ proptest! {
     fn byte_flips_never_panic(
         flips in prop::collection::vec((0.0f64..1.0, 0usize..SIGNIFICANT.len()), 1..4),
         which in 0usize..3,
+        wide in prop::option::of((0.0f64..1.0, prop::sample::select(vec!["\u{e9}", "\u{2192}", "\u{1F600}"]))),
     ) {
         let text = match which { 0 => short_gemma(), 1 => MULTI.to_string(), _ => SMALL.to_string() };
         let mut bytes = text.into_bytes();
@@ -220,7 +221,11 @@ proptest! {
             let at = ((bytes.len() as f64) * at) as usize;
             bytes[at] = SIGNIFICANT[with];
         }
-        let text = String::from_utf8(bytes).expect("ASCII in, ASCII out");
+        let mut text = String::from_utf8(bytes).expect("ASCII in, ASCII out");
+        // A multi-byte character somewhere: offsets and columns must stay on char boundaries.
+        if let Some((at, ch)) = wide {
+            text.insert_str(((text.len() as f64) * at) as usize, ch);
+        }
         exercise(&text);
         let _ = promote_to_f64(&text);
     }
