@@ -330,3 +330,78 @@ fn a_slice_stage_is_bisected_like_a_function_stage() {
     assert_eq!(op["loc"], "conformer_0/attention/logits_capped/scaled/div");
     assert_eq!(report["stage"], "conformer_0_attention");
 }
+
+#[test]
+fn without_a_checkpoint_at_the_fault_bisect_names_the_region_instead_of_guessing() {
+    // The group-norm eps fault with the bisect-only oracle checkpoints removed
+    // from the oracle store: the oracle then brackets a multi-op region
+    // (variance passes, inverse_stddev fails), and since the fault is semantic
+    // the f64 shadow sees nothing either.
+    let dumps = repo().join("oracle-dumps/gemma3n");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dumps.join("manifest.json")).unwrap())
+            .unwrap();
+    let tensors = manifest["tensors"].as_object_mut().unwrap();
+    tensors.retain(|name, _| !name.ends_with("_var_eps"));
+    for entry in tensors.values_mut() {
+        let file = dumps.join(entry["file"].as_str().unwrap());
+        entry["file"] = Value::String(file.display().to_string());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("oracle");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(store.join("manifest.json"), manifest.to_string()).unwrap();
+    let faults_dir = repo().join("subject/gemma3n/faults");
+    let abs = |p: &str| faults_dir.join(p).display().to_string();
+    let spec = std::fs::read_to_string(faults_dir.join("stages-group_norm_eps.yaml"))
+        .unwrap()
+        .replace(
+            "{mlir: group_norm_eps.mlir}",
+            &format!("{{mlir: {:?}}}", abs("group_norm_eps.mlir")),
+        )
+        .replace(
+            "[../weights.safetensors]",
+            &format!("[{:?}]", abs("../weights.safetensors")),
+        )
+        .replace(
+            "oracle: ../../../oracle-dumps/gemma3n",
+            &format!("oracle: {:?}", store.display().to_string()),
+        );
+    std::fs::write(dir.path().join("stages.yaml"), spec).unwrap();
+    let (code, stdout, report) = bisect(
+        dir.path().join("stages.yaml").to_str().unwrap(),
+        &dir.path().join("out"),
+        &[],
+    );
+    assert_eq!(code, 1, "still a divergence\n{stdout}");
+    assert!(
+        report["first_divergent_op"].is_null(),
+        "no operation claimed without evidence: {}",
+        report["first_divergent_op"]
+    );
+    let region = &report["region"];
+    let ops = region["ops"].as_u64().unwrap();
+    assert!(ops > 1, "{region}");
+    assert_eq!(region["failing"], "full128/sscp_conv_1_inverse_stddev");
+    assert!(region["passing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p == "full128/sscp_conv_1_variance"));
+    // The mutated op is inside the named region.
+    assert!(region["op_list"].as_array().unwrap().iter().any(|o| o
+        .as_str()
+        .unwrap()
+        .contains("sscp_conv_1/inverse_stddev/var_eps/add")));
+    let note = report["notes"][0].as_str().unwrap();
+    assert!(
+        note.contains(&format!("region of {ops} operations")),
+        "{note}"
+    );
+    assert!(note.contains("semantic"), "{note}");
+    // The reproducer is the region, and it fails outside parity too.
+    let mlir = std::fs::read_to_string(dir.path().join("out/repro/slice.mlir")).unwrap();
+    assert!(mlir.matches("\"stablehlo.").count() as u64 >= ops);
+    let (rc, out) = run_sh(&dir.path().join("out/repro"));
+    assert_ne!(rc, 0, "{out}");
+}
