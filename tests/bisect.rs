@@ -89,6 +89,31 @@ fn check_localised(fault: &Value, strategy: &str) -> Value {
     report
 }
 
+/// A fault spec's text with its module, weights and oracle paths made absolute
+/// (the oracle replaced by `oracle` when given), to be edited and written
+/// elsewhere.
+fn fault_spec_text(spec_file: &str, module: &str, oracle: Option<&Path>) -> String {
+    let faults_dir = repo().join("subject/gemma3n/faults");
+    let abs = |p: &str| faults_dir.join(p).display().to_string();
+    let oracle = oracle
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| abs("../../../oracle-dumps/gemma3n"));
+    std::fs::read_to_string(faults_dir.join(spec_file))
+        .unwrap()
+        .replace(
+            &format!("{{mlir: {module}}}"),
+            &format!("{{mlir: {:?}}}", abs(module)),
+        )
+        .replace(
+            "[../weights.safetensors]",
+            &format!("[{:?}]", abs("../weights.safetensors")),
+        )
+        .replace(
+            "oracle: ../../../oracle-dumps/gemma3n",
+            &format!("oracle: {oracle:?}"),
+        )
+}
+
 #[test]
 fn every_semantic_fault_is_localised_to_its_operation_through_oracle_checkpoints() {
     let faults = faults();
@@ -280,22 +305,7 @@ fn a_slice_stage_is_bisected_like_a_function_stage() {
     // The softcap fault's spec with conformer_0_attention written as a slice
     // of its function (from nothing to the scope points of its 13 outputs)
     // instead of `function:`; module, weights and oracle by absolute path.
-    let faults_dir = repo().join("subject/gemma3n/faults");
-    let text = std::fs::read_to_string(faults_dir.join("stages-softcap_30.yaml")).unwrap();
-    let abs = |p: &str| faults_dir.join(p).display().to_string();
-    let mut spec = text
-        .replace(
-            "{mlir: softcap_30.mlir}",
-            &format!("{{mlir: {:?}}}", abs("softcap_30.mlir")),
-        )
-        .replace(
-            "[../weights.safetensors]",
-            &format!("[{:?}]", abs("../weights.safetensors")),
-        )
-        .replace(
-            "oracle: ../../../oracle-dumps/gemma3n",
-            &format!("oracle: {:?}", abs("../../../oracle-dumps/gemma3n")),
-        );
+    let mut spec = fault_spec_text("stages-softcap_30.yaml", "softcap_30.mlir", None);
     // The 13 outputs, in order, as scope points ('_' form = oracle names).
     let start = spec.find("  - name: conformer_0_attention\n").unwrap();
     let end = spec[start + 10..]
@@ -351,22 +361,11 @@ fn without_a_checkpoint_at_the_fault_bisect_names_the_region_instead_of_guessing
     let store = dir.path().join("oracle");
     std::fs::create_dir_all(&store).unwrap();
     std::fs::write(store.join("manifest.json"), manifest.to_string()).unwrap();
-    let faults_dir = repo().join("subject/gemma3n/faults");
-    let abs = |p: &str| faults_dir.join(p).display().to_string();
-    let spec = std::fs::read_to_string(faults_dir.join("stages-group_norm_eps.yaml"))
-        .unwrap()
-        .replace(
-            "{mlir: group_norm_eps.mlir}",
-            &format!("{{mlir: {:?}}}", abs("group_norm_eps.mlir")),
-        )
-        .replace(
-            "[../weights.safetensors]",
-            &format!("[{:?}]", abs("../weights.safetensors")),
-        )
-        .replace(
-            "oracle: ../../../oracle-dumps/gemma3n",
-            &format!("oracle: {:?}", store.display().to_string()),
-        );
+    let spec = fault_spec_text(
+        "stages-group_norm_eps.yaml",
+        "group_norm_eps.mlir",
+        Some(&store),
+    );
     std::fs::write(dir.path().join("stages.yaml"), spec).unwrap();
     let (code, stdout, report) = bisect(
         dir.path().join("stages.yaml").to_str().unwrap(),
