@@ -404,3 +404,17 @@ fn without_a_checkpoint_at_the_fault_bisect_names_the_region_instead_of_guessing
     let (rc, out) = run_sh(&dir.path().join("out/repro"));
     assert_ne!(rc, 0, "{out}");
 }
+
+#[test]
+fn bad_input_is_an_input_error_with_exit_2_and_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, report) = bisect("stages.yaml", dir.path(), &["--stage", "no_such_stage"]);
+    assert_eq!(code, 2, "{stdout}");
+    assert_eq!(report["status"], "error");
+    let err = &report["errors"][0];
+    assert_eq!(err["kind"], "input");
+    assert!(
+        err["message"].as_str().unwrap().contains("no_such_stage"),
+        "{err}"
+    );
+}

@@ -1,7 +1,7 @@
 //! The bisect report for people.
 
 use super::BisectReport;
-use crate::run::record::Status;
+use crate::run::record::{ErrorKind, Status};
 use std::fmt::Write as _;
 
 /// Renders the report as terminal text.
@@ -118,7 +118,11 @@ pub fn text(r: &BisectReport) -> String {
         let _ = writeln!(s, "observer effect: {o}");
     }
     for e in &r.errors {
-        let _ = writeln!(s, "error: {e}");
+        let kind = match e.kind {
+            ErrorKind::Input => "input",
+            ErrorKind::Execution => "execution",
+        };
+        let _ = writeln!(s, "error ({kind}): {}", e.message);
     }
     if let Some(dir) = &r.reproducer {
         let _ = writeln!(

@@ -1,0 +1,149 @@
+//! How bisect measures a value against a reference: max abs error in ULPs of
+//! the budget dtype at the reference's largest magnitude, which stays
+//! meaningful near zero and across a cancellation (unlike per-element ULPs).
+
+use super::error::{input, BisectError};
+use super::report::ValueMetrics;
+use parity_compare::{compare, CompareOptions};
+use parity_mlir::{Function, Location, ValueId};
+use parity_spec::Stage;
+use parity_tensor::{DType, OracleStore, Tensor};
+
+/// An operation's own error above this many ULPs is more than rounding explains.
+pub const LOCAL_ULP_BUDGET: f64 = 64.0;
+
+/// A checkpoint found by the naming convention passes within this many ULPs.
+pub const CHECKPOINT_ULP_BUDGET: f64 = 64.0;
+
+/// The dtype whose rounding errors are measured in: the failing output's
+/// `ulp_dtype`, else f32.
+pub fn budget_dtype(stage: &Stage, output: Option<&str>) -> DType {
+    stage
+        .outputs
+        .iter()
+        .find(|o| Some(o.name.as_str()) == output)
+        .and_then(|o| o.ulp_dtype)
+        .unwrap_or(DType::F32)
+}
+
+/// Machine epsilon (spacing at 1) of a float dtype.
+fn eps(d: DType) -> f64 {
+    match d {
+        DType::Bf16 => 2f64.powi(-7),
+        DType::F16 => 2f64.powi(-10),
+        DType::F64 => 2f64.powi(-52),
+        _ => 2f64.powi(-23),
+    }
+}
+
+/// One ULP of `budget` at magnitude `m`.
+pub fn ulp_at(m: f64, budget: DType) -> f64 {
+    if m > 0.0 && m.is_finite() {
+        eps(budget) * 2f64.powi(m.log2().floor() as i32)
+    } else {
+        eps(budget) * f64::MIN_POSITIVE
+    }
+}
+
+/// Compares `actual` (value `v`) with `reference`.
+pub fn value_metrics(
+    func: &Function,
+    v: ValueId,
+    actual: &Tensor,
+    reference: &Tensor,
+    against: &str,
+    budget: DType,
+) -> Result<ValueMetrics, BisectError> {
+    let name = &func.values[v].name;
+    let m = compare(actual, reference, None, &CompareOptions::default())
+        .map_err(|e| input(format!("comparing {name} with {against}: {e}")))?;
+    let max_ref = reference
+        .to_f64_vec()
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold(0.0f64, |a, &x| a.max(x.abs()));
+    let ulps_at_max = if m.nan_mismatch > 0 || m.inf_mismatch > 0 {
+        f64::INFINITY
+    } else {
+        m.max_abs / ulp_at(max_ref, budget)
+    };
+    Ok(ValueMetrics {
+        value: name.clone(),
+        against: against.to_string(),
+        max_abs: m.max_abs,
+        rms: m.rms,
+        max_ref,
+        ulps_at_max,
+    })
+}
+
+/// Shape without unit dimensions.
+pub fn squeezed(shape: &[usize]) -> Vec<usize> {
+    shape.iter().copied().filter(|&d| d != 1).collect()
+}
+
+/// An oracle tensor shaped like value `v` (reshaped when they differ only by
+/// unit dimensions: an oracle that squeezes [1,32,1,1] to [1,32] still names
+/// the same elements in the same order).
+pub fn oracle_as(
+    store: &OracleStore,
+    name: &str,
+    func: &Function,
+    v: ValueId,
+) -> Result<Tensor, BisectError> {
+    let t = store.get(name).map_err(input)?;
+    match func.values[v].ty.shape() {
+        Some(shape) if shape != t.shape() && squeezed(&shape) == squeezed(t.shape()) => t
+            .reshaped(shape.clone())
+            .ok_or_else(|| input(format!("oracle `{name}` cannot be viewed as {shape:?}"))),
+        _ => Ok(t),
+    }
+}
+
+/// A location for people: its named-scope path, else the raw location
+/// (`model.mlir:12:5` for hand-written MLIR).
+pub fn loc_label(loc: &Location) -> String {
+    loc.path().unwrap_or_else(|| {
+        let raw = loc.raw.trim();
+        raw.strip_prefix("loc(")
+            .and_then(|r| r.strip_suffix(')'))
+            .unwrap_or(raw)
+            .replace('"', "")
+    })
+}
+
+/// `#12 %57 = stablehlo.rsqrt @ path`.
+pub fn op_line(func: &Function, o: usize) -> String {
+    let op = &func.ops[o];
+    format!(
+        "#{o} {} = {} @ {}",
+        op.results
+            .iter()
+            .map(|&r| func.values[r].name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        op.name,
+        loc_label(&op.loc)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ulps_scale_with_magnitude_and_dtype() {
+        assert_eq!(ulp_at(1.0, DType::F32), 2f64.powi(-23));
+        assert_eq!(ulp_at(1.5, DType::F32), 2f64.powi(-23));
+        assert_eq!(ulp_at(40.0, DType::F32), 2f64.powi(-23) * 32.0);
+        assert_eq!(ulp_at(0.25, DType::Bf16), 2f64.powi(-9));
+        assert!(ulp_at(0.0, DType::F32) > 0.0);
+    }
+
+    #[test]
+    fn squeeze_ignores_unit_dimensions_only() {
+        assert_eq!(squeezed(&[1, 32, 1, 1]), vec![32]);
+        assert_eq!(squeezed(&[1, 32]), squeezed(&[32, 1]));
+        assert_ne!(squeezed(&[2, 32]), squeezed(&[32, 2]));
+    }
+}

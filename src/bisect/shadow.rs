@@ -1,0 +1,327 @@
+//! Inferred evidence: inside a region the oracle cannot narrow, the f64
+//! shadow (the region promoted to f64) is the reference for every value, and
+//! each operation run alone in production precision on the shadow's inputs
+//! shows the error it adds by itself.
+
+use super::error::{execution, BisectError};
+use super::measure::{loc_label, value_metrics, LOCAL_ULP_BUDGET};
+use super::probe::{dtype_of, narrow, widen, Cut, Prober};
+use super::report::{ShadowRow, ValueMetrics};
+use super::{Program, Strategy, MARK_ALL_BYTES};
+use parity_mlir::ValueId;
+use parity_tensor::{DType, Tensor};
+use std::collections::{BTreeSet, HashMap};
+
+/// What the shadow found.
+pub struct ShadowOutcome {
+    /// One row per examined operation, in program order.
+    pub rows: Vec<ShadowRow>,
+    /// The first operation adding more error than rounding explains.
+    pub found: Option<Found>,
+    /// Fallbacks worth telling.
+    pub notes: Vec<String>,
+}
+
+/// The operation the shadow names, with its evidence and reproducer data.
+pub struct Found {
+    /// Its index.
+    pub op: usize,
+    /// Production vs shadow at its operands.
+    pub inputs: Vec<ValueMetrics>,
+    /// The op alone vs shadow at its results.
+    pub output: Vec<ValueMetrics>,
+    /// Its operands: the shadow's values rounded to the operand types.
+    pub repro_inputs: Vec<(ValueId, Tensor)>,
+    /// Its results per the shadow, rounded to the result types.
+    pub expected: Vec<(ValueId, Tensor)>,
+}
+
+/// Runs the shadow over `region` (op indices), fed by `feed` (the oracle's
+/// tensors at the passing checkpoints and the stage's inputs).
+pub fn run(
+    program: &Program,
+    prober: &mut Prober,
+    region: &[usize],
+    feed: &[(ValueId, Tensor)],
+    strategy: Strategy,
+) -> Result<ShadowOutcome, BisectError> {
+    let func = program.func;
+    let bytes: usize = region
+        .iter()
+        .flat_map(|&o| func.ops[o].results.iter())
+        .map(|&v| {
+            func.values[v]
+                .ty
+                .shape()
+                .map_or(0, |s| s.iter().product::<usize>() * 12)
+        })
+        .sum();
+    let bisect = match strategy {
+        Strategy::Bisection => true,
+        Strategy::MarkAll => false,
+        Strategy::Auto => bytes > MARK_ALL_BYTES,
+    };
+    let mut outcome = ShadowOutcome {
+        rows: Vec::new(),
+        found: None,
+        notes: Vec::new(),
+    };
+    let subset = if bisect {
+        match first_drifting(program, prober, region, feed)? {
+            // Nothing drifts from the shadow beyond the budget.
+            None => return Ok(outcome),
+            Some(k) => {
+                // The op and its operands' producers inside the region.
+                let op = &func.ops[k];
+                let mut s: BTreeSet<usize> = BTreeSet::from([k]);
+                for &v in op.operands.iter().chain(&op.captures) {
+                    if let Some(p) = func.op_of(v).filter(|p| region.contains(p)) {
+                        s.insert(p);
+                    }
+                }
+                s.into_iter().collect()
+            }
+        }
+    } else {
+        region.to_vec()
+    };
+    let (rows, found) = examine(program, prober, &subset, feed)?;
+    if found.is_none() && subset.len() < region.len() {
+        outcome.notes.push(
+            "shadow bisection was inconclusive (the first value over budget did not come from its own operation); fell back to mark-all over the region".into(),
+        );
+        let (rows, found) = examine(program, prober, region, feed)?;
+        outcome.rows = rows;
+        outcome.found = found;
+    } else {
+        outcome.rows = rows;
+        outcome.found = found;
+    }
+    Ok(outcome)
+}
+
+/// Bisection over the region's float values in program order: the first one
+/// whose accumulated error against the shadow exceeds the budget (one tap per
+/// probe, production and shadow).
+fn first_drifting(
+    program: &Program,
+    prober: &mut Prober,
+    region: &[usize],
+    feed: &[(ValueId, Tensor)],
+) -> Result<Option<usize>, BisectError> {
+    let func = program.func;
+    let floats: Vec<(usize, ValueId)> = region
+        .iter()
+        .filter_map(|&o| {
+            func.ops[o]
+                .results
+                .iter()
+                .copied()
+                .find(|&r| func.values[r].ty.is_float())
+                .map(|r| (o, r))
+        })
+        .collect();
+    let given: Vec<(ValueId, &Tensor)> = feed.iter().map(|(v, t)| (*v, t)).collect();
+    let (mut lo, mut hi) = (0, floats.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let (o, v) = floats[mid];
+        let cut = || Cut {
+            name: "tap".into(),
+            given: given.clone(),
+            want: vec![v],
+        };
+        let why = format!("shadow bisection: tap op #{o}");
+        let p = prober.run(&[cut()], false, &why).map_err(execution)?;
+        let s = prober.run(&[cut()], true, &why).map_err(execution)?;
+        let acc = value_metrics(func, v, &p[0][0], &s[0][0], "shadow", program.budget)?;
+        if acc.ulps_at_max > LOCAL_ULP_BUDGET {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Ok(floats.get(lo).map(|&(o, _)| o))
+}
+
+/// Production and shadow with every value of `ops` tapped, then each op alone
+/// on the shadow's inputs; rows for `ops` and the first op over budget.
+fn examine(
+    program: &Program,
+    prober: &mut Prober,
+    ops: &[usize],
+    feed: &[(ValueId, Tensor)],
+) -> Result<(Vec<ShadowRow>, Option<Found>), BisectError> {
+    let func = program.func;
+    let budget = program.budget;
+    let given: Vec<(ValueId, &Tensor)> = feed.iter().map(|(v, t)| (*v, t)).collect();
+    let taps: Vec<ValueId> = ops
+        .iter()
+        .flat_map(|&o| func.ops[o].results.iter().copied())
+        .collect();
+    let region_cut = || Cut {
+        name: "region".into(),
+        given: given.clone(),
+        want: taps.clone(),
+    };
+    let prod = prober
+        .run(
+            &[region_cut()],
+            false,
+            "region, production precision, values tapped",
+        )
+        .map_err(execution)?
+        .remove(0);
+    let shadow = prober
+        .run(&[region_cut()], true, "region, f64 shadow, values tapped")
+        .map_err(execution)?
+        .remove(0);
+    let prod_of: HashMap<ValueId, Tensor> = taps.iter().copied().zip(prod).collect();
+    let mut shadow_of: HashMap<ValueId, Tensor> = taps.iter().copied().zip(shadow).collect();
+    for (v, t) in feed {
+        if !shadow_of.contains_key(v) {
+            shadow_of.insert(*v, widen(t).map_err(execution)?);
+        }
+    }
+
+    // Each op alone, in production precision, on the shadow's inputs rounded
+    // to its operand types. Constants are recomputed inside the slice.
+    let mut alone: Vec<(usize, Vec<(ValueId, Tensor)>)> = Vec::new();
+    for &o in ops {
+        let op = &func.ops[o];
+        if !op.results.iter().any(|&r| func.values[r].ty.is_float()) {
+            continue;
+        }
+        let mut ins = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut complete = true;
+        for &v in op.operands.iter().chain(&op.captures) {
+            if func.is_constant(v) || !seen.insert(v) {
+                continue;
+            }
+            let Some(sh) = shadow_of.get(&v) else {
+                complete = false;
+                break;
+            };
+            let dt = func.values[v]
+                .ty
+                .element()
+                .and_then(dtype_of)
+                .unwrap_or(sh.dtype());
+            ins.push((v, narrow(sh, dt).map_err(execution)?));
+        }
+        if complete {
+            alone.push((o, ins));
+        }
+    }
+    let cuts: Vec<Cut> = alone
+        .iter()
+        .map(|(o, ins)| Cut {
+            name: format!("op_{o}"),
+            given: ins.iter().map(|(v, t)| (*v, t)).collect(),
+            want: func.ops[*o].results.clone(),
+        })
+        .collect();
+    let local = if cuts.is_empty() {
+        Vec::new()
+    } else {
+        prober
+            .run(&cuts, false, "each op alone on the shadow's inputs")
+            .map_err(execution)?
+    };
+    let local_of: HashMap<usize, Vec<Tensor>> = alone.iter().map(|(o, _)| *o).zip(local).collect();
+
+    let mut rows = Vec::new();
+    let mut flagged: Option<usize> = None;
+    for &o in ops {
+        let op = &func.ops[o];
+        let r = op.results[0];
+        let accumulated_ulps = match (prod_of.get(&r), shadow_of.get(&r)) {
+            (Some(p), Some(s)) if func.values[r].ty.is_float() => {
+                value_metrics(func, r, p, s, "shadow", budget)?.ulps_at_max
+            }
+            _ => 0.0,
+        };
+        let local_ulps = match local_of.get(&o) {
+            None => None,
+            Some(res) => {
+                let mut worst: f64 = 0.0;
+                for (&rv, t) in op.results.iter().zip(res) {
+                    if let Some(s) = shadow_of.get(&rv).filter(|_| func.values[rv].ty.is_float()) {
+                        worst =
+                            worst.max(value_metrics(func, rv, t, s, "shadow", budget)?.ulps_at_max);
+                    }
+                }
+                Some(worst)
+            }
+        };
+        let is_flagged = flagged.is_none() && local_ulps.is_some_and(|l| l > LOCAL_ULP_BUDGET);
+        if is_flagged {
+            flagged = Some(o);
+        }
+        rows.push(ShadowRow {
+            op_index: o,
+            op_name: op.name.clone(),
+            loc: loc_label(&op.loc),
+            result_type: func.values[r].ty.text.clone(),
+            accumulated_ulps,
+            local_ulps,
+            flagged: is_flagged,
+        });
+    }
+
+    let Some(o) = flagged else {
+        return Ok((rows, None));
+    };
+    let op = &func.ops[o];
+    let repro_inputs = alone
+        .iter()
+        .find(|(x, _)| *x == o)
+        .map(|(_, ins)| ins.clone())
+        .unwrap_or_default();
+    let mut inputs = Vec::new();
+    for (v, _) in &repro_inputs {
+        let actual = prod_of
+            .get(v)
+            .or_else(|| feed.iter().find(|(f, _)| f == v).map(|(_, t)| t));
+        if let (Some(p), Some(s)) = (actual, shadow_of.get(v)) {
+            if func.values[*v].ty.is_float() {
+                inputs.push(value_metrics(func, *v, p, s, "shadow", budget)?);
+            }
+        }
+    }
+    let mut output = Vec::new();
+    let mut expected = Vec::new();
+    let results = local_of.get(&o).cloned().unwrap_or_default();
+    for (&rv, alone_result) in op.results.iter().zip(&results) {
+        let Some(s) = shadow_of.get(&rv) else {
+            continue;
+        };
+        if func.values[rv].ty.is_float() {
+            output.push(value_metrics(
+                func,
+                rv,
+                alone_result,
+                s,
+                "shadow (op alone)",
+                budget,
+            )?);
+        }
+        let dt = func.values[rv]
+            .ty
+            .element()
+            .and_then(dtype_of)
+            .unwrap_or(DType::F32);
+        expected.push((rv, narrow(s, dt).map_err(execution)?));
+    }
+    Ok((
+        rows,
+        Some(Found {
+            op: o,
+            inputs,
+            output,
+            repro_inputs,
+            expected,
+        }),
+    ))
+}
