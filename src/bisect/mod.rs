@@ -26,7 +26,7 @@ pub use error::BisectError;
 pub use report::{BisectReport, DivergentOp, BISECT_SCHEMA};
 
 use crate::run::inputs::InputSources;
-use crate::run::{self, record::Mode, record::Status, RunOptions};
+use crate::run::{self, record::ErrorKind, record::Mode, record::Status, RunOptions};
 use error::{execution, input};
 use measure::{budget_dtype, loc_label, op_line, oracle_as, LOCAL_ULP_BUDGET};
 use oracle::OracleSearch;
@@ -175,13 +175,10 @@ fn load_module(
             )))
         }
     };
-    let source_name = path.display().to_string();
-    let bytes =
-        std::fs::read(&path).map_err(|e| input(format!("cannot read {source_name}: {e}")))?;
-    let normal = compiler.normalize(&source_name, &bytes).map_err(input)?;
-    let module = parity_mlir::parse(&normal)
-        .map_err(|e| input(format!("{source_name} (normalised by IREE): {e}")))?;
-    Ok((module, source_name))
+    run::slices::read_normalised(compiler, &path).map_err(|(kind, message)| match kind {
+        ErrorKind::Input => BisectError::Input(message),
+        ErrorKind::Execution => BisectError::Execution(message),
+    })
 }
 
 /// Inputs and outputs of a stage as values of its function: the function's

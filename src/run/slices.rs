@@ -115,6 +115,29 @@ fn stage_at(spec: &Spec, p: &Pending<'_>, loc: parity_spec::Location) -> String 
     )
 }
 
+/// Reads an MLIR module, normalises it with the IREE compiler (generic form,
+/// calls inlined) and parses it; returns it with its source name. IREE
+/// rejecting the MLIR is an execution error (like a failed compile); MLIR that
+/// IREE accepts but parity cannot read is an input error naming the line.
+pub fn read_normalised(
+    compiler: &IreeCompiler,
+    path: &std::path::Path,
+) -> Result<(parity_mlir::Module, String), (ErrorKind, String)> {
+    let source_name = path.display().to_string();
+    let bytes = std::fs::read(path)
+        .map_err(|e| (ErrorKind::Input, format!("cannot read {source_name}: {e}")))?;
+    let normal = compiler
+        .normalize(&source_name, &bytes)
+        .map_err(|e| (ErrorKind::Execution, e.to_string()))?;
+    let module = parity_mlir::parse(&normal).map_err(|e| {
+        (
+            ErrorKind::Input,
+            format!("{source_name} (normalised by the IREE compiler): {e}"),
+        )
+    })?;
+    Ok((module, source_name))
+}
+
 fn plan_module(
     spec: &Spec,
     compiler: Result<&IreeCompiler, &str>,
@@ -146,26 +169,10 @@ fn plan_module(
             return fail_all(plan, ErrorKind::Input, &why);
         }
     };
-    let source_name = path.display().to_string();
-    let parsed = (|| {
-        let compiler = compiler.map_err(|m| (ErrorKind::Execution, m.to_string()))?;
-        let bytes = std::fs::read(path).map_err(|e| {
-            (
-                ErrorKind::Execution,
-                format!("cannot read {source_name}: {e}"),
-            )
-        })?;
-        let normal = compiler
-            .normalize(&source_name, &bytes)
-            .map_err(|e| (ErrorKind::Execution, e.to_string()))?;
-        parity_mlir::parse(&normal).map_err(|e| {
-            (
-                ErrorKind::Execution,
-                format!("{source_name} (normalised by the IREE compiler): {e}"),
-            )
-        })
-    })();
-    let parsed = match parsed {
+    let parsed = compiler
+        .map_err(|m| (ErrorKind::Execution, m.to_string()))
+        .and_then(|c| read_normalised(c, path));
+    let (parsed, source_name) = match parsed {
         Ok(m) => m,
         Err((kind, why)) => {
             plan.run_errors.push(RunError {
