@@ -45,6 +45,14 @@ pub fn ulp_at(m: f64, budget: DType) -> f64 {
     }
 }
 
+/// The largest finite |x| of a tensor (0 when there is none).
+pub fn max_finite_abs(t: &Tensor) -> f64 {
+    t.to_f64_vec()
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold(0.0f64, |a, &x| a.max(x.abs()))
+}
+
 /// Compares `actual` (value `v`) with `reference`.
 pub fn value_metrics(
     func: &Function,
@@ -57,11 +65,7 @@ pub fn value_metrics(
     let name = &func.values[v].name;
     let m = compare(actual, reference, None, &CompareOptions::default())
         .map_err(|e| input(format!("comparing {name} with {against}: {e}")))?;
-    let max_ref = reference
-        .to_f64_vec()
-        .iter()
-        .filter(|x| x.is_finite())
-        .fold(0.0f64, |a, &x| a.max(x.abs()));
+    let max_ref = max_finite_abs(reference);
     let ulps_at_max = if m.nan_mismatch > 0 || m.inf_mismatch > 0 {
         f64::INFINITY
     } else {

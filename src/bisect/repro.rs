@@ -4,6 +4,7 @@
 //! outside parity (`run.sh`), and a stages.yaml (+ oracle manifest) that shows
 //! it inside.
 
+use super::measure::{max_finite_abs, ulp_at};
 use parity_iree::CompileOptions;
 use parity_mlir::{emit_slices, Function, Module, SliceArg, SliceRequest, ValueId};
 use parity_spec::Spec;
@@ -88,16 +89,7 @@ pub fn write(
         let name = format!("expected_{k}");
         write_npy(dir.join(format!("{name}.npy")), t).map_err(|e| e.to_string())?;
         manifest.insert(name.clone(), entry(&name, t));
-        let max = t
-            .to_f64_vec()
-            .iter()
-            .filter(|x| x.is_finite())
-            .fold(0.0f64, |a, &x| a.max(x.abs()));
-        let ulp = if max > 0.0 {
-            2f64.powi(-23) * 2f64.powi(max.log2().floor() as i32)
-        } else {
-            f64::MIN_POSITIVE
-        };
+        let ulp = ulp_at(max_finite_abs(t), DType::F32);
         thresholds.push((t.dtype(), THRESHOLD_ULPS * ulp));
     }
     let manifest = serde_json::json!({
