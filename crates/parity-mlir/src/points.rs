@@ -127,9 +127,9 @@ fn freeze(
 /// bare when it is only letters, digits and `_ / . % # -`, else double-quoted.
 pub fn yaml_point(point: &str) -> String {
     let bare = !point.is_empty()
-        && point
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'/' | b'.' | b'%' | b'#' | b'-'))
+        && point.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'/' | b'.' | b'%' | b'#' | b'-')
+        })
         && !point.starts_with(['-', '%', '#']);
     if bare {
         return point.to_string();
