@@ -175,12 +175,19 @@ fn npy_files_written_by_mlx_index_and_read_back_equal() {
     let expected = read_json(&dir.path().join("expected.json.txt"));
     let expected = expected.as_object().unwrap();
     for (name, values) in expected {
-        let got = store.get(name).unwrap().to_f64_vec();
-        let want: Vec<f64> = values
+        // Every value is exact in f32; serde_json's float parsing may be 1 f64 ulp off.
+        let got: Vec<f32> = store
+            .get(name)
+            .unwrap()
+            .to_f64_vec()
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        let want: Vec<f32> = values
             .as_array()
             .unwrap()
             .iter()
-            .map(|v| v.as_f64().unwrap())
+            .map(|v| v.as_f64().unwrap() as f32)
             .collect();
         assert_eq!(got, want, "{name}");
     }
