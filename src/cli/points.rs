@@ -25,7 +25,7 @@ pub struct PointsArgs {
     /// Print JSON (schema parity.points/1, see docs/your-model.md).
     #[arg(long)]
     json: bool,
-    /// Path to libIREECompiler.so (default: found through EERIE_PYTHON's iree-base-compiler).
+    /// Path to libIREECompiler.so (default: EERIE_PYTHON, else the venv the build used or the checkout's .venv).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
     iree_compiler_lib: Option<PathBuf>,
 }

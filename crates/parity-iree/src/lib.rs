@@ -18,6 +18,7 @@
 pub mod cache;
 pub mod compiler;
 mod convert;
+pub mod discover;
 pub mod error;
 pub mod runtime;
 pub mod vmfb;
