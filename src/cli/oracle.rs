@@ -25,6 +25,10 @@ pub struct IndexArgs {
     /// Index only cases (first name component) matching this glob, or regex written `re:REGEX`.
     #[arg(long)]
     case_pattern: Option<String>,
+    /// Name every tensor `<CASE>/<name>`: for a directory holding the dumps of one case
+    /// (e.g. flat `conformer.0.attention.npy` files).
+    #[arg(long)]
+    case: Option<String>,
     /// A provenance field, KEY=VALUE (VALUE as JSON if it parses, else a string; dotted keys nest). Repeatable.
     #[arg(long = "provenance", value_name = "KEY=VALUE")]
     provenance: Vec<String>,
@@ -63,6 +67,7 @@ fn index(args: IndexArgs) -> anyhow::Result<i32> {
         cases,
         provenance,
         manifest_dir: Some(manifest_dir),
+        case: args.case.clone(),
     };
     let built = match index_dir(&args.dir, &options) {
         Ok(b) => b,

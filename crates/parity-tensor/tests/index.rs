@@ -171,3 +171,37 @@ fn provenance_items_parse_as_json_or_strings_and_nest() {
         .contains("novalue"));
     assert!(parse_provenance(&["a=1".into(), "a.b=2".into()]).is_err());
 }
+
+#[test]
+fn a_flat_directory_of_one_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Tensor::from_f32(vec![2], &[1.0, 2.0]).unwrap();
+    write_npy(dir.path().join("conformer.0.attention.npy"), &a).unwrap();
+    write_npy(dir.path().join("conformer.0.attention_f64.npy"), &a).unwrap();
+    let options = IndexOptions {
+        case: Some("full128".into()),
+        cases: Some(CasePattern::new("full*").unwrap()),
+        ..IndexOptions::default()
+    };
+    let built = index_dir(dir.path(), &options).unwrap();
+    let names: Vec<&str> = built.tensors.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "full128/conformer.0.attention",
+            "full128/conformer.0.attention@f64"
+        ]
+    );
+    assert_eq!(
+        built.tensors["full128/conformer.0.attention"].file,
+        "conformer.0.attention.npy"
+    );
+    let bad = IndexOptions {
+        case: Some("a/b".into()),
+        ..IndexOptions::default()
+    };
+    assert!(index_dir(dir.path(), &bad)
+        .unwrap_err()
+        .to_string()
+        .contains("`a/b`"));
+}

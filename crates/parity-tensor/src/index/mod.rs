@@ -56,6 +56,12 @@ pub enum IndexError {
         /// Why it is rejected.
         reason: String,
     },
+    /// A `--case` name that cannot be a case.
+    #[error("case `{case}`: a case name must be non-empty and contain no `/`")]
+    Case {
+        /// The name as given.
+        case: String,
+    },
     /// A dump file cannot be named relative to the manifest's directory.
     #[error("{file}: cannot be named relative to the manifest directory {manifest_dir}")]
     Relative {
@@ -75,6 +81,8 @@ pub struct IndexOptions {
     pub provenance: serde_json::Map<String, serde_json::Value>,
     /// Directory the manifest will live in (file paths are relative to it); None = the dump directory.
     pub manifest_dir: Option<PathBuf>,
+    /// Put every tensor under this case (`<case>/<name>`), for a directory holding one case's dumps.
+    pub case: Option<String>,
 }
 
 /// One manifest entry as written.
@@ -129,6 +137,11 @@ impl IndexedManifest {
 
 /// Indexes every tensor file under `dir`; see the module docs for the naming rule.
 pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, IndexError> {
+    if let Some(case) = &options.case {
+        if case.is_empty() || case.contains('/') {
+            return Err(IndexError::Case { case: case.clone() });
+        }
+    }
     let mut files = Vec::new();
     walk(dir, &mut Vec::new(), &mut files)?;
     let manifest_dir = options.manifest_dir.as_deref().unwrap_or(dir);
@@ -140,6 +153,10 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
     for components in files {
         let Some((stem, file_f64)) = file_stem(&components) else {
             continue;
+        };
+        let stem = match &options.case {
+            Some(case) => format!("{case}/{stem}"),
+            None => stem,
         };
         let case = case_of(&stem).to_string();
         if let Some(p) = &options.cases {
