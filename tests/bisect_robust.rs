@@ -53,14 +53,20 @@ fn write_subject(dir: &Path) {
     std::fs::write(dir.join("stages.yaml"), SPEC).unwrap();
     let oracle = dir.join("oracle");
     std::fs::create_dir_all(&oracle).unwrap();
-    let x: Vec<f32> = (0..64).map(|i| ((i * 37 % 64) as f32 - 31.5) / 7.0).collect();
+    let x: Vec<f32> = (0..64)
+        .map(|i| ((i * 37 % 64) as f32 - 31.5) / 7.0)
+        .collect();
     // The intended value, in f32 arithmetic as the module computes it.
     let out: Vec<f32> = x
         .iter()
         .enumerate()
         .map(|(i, &v)| (v * 3.3 + (i as f32 * 0.1f32).sin()) * 0.5)
         .collect();
-    write_npy(oracle.join("x.npy"), &Tensor::from_f32(vec![64], &x).unwrap()).unwrap();
+    write_npy(
+        oracle.join("x.npy"),
+        &Tensor::from_f32(vec![64], &x).unwrap(),
+    )
+    .unwrap();
     write_npy(
         oracle.join("out.npy"),
         &Tensor::from_f32(vec![64], &out).unwrap(),
