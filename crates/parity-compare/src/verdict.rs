@@ -8,12 +8,30 @@ use parity_tensor::DType;
 use serde::{Deserialize, Serialize};
 
 /// RMS errors of both sides against an f64 ground truth, for `vs_f64`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+/// The truth itself must be finite (a caller rejects it otherwise), so a
+/// non-finite element on either side is an error against it, counted apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TruthErrors {
-    /// RMS of (actual - truth).
+    /// RMS of (actual - truth) over the elements where actual is finite.
     pub actual_vs_truth: f64,
-    /// RMS of (expected - truth).
+    /// RMS of (expected - truth) over the elements where expected is finite.
     pub expected_vs_truth: f64,
+    /// Compared elements where actual is NaN or infinite.
+    #[serde(default)]
+    pub actual_nonfinite: u64,
+    /// Compared elements where expected is NaN or infinite.
+    #[serde(default)]
+    pub expected_nonfinite: u64,
+}
+
+/// What a spec accepts beyond its criteria's thresholds (NaN handling is a
+/// comparison option, [`crate::CompareOptions::equal_nan`], since it also
+/// decides which element is the first mismatch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerdictOptions {
+    /// A comparison of zero elements (everything masked, or an empty tensor)
+    /// passes vacuously; by default it fails every criterion.
+    pub allow_empty: bool,
 }
 
 /// The outcome of one criterion.
@@ -32,8 +50,10 @@ pub struct CriterionResult {
     /// passed: the observed value for max_abs/rms/rel_l2/max_ulp/ulp_quantile,
     /// the largest passing minimum for cosine_min, the smallest atol (at the
     /// given rtol and max_fraction) for allclose, the smallest factor (at the
-    /// given tol) for vs_f64, the mismatch count for exact. +inf when nothing
-    /// passes; NaN when it cannot be computed (see `note`).
+    /// given tol) for vs_f64, the mismatch count for exact. +inf when no
+    /// setting passes (non-finite mismatches, NaN in both without
+    /// `equal_nan`, nothing compared; `note` says which); NaN when it cannot
+    /// be computed, and for cosine_min when no setting passes.
     pub min_passing: f64,
     /// Why a result is approximate, vacuous or failed for a reason other than its threshold.
     pub note: Option<String>,
@@ -73,20 +93,47 @@ pub fn default_tolerance(dtype: DType) -> Vec<Criterion> {
     }]
 }
 
+/// Evaluates every criterion against `m` with the default [`VerdictOptions`]
+/// (an empty comparison fails).
+pub fn evaluate(criteria: &[Criterion], m: &Metrics, truth: Option<&TruthErrors>) -> Verdict {
+    evaluate_with(criteria, m, truth, &VerdictOptions::default())
+}
+
 /// Evaluates every criterion against `m`. Never panics: a criterion that
 /// cannot be evaluated (vs_f64 without truth, ULPs of an integer
-/// comparison) fails with a note.
-pub fn evaluate(criteria: &[Criterion], m: &Metrics, truth: Option<&TruthErrors>) -> Verdict {
-    let results: Vec<CriterionResult> =
-        criteria.iter().map(|c| evaluate_one(c, m, truth)).collect();
+/// comparison) fails with a note, and so does every criterion of a
+/// comparison of zero elements unless `opts.allow_empty`.
+pub fn evaluate_with(
+    criteria: &[Criterion],
+    m: &Metrics,
+    truth: Option<&TruthErrors>,
+    opts: &VerdictOptions,
+) -> Verdict {
+    let results: Vec<CriterionResult> = criteria
+        .iter()
+        .map(|c| {
+            let r = evaluate_one(c, m, truth);
+            if m.count == 0 {
+                empty(r, m, opts.allow_empty)
+            } else {
+                r
+            }
+        })
+        .collect();
     Verdict {
         passed: results.iter().all(|r| r.passed),
         results,
     }
 }
 
+/// Elements whose NaN/Inf placement fails value criteria outright.
+fn nonfinite_mismatches(m: &Metrics) -> u64 {
+    let nan_both = if m.equal_nan { 0 } else { m.nan_both };
+    m.nan_mismatch + m.inf_mismatch + nan_both
+}
+
 fn evaluate_one(c: &Criterion, m: &Metrics, truth: Option<&TruthErrors>) -> CriterionResult {
-    let nonfinite = m.nan_mismatch + m.inf_mismatch;
+    let nonfinite = nonfinite_mismatches(m);
     let res = |observed: f64, threshold: f64, passed: bool, min_passing: f64| CriterionResult {
         criterion: c.clone(),
         passed,
@@ -95,15 +142,17 @@ fn evaluate_one(c: &Criterion, m: &Metrics, truth: Option<&TruthErrors>) -> Crit
         min_passing,
         note: None,
     };
-    // Value criteria are blind to NaN/Inf placement, so such mismatches fail them outright.
+    // Value criteria are blind to NaN/Inf placement, so such mismatches
+    // fail them outright, and no threshold would pass.
     let value = |observed: f64, threshold: f64, ok: bool| {
         let mut r = res(observed, threshold, ok && nonfinite == 0, observed);
         if nonfinite > 0 {
-            r.note = Some(nonfinite_note(m));
+            r.min_passing = nothing_passes(c);
         }
+        r.note = nan_note(m, NO_THRESHOLD);
         r
     };
-    let mut r = match *c {
+    match *c {
         Criterion::MaxAbs(t) => value(m.max_abs, t, m.max_abs <= t),
         Criterion::Rms(t) => value(m.rms, t, m.rms <= t),
         Criterion::RelL2(t) => value(m.rel_l2, t, m.rel_l2 <= t),
@@ -133,7 +182,9 @@ fn evaluate_one(c: &Criterion, m: &Metrics, truth: Option<&TruthErrors>) -> Crit
         }
         Criterion::Exact => {
             let obs = m.bitwise_mismatches as f64;
-            res(obs, 0.0, m.bitwise_mismatches == 0, obs)
+            let mut r = res(obs, 0.0, m.bitwise_mismatches == 0, obs);
+            r.note = nan_note(m, "");
+            r
         }
         Criterion::Allclose {
             atol,
@@ -145,26 +196,91 @@ fn evaluate_one(c: &Criterion, m: &Metrics, truth: Option<&TruthErrors>) -> Crit
                 res(f64::NAN, f64::NAN, false, f64::NAN),
                 "vs_f64 needs an f64 truth tensor, and none was given for this output".to_string(),
             ),
-            Some(t) => {
-                let bound = factor * t.expected_vs_truth + tol;
-                let ok = t.actual_vs_truth <= bound;
-                let min_factor = if t.expected_vs_truth > 0.0 {
-                    ((t.actual_vs_truth - tol) / t.expected_vs_truth).max(0.0)
-                } else if t.actual_vs_truth <= tol {
-                    0.0
-                } else {
-                    f64::INFINITY
-                };
-                let mut r = value(t.actual_vs_truth, bound, ok);
-                r.min_passing = min_factor;
-                r
-            }
+            Some(t) => vs_f64(value, t, factor, tol, nonfinite),
         },
+    }
+}
+
+/// `vs_f64` from the truth errors; `value` applies the NaN/Inf placement of
+/// the production-vs-oracle comparison.
+fn vs_f64(
+    value: impl Fn(f64, f64, bool) -> CriterionResult,
+    t: &TruthErrors,
+    factor: f64,
+    tol: f64,
+    nonfinite: u64,
+) -> CriterionResult {
+    if t.actual_nonfinite > 0 {
+        let mut r = value(f64::INFINITY, factor * t.expected_vs_truth + tol, false);
+        r.min_passing = f64::INFINITY;
+        r.note = Some(format!(
+            "{} where the f64 truth is finite: err(production, truth) is unbounded, no factor passes",
+            elements(t.actual_nonfinite, "production element is", "production elements are")
+                + " NaN or infinite"
+        ));
+        return r;
+    }
+    if t.expected_nonfinite > 0 {
+        let mut r = value(t.actual_vs_truth, f64::INFINITY, false);
+        r.min_passing = f64::NAN;
+        r.note = Some(format!(
+            "{} NaN or infinite where the f64 truth is finite: err(oracle, truth) is unbounded, so it bounds nothing",
+            elements(t.expected_nonfinite, "oracle element is", "oracle elements are")
+        ));
+        return r;
+    }
+    let bound = factor * t.expected_vs_truth + tol;
+    let ok = t.actual_vs_truth <= bound;
+    let min_factor = if t.expected_vs_truth > 0.0 {
+        ((t.actual_vs_truth - tol) / t.expected_vs_truth).max(0.0)
+    } else if t.actual_vs_truth <= tol {
+        0.0
+    } else {
+        f64::INFINITY
     };
-    if m.count == 0 && r.note.is_none() {
-        r.note = Some("no unmasked elements were compared".to_string());
+    let mut r = value(t.actual_vs_truth, bound, ok);
+    if nonfinite == 0 {
+        r.min_passing = min_factor;
     }
     r
+}
+
+/// The `min_passing` of a criterion no setting of which passes.
+fn nothing_passes(c: &Criterion) -> f64 {
+    match c {
+        Criterion::CosineMin(_) => f64::NAN,
+        _ => f64::INFINITY,
+    }
+}
+
+/// Fails (or, allowed, annotates) a result over zero compared elements.
+fn empty(mut r: CriterionResult, m: &Metrics, allow: bool) -> CriterionResult {
+    let why = if m.masked_out > 0 {
+        format!("all {} masked", m.masked_out)
+    } else {
+        "empty tensor".to_string()
+    };
+    if allow {
+        r.note = Some(format!(
+            "0 elements compared ({why}); accepted by allow_empty"
+        ));
+    } else {
+        r.passed = false;
+        r.min_passing = nothing_passes(&r.criterion);
+        r.note = Some(format!(
+            "0 elements compared ({why}); set allow_empty: true to accept"
+        ));
+    }
+    r
+}
+
+/// "1 {one}" or "{n} {many}".
+fn elements(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }
 
 fn with_note(mut r: CriterionResult, note: String) -> CriterionResult {
@@ -176,11 +292,43 @@ fn no_ulp_note() -> String {
     "no ULP distances for an integer/bool comparison; use `exact`".to_string()
 }
 
-fn nonfinite_note(m: &Metrics) -> String {
-    format!(
-        "{} NaN and {} Inf mismatches (values excluded from numeric metrics)",
-        m.nan_mismatch, m.inf_mismatch
-    )
+/// The end of a NaN/Inf note when the placement alone fails a criterion.
+const NO_THRESHOLD: &str =
+    "; non-finite values stay out of the numeric metrics, so no threshold passes";
+
+/// Why NaN/Inf placement counts against a result (`consequence` ends the
+/// text), or that NaN in both was accepted; None when there is nothing to say.
+fn nan_note(m: &Metrics, consequence: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    if m.nan_both > 0 && !m.equal_nan {
+        parts.push(format!(
+            "{} (NaN never equals NaN; set equal_nan: true to accept)",
+            elements(
+                m.nan_both,
+                "element is NaN in both",
+                "elements are NaN in both"
+            )
+        ));
+    }
+    if m.nan_mismatch > 0 {
+        parts.push(elements(
+            m.nan_mismatch,
+            "element is NaN on one side only",
+            "elements are NaN on one side only",
+        ));
+    }
+    if m.inf_mismatch > 0 {
+        parts.push(format!(
+            "{} (opposite signs, or against a finite value)",
+            elements(m.inf_mismatch, "infinity differs", "infinities differ")
+        ));
+    }
+    if !parts.is_empty() {
+        return Some(format!("{}{consequence}", parts.join("; ")));
+    }
+    (m.nan_both > 0).then(|| {
+        elements(m.nan_both, "element is", "elements are") + " NaN in both, accepted by equal_nan"
+    })
 }
 
 /// Violations (finite elements only) at `atol` and the metrics' rtol, when knowable.
@@ -216,7 +364,7 @@ fn allclose(
         ));
         return r;
     }
-    let nonfinite = m.nan_mismatch + m.inf_mismatch;
+    let nonfinite = nonfinite_mismatches(m);
     let count = m.count.max(1) as f64;
     match numeric_violations_at(m, atol) {
         Some(v) => {
@@ -262,8 +410,13 @@ fn allclose(
             top.last().map_or(m.allclose_min_atol, |x| x.max(0.0))
         }
     };
-    if nonfinite > 0 && r.note.is_none() {
-        r.note = Some(nonfinite_note(m));
+    if r.note.is_none() {
+        let consequence = if nonfinite > allowed {
+            "; these count as violations, more than max_fraction allows at any atol"
+        } else {
+            "; these count as violations"
+        };
+        r.note = nan_note(m, consequence);
     }
     r
 }
