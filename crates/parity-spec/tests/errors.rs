@@ -137,7 +137,11 @@ fn wrong_types_and_missing_fields() {
         &msg,
         8,
         20,
-        &["stage `a`: output `o`", "`allow_empty` must be a boolean", "`maybe`"],
+        &[
+            "stage `a`: output `o`",
+            "`allow_empty` must be a boolean",
+            "`maybe`",
+        ],
     );
     let msg = fx.err(&with_stages(
         "  - {name: a, module: audio, function: f, outputs: [{name: o, oracle: x, equal_nans: true}]}
