@@ -32,6 +32,7 @@ mod kernel_f32;
 mod kernel_reference;
 pub mod mask;
 pub mod metrics;
+mod nonfinite;
 pub mod ulp;
 pub mod verdict;
 
