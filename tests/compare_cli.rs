@@ -114,3 +114,83 @@ fn bad_inputs_are_exit_2_naming_the_file() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Writes f32 `values` of `shape` as `<dir>/<name>.npy` and returns the path.
+fn npy(dir: &std::path::Path, name: &str, shape: &[usize], values: &[f32]) -> String {
+    let path = dir.join(format!("{name}.npy"));
+    let t = parity_tensor::Tensor::from_f32(shape.to_vec(), values).unwrap();
+    parity_tensor::write_npy(&path, &t).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn nan_in_both_fails_unless_equal_nan() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = npy(dir.path(), "a", &[4], &[f32::NAN, 1.0, f32::NAN, 2.0]);
+    let (code, v) = json(&[&a, &a]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(
+        (v["nan_both"].as_u64(), v["mismatches"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(v["passed"], false);
+    assert!(v["note"].as_str().unwrap().starts_with(
+        "2 elements are NaN in both (NaN never equals NaN; set equal_nan: true to accept)"
+    ));
+    let (code, v) = json(&[&a, &a, "--equal-nan"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["nan_both"].as_u64(), v["mismatches"].as_u64()),
+        (Some(2), Some(0))
+    );
+    assert_eq!(
+        (v["equal_nan"].as_bool(), v["passed"].as_bool()),
+        (Some(true), Some(true))
+    );
+    // NaN on one side only fails with --equal-nan too.
+    let b = npy(dir.path(), "b", &[4], &[f32::NAN, 1.0, 0.0, 2.0]);
+    let (code, v) = json(&[&a, &b, "--equal-nan"]);
+    assert_eq!((code, v["nan_mismatch"].as_u64()), (1, Some(1)));
+    // Equal infinities match; opposite ones do not.
+    let inf = npy(dir.path(), "inf", &[2], &[f32::INFINITY, f32::NEG_INFINITY]);
+    let flipped = npy(dir.path(), "flip", &[2], &[f32::INFINITY, f32::INFINITY]);
+    assert_eq!(json(&[&inf, &inf]).0, 0);
+    let (code, v) = json(&[&inf, &flipped]);
+    assert_eq!((code, v["inf_mismatch"].as_u64()), (1, Some(1)));
+    // The text form prints the count and the note.
+    let out = parity(&repo(), &["compare", &a, &a]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text.contains("2 NaN in both"), "{text}");
+    assert!(text.contains("note: 2 elements are NaN in both"), "{text}");
+}
+
+#[test]
+fn empty_and_all_masked_comparisons_fail_unless_allow_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = npy(dir.path(), "empty", &[0, 3], &[]);
+    let (code, v) = json(&[&empty, &empty]);
+    assert_eq!((code, v["count"].as_u64()), (1, Some(0)));
+    assert_eq!(
+        v["note"],
+        "0 elements compared (empty tensor); set allow_empty: true to accept"
+    );
+    let (code, v) = json(&[&empty, &empty, "--allow-empty"]);
+    assert_eq!((code, v["passed"].as_bool()), (0, Some(true)));
+
+    // The oracle is off everywhere, but every element is padding.
+    let a = npy(dir.path(), "a", &[4], &[1.0, 2.0, 3.0, 4.0]);
+    let e = npy(dir.path(), "e", &[4], &[9.0; 4]);
+    let mask = dir.path().join("mask.npy");
+    let t =
+        parity_tensor::Tensor::from_f64_as(parity_tensor::DType::Bool, vec![4], &[1.0; 4]).unwrap();
+    parity_tensor::write_npy(&mask, &t).unwrap();
+    let mask = mask.display().to_string();
+    let (code, v) = json(&[&a, &e, "--mask", &mask]);
+    assert_eq!((code, v["masked_out"].as_u64()), (1, Some(4)));
+    assert_eq!(
+        v["note"],
+        "0 elements compared (all 4 masked); set allow_empty: true to accept"
+    );
+    assert_eq!(json(&[&a, &e, "--mask", &mask, "--allow-empty"]).0, 0);
+}

@@ -3,7 +3,8 @@
 use super::{EXIT_FAIL, EXIT_INPUT, EXIT_PASS};
 use crate::report::table::num;
 use parity_compare::{
-    compare, default_rtol_atol, evaluate, CompareOptions, Criterion, Mask, UlpDType,
+    compare, default_rtol_atol, evaluate_with, CompareOptions, Criterion, Mask, UlpDType,
+    VerdictOptions,
 };
 use parity_tensor::{load_tensor, DType};
 use std::path::PathBuf;
@@ -42,6 +43,14 @@ pub struct CompareArgs {
     /// Relative tolerance of the allclose check (default: PyTorch's for the dtype).
     #[arg(long)]
     rtol: Option<f64>,
+    /// Count NaN in both tensors at the same place as equal (default: a
+    /// mismatch, as NaN never equals NaN). Equal infinities always match.
+    #[arg(long)]
+    equal_nan: bool,
+    /// Pass when no element is compared (everything masked, or empty
+    /// tensors); by default that fails.
+    #[arg(long)]
+    allow_empty: bool,
     /// Print the metrics as JSON.
     #[arg(long)]
     json: bool,
@@ -85,6 +94,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         ulp_dtype: args.ulp_dtype.and_then(UlpDType::from_dtype),
         atol,
         rtol,
+        equal_nan: args.equal_nan,
         ..CompareOptions::default()
     };
     let metrics = match compare(&actual, &expected, mask.as_ref(), &options) {
@@ -106,11 +116,16 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     } else {
         Criterion::Exact
     };
-    let verdict = evaluate(std::slice::from_ref(&criterion), &metrics, None);
+    let allow = VerdictOptions {
+        allow_empty: args.allow_empty,
+    };
+    let verdict = evaluate_with(std::slice::from_ref(&criterion), &metrics, None, &allow);
+    let note = verdict.results.iter().find_map(|r| r.note.clone());
     if args.json {
         let mut value = serde_json::to_value(&metrics)?;
         if let serde_json::Value::Object(map) = &mut value {
             map.insert("passed".into(), verdict.passed.into());
+            map.insert("note".into(), note.clone().into());
             map.insert("atol".into(), atol.into());
             map.insert("rtol".into(), rtol.into());
         }
@@ -137,14 +152,21 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
             metrics.ulp_dtype.map_or("-", |d| d.name())
         );
         println!(
-            "allclose(atol={atol:e}, rtol={rtol:e}): {} mismatches, {} NaN mismatches, {} Inf mismatches",
-            metrics.mismatches, metrics.nan_mismatch, metrics.inf_mismatch
+            "allclose(atol={atol:e}, rtol={rtol:e}): {} mismatches, {} NaN mismatches, {} NaN in both{}, {} Inf mismatches",
+            metrics.mismatches,
+            metrics.nan_mismatch,
+            metrics.nan_both,
+            if metrics.equal_nan { " (equal_nan)" } else { "" },
+            metrics.inf_mismatch
         );
         if let Some(v) = &metrics.first_violation {
             println!(
                 "first violation at {:?}: actual {} expected {}",
                 v.index, v.actual, v.expected
             );
+        }
+        if let Some(note) = &note {
+            println!("note: {note}");
         }
         println!("{}", if verdict.passed { "PASS" } else { "FAIL" });
     }

@@ -62,12 +62,16 @@ fn failed_criteria(out: &OutputRecord) -> String {
                 serde_json::Value::Object(m) => m.keys().next().cloned().unwrap_or_default(),
                 other => other.to_string(),
             };
-            format!(
-                "{name} {} > {} (passes at {})",
-                num(c.observed),
-                num(c.threshold),
-                num(c.min_passing)
-            )
+            let verdict = format!("{name} {} > {}", num(c.observed), num(c.threshold));
+            // A non-finite min_passing means no setting passes; the note says why.
+            match (c.min_passing.is_finite(), &c.note) {
+                (true, None) => format!("{verdict} (passes at {})", num(c.min_passing)),
+                (true, Some(note)) => {
+                    format!("{verdict} (passes at {}; {note})", num(c.min_passing))
+                }
+                (false, Some(note)) => format!("{verdict} (no threshold passes: {note})"),
+                (false, None) => format!("{verdict} (no threshold passes)"),
+            }
         })
         .collect::<Vec<_>>()
         .join("; ")

@@ -168,14 +168,19 @@ pub struct OutputMetrics {
     /// Elements excluded by the mask.
     pub masked_out: u64,
     /// Largest |actual - expected|.
+    #[serde(deserialize_with = "nullable_f64")]
     pub max_abs: f64,
     /// Mean |actual - expected|.
+    #[serde(deserialize_with = "nullable_f64")]
     pub mean_abs: f64,
     /// Root mean square of the difference.
+    #[serde(deserialize_with = "nullable_f64")]
     pub rms: f64,
     /// ||actual - expected|| / ||expected||.
+    #[serde(deserialize_with = "nullable_f64")]
     pub rel_l2: f64,
     /// Cosine similarity.
+    #[serde(deserialize_with = "nullable_f64")]
     pub cosine: f64,
     /// Largest ULP distance in `ulp_dtype` (null when neither side is a float).
     pub max_ulp: Option<u64>,
@@ -187,10 +192,16 @@ pub struct OutputMetrics {
     pub ulp_p99: Option<u64>,
     /// Non-empty ULP histogram buckets: `[lo, hi, count]`.
     pub ulp_histogram: Vec<[u64; 3]>,
-    /// allclose violations plus NaN/Inf mismatches.
+    /// allclose violations plus NaN/Inf mismatches, plus `nan_both` unless `equal_nan`.
     pub mismatches: u64,
     /// NaN present on one side only.
     pub nan_mismatch: u64,
+    /// NaN on both sides at the same place (never equal unless `equal_nan`).
+    #[serde(default)]
+    pub nan_both: u64,
+    /// Whether the output's spec accepted NaN against NaN (`equal_nan: true`).
+    #[serde(default)]
+    pub equal_nan: bool,
     /// Inf present on one side only, or of opposite sign.
     pub inf_mismatch: u64,
     /// Elements whose bytes differ.
@@ -211,8 +222,10 @@ pub struct ElementRecord {
     /// Multi-dimensional index.
     pub index: Vec<usize>,
     /// Production value.
+    #[serde(deserialize_with = "nullable_f64")]
     pub actual: f64,
     /// Oracle value.
+    #[serde(deserialize_with = "nullable_f64")]
     pub expected: f64,
 }
 
@@ -221,10 +234,18 @@ pub struct ElementRecord {
 pub struct TruthRecord {
     /// The truth tensor's name.
     pub truth: String,
-    /// RMS(production - truth).
+    /// RMS(production - truth); +inf (null in JSON) when `actual_nonfinite` > 0.
+    #[serde(deserialize_with = "nullable_f64")]
     pub actual_vs_truth: f64,
-    /// RMS(oracle - truth).
+    /// RMS(oracle - truth); +inf (null in JSON) when `expected_nonfinite` > 0.
+    #[serde(deserialize_with = "nullable_f64")]
     pub expected_vs_truth: f64,
+    /// Compared production elements that are NaN or infinite (the truth is finite).
+    #[serde(default)]
+    pub actual_nonfinite: u64,
+    /// Compared oracle elements that are NaN or infinite.
+    #[serde(default)]
+    pub expected_nonfinite: u64,
 }
 
 /// One tolerance criterion's outcome.
@@ -235,10 +256,13 @@ pub struct CriterionRecord {
     /// Whether it held.
     pub passed: bool,
     /// The observed value of the criterion's statistic.
+    #[serde(deserialize_with = "nullable_f64")]
     pub observed: f64,
     /// The threshold it was checked against.
+    #[serde(deserialize_with = "nullable_f64")]
     pub threshold: f64,
     /// The smallest threshold that would have passed.
+    #[serde(deserialize_with = "nullable_f64")]
     pub min_passing: f64,
     /// Explanation where the numbers need one.
     pub note: Option<String>,
@@ -272,4 +296,11 @@ impl RunRecord {
             0
         }
     }
+}
+
+/// Reads a float that the JSON record may hold as null (it writes NaN and
+/// infinities as null), so a record with non-finite numbers re-renders;
+/// null reads back as NaN.
+fn nullable_f64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }

@@ -7,8 +7,8 @@ use super::record::{
     Status, TruthRecord,
 };
 use parity_compare::{
-    compare, default_tolerance, evaluate, CompareOptions, Criterion, Mask, Metrics, TruthErrors,
-    UlpDType,
+    compare, default_tolerance, evaluate_with, CompareOptions, Criterion, Mask, Metrics,
+    TruthErrors, UlpDType, VerdictOptions,
 };
 use parity_spec::{Arg, MaskSource, OutputSpec, Spec, Stage};
 use parity_tensor::Tensor;
@@ -202,11 +202,11 @@ impl StageContext<'_> {
             .unwrap_or_else(|| default_tolerance(actual.dtype()));
         match self.measure(spec_out, actual, args, &criteria) {
             Ok((metrics, truth)) => {
-                let truth_errors = truth.as_ref().map(|t| TruthErrors {
-                    actual_vs_truth: t.actual_vs_truth,
-                    expected_vs_truth: t.expected_vs_truth,
-                });
-                let verdict = evaluate(&criteria, &metrics, truth_errors.as_ref());
+                let truth_errors = truth.as_ref().map(|(_, errors)| *errors);
+                let allow = VerdictOptions {
+                    allow_empty: spec_out.allow_empty,
+                };
+                let verdict = evaluate_with(&criteria, &metrics, truth_errors.as_ref(), &allow);
                 out.status = if verdict.passed {
                     Status::Pass
                 } else {
@@ -241,7 +241,7 @@ impl StageContext<'_> {
                         out.status = Status::Fail;
                     }
                 }
-                out.metrics = Some(metrics_record(&metrics, truth));
+                out.metrics = Some(metrics_record(&metrics, truth.map(|(r, _)| r)));
             }
             Err(message) => {
                 out.status = Status::Error;
@@ -251,14 +251,15 @@ impl StageContext<'_> {
         out
     }
 
-    /// Runs the comparison (and the two truth comparisons when a truth is named).
+    /// Runs the comparison (and the two truth comparisons when a truth is
+    /// named). A truth with a non-finite unmasked element is an input error.
     fn measure(
         &self,
         spec_out: &OutputSpec,
         actual: &Tensor,
         args: &[Tensor],
         criteria: &[Criterion],
-    ) -> Result<(Metrics, Option<TruthRecord>), String> {
+    ) -> Result<(Metrics, Option<(TruthRecord, TruthErrors)>), String> {
         let expected = self.sources.oracle(&spec_out.oracle)?;
         let mask = match &spec_out.mask {
             None => None,
@@ -279,6 +280,7 @@ impl StageContext<'_> {
         let options = CompareOptions {
             ulp_dtype: spec_out.ulp_dtype.and_then(UlpDType::from_dtype),
             assert_padded_zero: spec_out.mask.as_ref().is_some_and(|m| m.assert_zero),
+            equal_nan: spec_out.equal_nan,
             ..CompareOptions::for_criteria(criteria, actual.dtype())
         };
         let metrics =
@@ -287,20 +289,68 @@ impl StageContext<'_> {
             None => None,
             Some(name) => {
                 let truth = self.sources.oracle(name)?;
-                let rms_vs = |t: &Tensor| {
+                if let Some((flat, value)) = first_nonfinite(&truth, mask.as_ref()) {
+                    return Err(format!(
+                        "f64 truth `{name}` holds {value} at index {:?}: a ground truth must be finite",
+                        unravel(flat, truth.shape())
+                    ));
+                }
+                // The truth is finite, so every non-finite element of a side is a mismatch.
+                let vs = |t: &Tensor| {
                     compare(t, &truth, mask.as_ref(), &CompareOptions::default())
-                        .map(|m| m.rms)
+                        .map(|m| (m.rms, m.nan_mismatch + m.inf_mismatch))
                         .map_err(|e| format!("vs truth `{name}`: {e}"))
                 };
-                Some(TruthRecord {
+                let ((actual_rms, actual_nonfinite), (expected_rms, expected_nonfinite)) =
+                    (vs(actual)?, vs(&expected)?);
+                let errors = TruthErrors {
+                    actual_vs_truth: actual_rms,
+                    expected_vs_truth: expected_rms,
+                    actual_nonfinite,
+                    expected_nonfinite,
+                };
+                // The record's RMS covers every element: unbounded past a non-finite one.
+                let unbounded = |rms: f64, nonfinite: u64| {
+                    if nonfinite > 0 {
+                        f64::INFINITY
+                    } else {
+                        rms
+                    }
+                };
+                let record = TruthRecord {
                     truth: name.clone(),
-                    actual_vs_truth: rms_vs(actual)?,
-                    expected_vs_truth: rms_vs(&expected)?,
-                })
+                    actual_vs_truth: unbounded(actual_rms, actual_nonfinite),
+                    expected_vs_truth: unbounded(expected_rms, expected_nonfinite),
+                    actual_nonfinite,
+                    expected_nonfinite,
+                };
+                Some((record, errors))
             }
         };
         Ok((metrics, truth))
     }
+}
+
+/// The first unmasked element of `t` that is NaN or infinite, and its value.
+fn first_nonfinite(t: &Tensor, mask: Option<&Mask>) -> Option<(usize, f64)> {
+    if !t.dtype().is_float() {
+        return None;
+    }
+    (0..t.numel())
+        .map(|i| (i, t.get_f64(i)))
+        .find(|&(i, v)| !v.is_finite() && !mask.is_some_and(|m| m.is_padded(i)))
+}
+
+/// Row-major multi-index of flat element `flat` in `shape`.
+fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for (k, &d) in shape.iter().enumerate().rev() {
+        if d > 0 {
+            idx[k] = flat % d;
+            flat /= d;
+        }
+    }
+    idx
 }
 
 fn criterion_json(c: &Criterion) -> serde_json::Value {
@@ -337,6 +387,8 @@ fn metrics_record(m: &Metrics, vs_f64: Option<TruthRecord>) -> OutputMetrics {
             .unwrap_or_default(),
         mismatches: m.mismatches,
         nan_mismatch: m.nan_mismatch,
+        nan_both: m.nan_both,
+        equal_nan: m.equal_nan,
         inf_mismatch: m.inf_mismatch,
         bitwise_mismatches: m.bitwise_mismatches,
         padded_nonzero: m.padded_nonzero,

@@ -94,6 +94,7 @@ pub(crate) struct Sums {
     pub masked_out: u64,
     pub numeric: u64,
     pub nan_mismatch: u64,
+    pub nan_both: u64,
     pub inf_mismatch: u64,
     pub allclose_violations: u64,
     pub bitwise_mismatches: u64,
@@ -115,6 +116,7 @@ impl Default for Sums {
             masked_out: 0,
             numeric: 0,
             nan_mismatch: 0,
+            nan_both: 0,
             inf_mismatch: 0,
             allclose_violations: 0,
             bitwise_mismatches: 0,
@@ -137,6 +139,7 @@ impl Sums {
         self.masked_out += o.masked_out;
         self.numeric += o.numeric;
         self.nan_mismatch += o.nan_mismatch;
+        self.nan_both += o.nan_both;
         self.inf_mismatch += o.inf_mismatch;
         self.allclose_violations += o.allclose_violations;
         self.bitwise_mismatches += o.bitwise_mismatches;
@@ -201,6 +204,8 @@ pub(crate) struct Kernel<A, E, U> {
     pub same_dtype: bool,
     pub atol: f64,
     pub rtol: f64,
+    /// NaN against NaN counts as equal (else as a mismatch, whatever the payloads).
+    pub equal_nan: bool,
     pub assert_zero: bool,
     pub top_k: usize,
 }
@@ -298,11 +303,17 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                     }
                 } else {
                     non_numeric += 1;
-                    if a.is_nan() || e.is_nan() {
-                        if !(a.is_nan() && e.is_nan()) {
-                            s.nan_mismatch += 1;
+                    if a.is_nan() && e.is_nan() {
+                        // Counted apart; `exact` sees it as equal only with
+                        // equal_nan, whatever the two payloads are.
+                        s.nan_both += 1;
+                        bitwise = bitwise + (!self.equal_nan) as u64 - (!equal) as u64;
+                        if !self.equal_nan {
                             first.get_or_insert(t);
                         }
+                    } else if a.is_nan() || e.is_nan() {
+                        s.nan_mismatch += 1;
+                        first.get_or_insert(t);
                     } else if a != e {
                         s.inf_mismatch += 1;
                         first.get_or_insert(t);

@@ -61,10 +61,12 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                 let a = self.a.load(ca);
                 let e = self.e.load(ce);
                 s.count += 1;
-                let equal = if self.same_dtype {
+                let equal = if a.is_nan() && e.is_nan() {
+                    self.equal_nan
+                } else if self.same_dtype {
                     self.a.raw(ca) == self.e.raw(ce)
                 } else {
-                    a == e || (a.is_nan() && e.is_nan())
+                    a == e
                 };
                 s.bitwise_mismatches += (!equal) as u64;
                 if a.is_finite() && e.is_finite() {
@@ -93,11 +95,14 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                         acc.hist.add(dist);
                         s.max_ulp = s.max_ulp.max(dist);
                     }
-                } else if a.is_nan() || e.is_nan() {
-                    if !(a.is_nan() && e.is_nan()) {
-                        s.nan_mismatch += 1;
+                } else if a.is_nan() && e.is_nan() {
+                    s.nan_both += 1;
+                    if !self.equal_nan {
                         first.get_or_insert(t);
                     }
+                } else if a.is_nan() || e.is_nan() {
+                    s.nan_mismatch += 1;
+                    first.get_or_insert(t);
                 } else if a != e {
                     s.inf_mismatch += 1;
                     first.get_or_insert(t);

@@ -5,9 +5,16 @@
 //! the thread count) and returns [`Metrics`]; [`evaluate`] applies a list of
 //! [`Criterion`] to them and returns a [`Verdict`] with, per criterion, the
 //! loosest setting that would have passed. Conventions:
-//! - NaN vs NaN and equal infinities at the same place match; they, and any
-//!   NaN/Inf mismatch, stay out of the numeric metrics (max_abs, rms, ULPs,
-//!   allclose counts), and every NaN/Inf mismatch fails value criteria.
+//! - NaN never equals NaN (PyTorch `assert_close`): NaN on both sides at the
+//!   same place is counted apart (`nan_both`) and is a mismatch, for `exact`
+//!   too, unless [`CompareOptions::equal_nan`]; equal infinities at the same
+//!   place match. Non-finite values stay out of the numeric metrics
+//!   (max_abs, rms, ULPs, allclose counts), so every NaN/Inf mismatch fails
+//!   every value criterion outright, with `min_passing` +inf and a note.
+//! - A comparison of zero elements (all masked, or an empty tensor) fails
+//!   every criterion unless [`VerdictOptions::allow_empty`].
+//! - `vs_f64` takes [`TruthErrors`]: a non-finite production element where
+//!   the (finite) truth is not fails it with observed +inf.
 //! - rel_l2 is 0 when both norms are 0 and +inf when only the expected one
 //!   is; cosine is 1 for two zero vectors and 0 when exactly one is zero.
 //! - ULPs are measured after rounding both sides to one float type
@@ -25,6 +32,7 @@ mod kernel_f32;
 mod kernel_reference;
 pub mod mask;
 pub mod metrics;
+mod nonfinite;
 pub mod ulp;
 pub mod verdict;
 
@@ -35,7 +43,8 @@ pub use mask::Mask;
 pub use metrics::{compare, CompareOptions, ElementDiff, Metrics, MAX_TOP_K};
 pub use ulp::{ulp_distance, UlpDType};
 pub use verdict::{
-    default_rtol_atol, default_tolerance, evaluate, CriterionResult, TruthErrors, Verdict,
+    default_rtol_atol, default_tolerance, evaluate, evaluate_with, CriterionResult, TruthErrors,
+    Verdict, VerdictOptions,
 };
 
 #[cfg(test)]

@@ -28,6 +28,9 @@ pub struct CompareOptions {
     pub top_k: usize,
     /// Float type ULP distances are measured in; None picks [`UlpDType::default_for`].
     pub ulp_dtype: Option<UlpDType>,
+    /// NaN in both tensors at the same place counts as equal (PyTorch's
+    /// `equal_nan`); by default it is a mismatch, as NaN never equals NaN.
+    pub equal_nan: bool,
     /// Count masked elements of `actual` that are not exactly zero.
     pub assert_padded_zero: bool,
     /// Use rayon for tensors larger than one chunk (results are identical either way).
@@ -35,13 +38,15 @@ pub struct CompareOptions {
 }
 
 impl Default for CompareOptions {
-    /// The PyTorch assert_close f32 tolerances, top 8, default ULP dtype, parallel.
+    /// The PyTorch assert_close f32 tolerances, NaN unequal to NaN, top 8,
+    /// default ULP dtype, parallel.
     fn default() -> Self {
         CompareOptions {
             atol: 1e-5,
             rtol: 1.3e-6,
             top_k: 8,
             ulp_dtype: None,
+            equal_nan: false,
             assert_padded_zero: false,
             parallel: true,
         }
@@ -80,7 +85,8 @@ pub struct ElementDiff {
 }
 
 /// Everything measured by [`compare`]. Numeric metrics cover the unmasked
-/// elements where both values are finite; NaN and Inf placement is counted apart.
+/// elements where both values are finite; NaN and Inf placement is counted
+/// apart (`nan_mismatch`, `nan_both`, `inf_mismatch`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
     /// Unmasked elements compared.
@@ -118,18 +124,26 @@ pub struct Metrics {
     /// The K largest values of |a - e| - rtol |e| (descending): the atol each
     /// element needs; lets a verdict compute the smallest passing atol.
     pub allclose_excess_top: Vec<f64>,
-    /// allclose violations plus NaN and Inf mismatches.
+    /// allclose violations plus NaN and Inf mismatches, plus `nan_both` unless `equal_nan`.
     pub mismatches: u64,
     /// `mismatches / count` (0 when count is 0).
     pub mismatch_fraction: f64,
     /// Places where exactly one side is NaN.
     pub nan_mismatch: u64,
+    /// Places where both sides are NaN: mismatches unless `equal_nan`.
+    #[serde(default)]
+    pub nan_both: u64,
+    /// Whether NaN against NaN was counted as equal ([`CompareOptions::equal_nan`]).
+    #[serde(default)]
+    pub equal_nan: bool,
     /// Places (no NaN) where a side is infinite and the values differ.
     pub inf_mismatch: u64,
     /// Unmasked elements that differ bitwise (same dtypes) or in value
-    /// (different dtypes; NaN equals NaN there).
+    /// (different dtypes); NaN against NaN differs unless `equal_nan`, and
+    /// then equals whatever the payloads.
     pub bitwise_mismatches: u64,
-    /// The lowest-index mismatch (allclose violation, NaN or Inf mismatch).
+    /// The lowest-index mismatch (allclose violation, NaN or Inf mismatch,
+    /// NaN in both unless `equal_nan`).
     pub first_violation: Option<ElementDiff>,
     /// The `top_k` finite elements with the largest |a - e|, largest first (ties: lower index first).
     pub worst: Vec<ElementDiff>,
@@ -254,6 +268,7 @@ fn run<A: Elem, E: Elem, U: UlpKey>(
         same_dtype: a.dtype() == e.dtype(),
         atol: o.atol,
         rtol: o.rtol,
+        equal_nan: o.equal_nan,
         assert_zero: o.assert_padded_zero,
         top_k: o.top_k,
     };
@@ -308,7 +323,9 @@ fn finish(acc: Acc, shape: &[usize], o: &CompareOptions, ulp: Option<UlpDType>) 
         (true, false) | (false, true) => 0.0,
         (false, false) => (acc.s.sum_ae / (norm_a * norm_e)).clamp(-1.0, 1.0),
     };
-    let mismatches = acc.s.allclose_violations + acc.s.nan_mismatch + acc.s.inf_mismatch;
+    let nan_unequal = if o.equal_nan { 0 } else { acc.s.nan_both };
+    let mismatches =
+        acc.s.allclose_violations + acc.s.nan_mismatch + acc.s.inf_mismatch + nan_unequal;
     Metrics {
         count: acc.s.count,
         masked_out: acc.s.masked_out,
@@ -342,6 +359,8 @@ fn finish(acc: Acc, shape: &[usize], o: &CompareOptions, ulp: Option<UlpDType>) 
         mismatches,
         mismatch_fraction: ratio(mismatches),
         nan_mismatch: acc.s.nan_mismatch,
+        nan_both: acc.s.nan_both,
+        equal_nan: o.equal_nan,
         inf_mismatch: acc.s.inf_mismatch,
         bitwise_mismatches: acc.s.bitwise_mismatches,
         first_violation: acc.first.as_ref().map(diff),

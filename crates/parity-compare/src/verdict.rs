@@ -4,16 +4,35 @@
 use crate::criterion::Criterion;
 use crate::histogram::EXACT_MAX;
 use crate::metrics::Metrics;
+use crate::nonfinite::{empty, nan_note, nothing_passes, vs_f64, NO_THRESHOLD};
 use parity_tensor::DType;
 use serde::{Deserialize, Serialize};
 
 /// RMS errors of both sides against an f64 ground truth, for `vs_f64`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+/// The truth itself must be finite (a caller rejects it otherwise), so a
+/// non-finite element on either side is an error against it, counted apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TruthErrors {
-    /// RMS of (actual - truth).
+    /// RMS of (actual - truth) over the elements where actual is finite.
     pub actual_vs_truth: f64,
-    /// RMS of (expected - truth).
+    /// RMS of (expected - truth) over the elements where expected is finite.
     pub expected_vs_truth: f64,
+    /// Compared elements where actual is NaN or infinite.
+    #[serde(default)]
+    pub actual_nonfinite: u64,
+    /// Compared elements where expected is NaN or infinite.
+    #[serde(default)]
+    pub expected_nonfinite: u64,
+}
+
+/// What a spec accepts beyond its criteria's thresholds (NaN handling is a
+/// comparison option, [`crate::CompareOptions::equal_nan`], since it also
+/// decides which element is the first mismatch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerdictOptions {
+    /// A comparison of zero elements (everything masked, or an empty tensor)
+    /// passes vacuously; by default it fails every criterion.
+    pub allow_empty: bool,
 }
 
 /// The outcome of one criterion.
@@ -32,8 +51,10 @@ pub struct CriterionResult {
     /// passed: the observed value for max_abs/rms/rel_l2/max_ulp/ulp_quantile,
     /// the largest passing minimum for cosine_min, the smallest atol (at the
     /// given rtol and max_fraction) for allclose, the smallest factor (at the
-    /// given tol) for vs_f64, the mismatch count for exact. +inf when nothing
-    /// passes; NaN when it cannot be computed (see `note`).
+    /// given tol) for vs_f64, the mismatch count for exact. +inf when no
+    /// setting passes (non-finite mismatches, NaN in both without
+    /// `equal_nan`, nothing compared; `note` says which); NaN when it cannot
+    /// be computed, and for cosine_min when no setting passes.
     pub min_passing: f64,
     /// Why a result is approximate, vacuous or failed for a reason other than its threshold.
     pub note: Option<String>,
@@ -73,20 +94,47 @@ pub fn default_tolerance(dtype: DType) -> Vec<Criterion> {
     }]
 }
 
+/// Evaluates every criterion against `m` with the default [`VerdictOptions`]
+/// (an empty comparison fails).
+pub fn evaluate(criteria: &[Criterion], m: &Metrics, truth: Option<&TruthErrors>) -> Verdict {
+    evaluate_with(criteria, m, truth, &VerdictOptions::default())
+}
+
 /// Evaluates every criterion against `m`. Never panics: a criterion that
 /// cannot be evaluated (vs_f64 without truth, ULPs of an integer
-/// comparison) fails with a note.
-pub fn evaluate(criteria: &[Criterion], m: &Metrics, truth: Option<&TruthErrors>) -> Verdict {
-    let results: Vec<CriterionResult> =
-        criteria.iter().map(|c| evaluate_one(c, m, truth)).collect();
+/// comparison) fails with a note, and so does every criterion of a
+/// comparison of zero elements unless `opts.allow_empty`.
+pub fn evaluate_with(
+    criteria: &[Criterion],
+    m: &Metrics,
+    truth: Option<&TruthErrors>,
+    opts: &VerdictOptions,
+) -> Verdict {
+    let results: Vec<CriterionResult> = criteria
+        .iter()
+        .map(|c| {
+            let r = evaluate_one(c, m, truth);
+            if m.count == 0 {
+                empty(r, m, opts.allow_empty)
+            } else {
+                r
+            }
+        })
+        .collect();
     Verdict {
         passed: results.iter().all(|r| r.passed),
         results,
     }
 }
 
+/// Elements whose NaN/Inf placement fails value criteria outright.
+fn nonfinite_mismatches(m: &Metrics) -> u64 {
+    let nan_both = if m.equal_nan { 0 } else { m.nan_both };
+    m.nan_mismatch + m.inf_mismatch + nan_both
+}
+
 fn evaluate_one(c: &Criterion, m: &Metrics, truth: Option<&TruthErrors>) -> CriterionResult {
-    let nonfinite = m.nan_mismatch + m.inf_mismatch;
+    let nonfinite = nonfinite_mismatches(m);
     let res = |observed: f64, threshold: f64, passed: bool, min_passing: f64| CriterionResult {
         criterion: c.clone(),
         passed,
@@ -95,15 +143,17 @@ fn evaluate_one(c: &Criterion, m: &Metrics, truth: Option<&TruthErrors>) -> Crit
         min_passing,
         note: None,
     };
-    // Value criteria are blind to NaN/Inf placement, so such mismatches fail them outright.
+    // Value criteria are blind to NaN/Inf placement, so such mismatches
+    // fail them outright, and no threshold would pass.
     let value = |observed: f64, threshold: f64, ok: bool| {
         let mut r = res(observed, threshold, ok && nonfinite == 0, observed);
         if nonfinite > 0 {
-            r.note = Some(nonfinite_note(m));
+            r.min_passing = nothing_passes(c);
         }
+        r.note = nan_note(m, NO_THRESHOLD);
         r
     };
-    let mut r = match *c {
+    match *c {
         Criterion::MaxAbs(t) => value(m.max_abs, t, m.max_abs <= t),
         Criterion::Rms(t) => value(m.rms, t, m.rms <= t),
         Criterion::RelL2(t) => value(m.rel_l2, t, m.rel_l2 <= t),
@@ -133,7 +183,9 @@ fn evaluate_one(c: &Criterion, m: &Metrics, truth: Option<&TruthErrors>) -> Crit
         }
         Criterion::Exact => {
             let obs = m.bitwise_mismatches as f64;
-            res(obs, 0.0, m.bitwise_mismatches == 0, obs)
+            let mut r = res(obs, 0.0, m.bitwise_mismatches == 0, obs);
+            r.note = nan_note(m, "");
+            r
         }
         Criterion::Allclose {
             atol,
@@ -145,26 +197,9 @@ fn evaluate_one(c: &Criterion, m: &Metrics, truth: Option<&TruthErrors>) -> Crit
                 res(f64::NAN, f64::NAN, false, f64::NAN),
                 "vs_f64 needs an f64 truth tensor, and none was given for this output".to_string(),
             ),
-            Some(t) => {
-                let bound = factor * t.expected_vs_truth + tol;
-                let ok = t.actual_vs_truth <= bound;
-                let min_factor = if t.expected_vs_truth > 0.0 {
-                    ((t.actual_vs_truth - tol) / t.expected_vs_truth).max(0.0)
-                } else if t.actual_vs_truth <= tol {
-                    0.0
-                } else {
-                    f64::INFINITY
-                };
-                let mut r = value(t.actual_vs_truth, bound, ok);
-                r.min_passing = min_factor;
-                r
-            }
+            Some(t) => vs_f64(value, t, factor, tol, nonfinite),
         },
-    };
-    if m.count == 0 && r.note.is_none() {
-        r.note = Some("no unmasked elements were compared".to_string());
     }
-    r
 }
 
 fn with_note(mut r: CriterionResult, note: String) -> CriterionResult {
@@ -174,13 +209,6 @@ fn with_note(mut r: CriterionResult, note: String) -> CriterionResult {
 
 fn no_ulp_note() -> String {
     "no ULP distances for an integer/bool comparison; use `exact`".to_string()
-}
-
-fn nonfinite_note(m: &Metrics) -> String {
-    format!(
-        "{} NaN and {} Inf mismatches (values excluded from numeric metrics)",
-        m.nan_mismatch, m.inf_mismatch
-    )
 }
 
 /// Violations (finite elements only) at `atol` and the metrics' rtol, when knowable.
@@ -216,7 +244,7 @@ fn allclose(
         ));
         return r;
     }
-    let nonfinite = m.nan_mismatch + m.inf_mismatch;
+    let nonfinite = nonfinite_mismatches(m);
     let count = m.count.max(1) as f64;
     match numeric_violations_at(m, atol) {
         Some(v) => {
@@ -262,8 +290,13 @@ fn allclose(
             top.last().map_or(m.allclose_min_atol, |x| x.max(0.0))
         }
     };
-    if nonfinite > 0 && r.note.is_none() {
-        r.note = Some(nonfinite_note(m));
+    if r.note.is_none() {
+        let consequence = if nonfinite > allowed {
+            "; these count as violations, more than max_fraction allows at any atol"
+        } else {
+            "; these count as violations"
+        };
+        r.note = nan_note(m, consequence);
     }
     r
 }

@@ -195,6 +195,12 @@ pub struct OutputSpec {
     pub tolerance: Option<Vec<Criterion>>,
     /// Dtype in which ULP distances are measured (default: the output's dtype).
     pub ulp_dtype: Option<DType>,
+    /// `equal_nan: true`: NaN in both tensors at the same place counts as
+    /// equal; by default it fails every criterion (NaN never equals NaN).
+    pub equal_nan: bool,
+    /// `allow_empty: true`: a comparison of zero elements (everything masked,
+    /// or an empty tensor) passes; by default it fails.
+    pub allow_empty: bool,
 }
 
 /// A mask over some axes of an output.

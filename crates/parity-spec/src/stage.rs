@@ -15,7 +15,16 @@ const STAGE_KEYS: &[&str] = &["name", "module", "function", "slice", "args", "ou
 const SLICE_KEYS: &[&str] = &["function", "from", "to"];
 const ARG_KEYS: &[&str] = &["oracle", "weight", "stage", "literal"];
 const LITERAL_KEYS: &[&str] = &["dtype", "shape", "value", "values"];
-const OUTPUT_KEYS: &[&str] = &["name", "oracle", "truth", "mask", "tolerance", "ulp_dtype"];
+const OUTPUT_KEYS: &[&str] = &[
+    "name",
+    "oracle",
+    "truth",
+    "mask",
+    "tolerance",
+    "ulp_dtype",
+    "equal_nan",
+    "allow_empty",
+];
 const MASK_KEYS: &[&str] = &["oracle", "arg", "axes", "padded", "assert_zero"];
 
 /// Most literal elements (after broadcast) one spec may hold, all literals
@@ -394,6 +403,12 @@ fn parse_output(
         }
         None => None,
     };
+    let flag = |key: &str| {
+        m.opt(key)
+            .map(|n| cx.bool(n, key))
+            .transpose()
+            .map(|b| b.unwrap_or(false))
+    };
     Ok(OutputSpec {
         name,
         oracle,
@@ -401,6 +416,8 @@ fn parse_output(
         mask,
         tolerance,
         ulp_dtype,
+        equal_nan: flag("equal_nan")?,
+        allow_empty: flag("allow_empty")?,
     })
 }
 

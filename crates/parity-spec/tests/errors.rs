@@ -117,6 +117,42 @@ fn wrong_types_and_missing_fields() {
         129,
         &["`padded` must be a boolean", "found the string `yes`"],
     );
+
+    let msg = fx.err(&with_stages(
+        "  - {name: a, module: audio, function: f, outputs: [{name: o, oracle: x, equal_nan: 1}]}
+",
+    ));
+    assert_err(
+        &msg,
+        7,
+        85,
+        &["stage `a`: output `o`", "`equal_nan` must be a boolean"],
+    );
+    let msg = fx.err(&with_stages(
+        "  - {name: a, module: audio, function: f, outputs: [{name: o, oracle: x,
+      allow_empty: maybe}]}
+",
+    ));
+    assert_err(
+        &msg,
+        8,
+        20,
+        &[
+            "stage `a`: output `o`",
+            "`allow_empty` must be a boolean",
+            "`maybe`",
+        ],
+    );
+    let msg = fx.err(&with_stages(
+        "  - {name: a, module: audio, function: f, outputs: [{name: o, oracle: x, equal_nans: true}]}
+",
+    ));
+    assert_err(
+        &msg,
+        7,
+        74,
+        &["unknown key `equal_nans`", "equal_nan", "allow_empty"],
+    );
 }
 
 #[test]

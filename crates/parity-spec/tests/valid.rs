@@ -164,6 +164,8 @@ fn full_example_parses_into_expected_structs() {
             }),
             tolerance: Some(vec![Criterion::Rms(1e-6), Criterion::MaxUlp(8)]),
             ulp_dtype: Some(DType::Bf16),
+            equal_nan: false,
+            allow_empty: false,
         }
     );
     assert_eq!(
@@ -313,6 +315,30 @@ fn padded_false_and_assert_zero_are_read() {
     assert_eq!(mask.axes, vec![2, 0]);
     assert!(!mask.padded);
     assert!(mask.assert_zero);
+}
+
+#[test]
+fn equal_nan_and_allow_empty_are_read_per_output() {
+    let fx = Fixture::new();
+    let text = format!(
+        "{HEADER}stages:
+  - name: s
+    module: audio
+    function: f
+    args: [{{oracle: m}}]
+    outputs:
+      - {{name: o, oracle: o, equal_nan: true, allow_empty: true}}
+      - {{name: p, oracle: p, equal_nan: false}}
+      - {{name: q, oracle: q}}
+"
+    );
+    let spec = fx.parse(&text).unwrap();
+    let flags: Vec<(bool, bool)> = spec.stages[0]
+        .outputs
+        .iter()
+        .map(|o| (o.equal_nan, o.allow_empty))
+        .collect();
+    assert_eq!(flags, vec![(true, true), (false, false), (false, false)]);
 }
 
 #[test]

@@ -90,6 +90,7 @@ struct Case {
     mask_kind: u8,
     mask_bits: Vec<bool>,
     assert_zero: bool,
+    equal_nan: bool,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -111,10 +112,11 @@ fn case() -> impl Strategy<Value = Case> {
                 0u8..4,
                 proptest::collection::vec(any::<bool>(), rows * cols),
                 any::<bool>(),
+                any::<bool>(),
             )
         })
         .prop_map(
-            |(rows, cols, values, da, de, ulp, top_k, mask_kind, mask_bits, assert_zero)| Case {
+            |(
                 rows,
                 cols,
                 values,
@@ -125,6 +127,19 @@ fn case() -> impl Strategy<Value = Case> {
                 mask_kind,
                 mask_bits,
                 assert_zero,
+                equal_nan,
+            )| Case {
+                rows,
+                cols,
+                values,
+                da,
+                de,
+                ulp,
+                top_k,
+                mask_kind,
+                mask_bits,
+                assert_zero,
+                equal_nan,
             },
         )
 }
@@ -157,6 +172,7 @@ proptest! {
             top_k: c.top_k,
             ulp_dtype: c.ulp,
             assert_padded_zero: c.assert_zero,
+            equal_nan: c.equal_nan,
             parallel: false,
             ..CompareOptions::default()
         };
@@ -200,11 +216,14 @@ fn f32_pair_over_several_blocks_and_chunks_matches_the_reference() {
     let bits: Vec<f64> = (0..rows).map(|i| (i % 3 == 1) as u8 as f64).collect();
     let mt = Tensor::from_f64_as(DType::Bool, vec![rows], &bits).unwrap();
     let mask = Mask::new(&mt, vec![0], true, &[rows, cols]).unwrap();
-    for m in [None, Some(&mask)] {
+    // Both NaN at the same places in some elements, with varied payloads.
+    assert!((0..n).any(|i| a[i].is_nan() && e[i].is_nan()));
+    for (m, equal_nan) in [(None, false), (Some(&mask), false), (None, true)] {
         for ulp in [None, Some(UlpDType::Bf16)] {
             let opts = CompareOptions {
                 top_k: 32,
                 ulp_dtype: ulp,
+                equal_nan,
                 assert_padded_zero: true,
                 parallel: false,
                 ..CompareOptions::default()

@@ -2,7 +2,7 @@
 
 use super::{f32t, run, tensor};
 use crate::{compare, CompareError, CompareOptions, ElementDiff, Mask};
-use parity_tensor::DType;
+use parity_tensor::{DType, Tensor};
 
 fn diff(index: &[usize], actual: f64, expected: f64) -> ElementDiff {
     ElementDiff {
@@ -67,22 +67,42 @@ fn nan_and_inf_placement() {
     assert_eq!((m.count, m.numeric_count), (7, 1));
     assert_eq!(
         (
+            m.nan_both,
             m.nan_mismatch,
             m.inf_mismatch,
             m.allclose_violations,
             m.mismatches
         ),
-        (1, 3, 1, 5)
+        (1, 1, 3, 1, 6)
     );
-    // NaN vs NaN and inf vs inf match and stay out of the numeric metrics.
+    // NaN never equals NaN: the NaN pair is a mismatch, for `exact` too,
+    // and the first one; inf vs inf matches. Neither enters numeric metrics.
     assert_eq!((m.max_abs, m.mean_abs, m.rms), (0.5, 0.5, 0.5));
     assert_eq!(m.max_ulp, Some(1 << 22));
     assert_eq!(m.ulp_histogram.as_ref().map(|h| h.total()), Some(1));
-    assert_eq!(m.bitwise_mismatches, 5);
+    assert_eq!(m.bitwise_mismatches, 6);
     let first = m.first_violation.unwrap();
-    assert_eq!(first.index, vec![1]);
-    assert!(first.actual.is_nan() && first.expected == 1.0);
+    assert_eq!(first.index, vec![0]);
+    assert!(first.actual.is_nan() && first.expected.is_nan());
     assert_eq!(m.worst, vec![diff(&[6], 1.0, 1.5)]);
+    // With equal_nan the NaN pair matches, whatever the payloads.
+    let e_payload = Tensor::from_f32(
+        vec![7],
+        &[f32::from_bits(0x7fc0_0001), 1.0, inf, -inf, 1.0, inf, 1.5],
+    )
+    .unwrap();
+    let opts = CompareOptions {
+        equal_nan: true,
+        ..CompareOptions::default()
+    };
+    for e in [&e, &e_payload] {
+        let m = compare(&a, e, None, &opts).unwrap();
+        assert_eq!((m.nan_both, m.equal_nan, m.mismatches), (1, true, 5));
+        assert_eq!(m.bitwise_mismatches, 5);
+        let first = m.first_violation.unwrap();
+        assert_eq!(first.index, vec![1]);
+        assert!(first.actual.is_nan() && first.expected == 1.0);
+    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 mod kernel;
 mod metrics;
+mod nonfinite;
 mod props;
 mod verdict;
 

@@ -99,27 +99,36 @@ proptest! {
     }
 
     #[test]
-    fn kernel_matches_a_naive_model(c in case()) {
+    fn kernel_matches_a_naive_model(c in case(), equal_nan in any::<bool>()) {
         let mask = build_mask(&c);
-        let m = metrics(&c.shape, &c.a, &c.e, Some(&mask), &CompareOptions::default());
+        let opts = CompareOptions { equal_nan, ..CompareOptions::default() };
+        let m = metrics(&c.shape, &c.a, &c.e, Some(&mask), &opts);
         let (mut count, mut numeric, mut nan, mut inf, mut viol, mut bits) = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut nan_both = 0u64;
         let (mut max_abs, mut sum_sq, mut max_ulp) = (0f64, 0f64, 0u64);
         let mut first = None;
         for i in 0..c.a.len() {
             if mask.is_padded(i) { continue; }
             let (a, e) = (c.a[i] as f64, c.e[i] as f64);
             count += 1;
-            bits += (c.a[i].to_bits() != c.e[i].to_bits()) as u64;
+            // NaN never equals NaN (not even bitwise) unless equal_nan.
+            let both_nan = a.is_nan() && e.is_nan();
+            bits += if both_nan { !equal_nan } else { c.a[i].to_bits() != c.e[i].to_bits() } as u64;
             if a.is_finite() && e.is_finite() {
                 numeric += 1;
                 max_abs = max_abs.max((a - e).abs());
                 sum_sq += (a - e) * (a - e);
                 max_ulp = max_ulp.max(ulp_distance(a, e, UlpDType::F32).unwrap());
                 if (a - e).abs() > 1e-5 + 1.3e-6 * e.abs() { viol += 1; first.get_or_insert(i); }
+            } else if both_nan {
+                nan_both += 1;
+                if !equal_nan { first.get_or_insert(i); }
             } else if a.is_nan() != e.is_nan() { nan += 1; first.get_or_insert(i); }
             else if !a.is_nan() && a != e { inf += 1; first.get_or_insert(i); }
         }
         prop_assert_eq!((m.count, m.numeric_count, m.nan_mismatch, m.inf_mismatch), (count, numeric, nan, inf));
+        let unequal = if equal_nan { 0 } else { nan_both };
+        prop_assert_eq!((m.nan_both, m.mismatches), (nan_both, viol + nan + inf + unequal));
         prop_assert_eq!((m.allclose_violations, m.bitwise_mismatches, m.max_ulp), (viol, bits, Some(max_ulp)));
         prop_assert_eq!(m.max_abs, max_abs);
         let rms = if numeric == 0 { 0.0 } else { (sum_sq / numeric as f64).sqrt() };
@@ -153,6 +162,7 @@ proptest! {
         let y = run(&perm);
         prop_assert_eq!((x.count, x.masked_out, x.numeric_count), (y.count, y.masked_out, y.numeric_count));
         prop_assert_eq!((x.nan_mismatch, x.inf_mismatch, x.mismatches), (y.nan_mismatch, y.inf_mismatch, y.mismatches));
+        prop_assert_eq!(x.nan_both, y.nan_both);
         prop_assert_eq!((x.allclose_violations, x.bitwise_mismatches), (y.allclose_violations, y.bitwise_mismatches));
         prop_assert_eq!((x.max_abs, x.max_ulp), (y.max_abs, y.max_ulp));
         prop_assert_eq!(&x.ulp_histogram, &y.ulp_histogram);
