@@ -1,5 +1,5 @@
-//! File plumbing shared by the readers and writers: read-only memory maps and
-//! atomic (temp file + rename) writes.
+//! File plumbing shared by the readers and writers: opening only regular
+//! files, read-only memory maps and atomic (temp file + rename) writes.
 
 use crate::error::TensorError;
 use std::fs::File;
@@ -12,17 +12,7 @@ use std::sync::Arc;
 /// Mapping (rather than reading) keeps multi-GB oracle dumps out of the heap;
 /// tensors borrow their bytes from the shared map.
 pub(crate) fn map_file(path: &Path) -> Result<Arc<memmap2::Mmap>, TensorError> {
-    let file = File::open(path).map_err(|e| TensorError::io(path, "cannot open", e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| TensorError::io(path, "cannot stat", e))?;
-    if !meta.is_file() {
-        return Err(TensorError::io(
-            path,
-            "cannot map",
-            std::io::Error::other("not a regular file"),
-        ));
-    }
+    let file = open_regular(path).map_err(|e| TensorError::io(path, "cannot open", e))?;
     // SAFETY: the map is read-only. Another process truncating or rewriting the
     // file while we hold the map is outside our control (as for every mmap
     // reader); parity's own writers never modify in place, they rename a new
@@ -30,6 +20,65 @@ pub(crate) fn map_file(path: &Path) -> Result<Arc<memmap2::Mmap>, TensorError> {
     let map =
         unsafe { memmap2::Mmap::map(&file) }.map_err(|e| TensorError::io(path, "cannot map", e))?;
     Ok(Arc::new(map))
+}
+
+/// Opens `path` for reading only if it is a regular file.
+///
+/// A FIFO given as a tensor file, manifest or spec would otherwise block the
+/// open (and then the read) forever, and a device such as /dev/zero would be
+/// read without end. The open is non-blocking (O_NONBLOCK has no effect on
+/// regular files) and the check is an fstat of the opened descriptor, so the
+/// file cannot be swapped between the check and the use.
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("not a regular file (it is {})", describe_kind(kind)),
+    ))
+}
+
+/// Reads all of the regular file `path` (see [`open_regular`]).
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    open_regular(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// What a non-regular file is, for error messages.
+fn describe_kind(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else {
+        "a special file"
+    }
 }
 
 /// Writes `path` atomically: `write` fills a temp file in the same directory,

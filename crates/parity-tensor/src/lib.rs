@@ -26,7 +26,7 @@ pub mod tensor;
 
 pub use dtype::{DType, UnknownDType};
 pub use error::TensorError;
-pub use fsio::write_file_atomic;
+pub use fsio::{open_regular, read_regular, write_file_atomic};
 pub use load::{load_tensor, open_tensor_file, TensorFile};
 pub use npy::{parse_npy_bytes, read_npy, write_npy};
 pub use npz::{read_npz, write_npz, NpzArchive};
