@@ -68,7 +68,10 @@ fn main() {
     });
 
     println!("stored npz member: {elems} f32 = {mb:.1} MB, best of {REPS} warm runs");
-    println!("{:<44} {:>10} {:>10} {:>14}", "pass", "ms", "MB/s", "% of plain");
+    println!(
+        "{:<44} {:>10} {:>10} {:>14}",
+        "pass", "ms", "MB/s", "% of plain"
+    );
     let row = |name: &str, secs: f64| {
         println!(
             "{name:<44} {:>10.2} {:>10.0} {:>13.0}%",

@@ -21,6 +21,7 @@ pub mod npy;
 mod npy_header;
 pub mod npz;
 pub mod safetensors;
+mod safetensors_header;
 pub mod store;
 pub mod tensor;
 

@@ -130,7 +130,11 @@ impl NpzArchive {
                     .checked_add(len)
                     .and_then(|end| self.map.get(start..end))
                     .ok_or_else(|| {
-                        TensorError::malformed(&self.path, &what, "member runs past the archive end")
+                        TensorError::malformed(
+                            &self.path,
+                            &what,
+                            "member runs past the archive end",
+                        )
                     })?;
                 let actual = crc32fast::hash(bytes);
                 if actual != crc {
