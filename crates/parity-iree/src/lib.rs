@@ -22,7 +22,7 @@ pub mod error;
 pub mod runtime;
 pub mod vmfb;
 
-pub use cache::{ArtifactCache, CacheOutcome, CACHE_DIR_ENV};
+pub use cache::{ArtifactCache, CacheOutcome, Cached, CACHE_DIR_ENV};
 pub use compiler::{CompileOptions, IreeCompiler, COMPILER_LIB_ENV};
 pub use error::IreeError;
 pub use runtime::{IreeRuntime, LoadedModule, DEFAULT_DRIVER};
