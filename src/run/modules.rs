@@ -4,7 +4,9 @@
 use super::record::{ErrorKind, RunError, RunRecord};
 use super::slices::SliceModule;
 use super::RunOptions;
-use parity_iree::{ArtifactCache, Cached, CompileOptions, IreeCompiler, IreeRuntime, LoadedModule};
+use parity_iree::{ArtifactCache, Cached, CompileOptions, IreeCompiler, IreeRuntime, LoadedModule,
+    Signature,
+};
 use parity_spec::{ModuleSource, Spec};
 use parity_tensor::Tensor;
 use std::collections::BTreeMap;
@@ -187,6 +189,16 @@ impl ModuleSet {
     /// Load failures (not compile failures, which `compile_all` recorded).
     pub fn load_errors(&self) -> Vec<String> {
         self.load_errors.clone()
+    }
+
+    /// The typed signature of `function` of `module`, when the module is
+    /// loaded and its vmfb declares one parity can read (otherwise nothing is
+    /// checked before invoking and IREE's own checks apply).
+    pub fn signature(&self, module: &str, function: &str) -> Option<Signature> {
+        match self.modules.get(module) {
+            Some(Ok(loaded)) => loaded.signature(function).and_then(Result::ok),
+            _ => None,
+        }
     }
 
     /// Invokes `function` of `module` on `args`.
