@@ -51,7 +51,11 @@ fn a_wrong_argument_shape_or_dtype_names_the_argument_position() {
     let dir = basic_copy();
     let spec = dir.path().join("stages.yaml");
     // mask is an int/bool [B, T] tensor where attn.wk (an f32 matrix) is expected.
-    edit(&spec, "      - {weight: attn.wk}\n", "      - {oracle: mask}\n");
+    edit(
+        &spec,
+        "      - {weight: attn.wk}\n",
+        "      - {oracle: mask}\n",
+    );
     let line = line_of(&spec, "      - {oracle: mask}\n".trim_end());
     let msg = scores_error(dir.path());
     assert!(
@@ -117,6 +121,21 @@ fn an_unwritable_cache_warns_and_the_run_passes() {
     );
     let record = record.unwrap();
     assert_eq!(record["status"], "pass");
-    let warnings = record["warnings"].as_array().expect("warnings in the record");
+    let warnings = record["warnings"]
+        .as_array()
+        .expect("warnings in the record");
     assert!(!warnings.is_empty());
+}
+
+#[test]
+fn a_function_the_module_does_not_export_is_an_input_error() {
+    let dir = basic_copy();
+    let spec = dir.path().join("stages.yaml");
+    edit(&spec, "    function: scores\n", "    function: scroes\n");
+    let line = line_of(&spec, "function: scroes");
+    let msg = scores_error(dir.path());
+    assert!(
+        msg.contains(&format!("stages.yaml:{line}:")) && msg.contains("no function `scroes`"),
+        "{msg}"
+    );
 }

@@ -4,7 +4,8 @@
 use super::record::{ErrorKind, RunError, RunRecord};
 use super::slices::SliceModule;
 use super::RunOptions;
-use parity_iree::{ArtifactCache, Cached, CompileOptions, IreeCompiler, IreeRuntime, LoadedModule,
+use parity_iree::{
+    ArtifactCache, Cached, CompileOptions, IreeCompiler, IreeError, IreeRuntime, LoadedModule,
     Signature,
 };
 use parity_spec::{ModuleSource, Spec};
@@ -201,17 +202,30 @@ impl ModuleSet {
         }
     }
 
-    /// Invokes `function` of `module` on `args`.
+    /// Invokes `function` of `module` on `args`. A function the module does
+    /// not export, an undeclared module or an argument IREE cannot take are
+    /// input errors (the spec is wrong); a failure inside IREE is an execution error.
     pub fn invoke(
         &self,
         module: &str,
         function: &str,
         args: &[Tensor],
-    ) -> Result<Vec<Tensor>, String> {
+    ) -> Result<Vec<Tensor>, (ErrorKind, String)> {
         match self.modules.get(module) {
-            None => Err(format!("module `{module}` is not declared in the subject")),
-            Some(Err(message)) => Err(message.clone()),
-            Some(Ok(loaded)) => loaded.invoke(function, args).map_err(|e| e.to_string()),
+            None => Err((
+                ErrorKind::Input,
+                format!("module `{module}` is not declared in the subject"),
+            )),
+            Some(Err(message)) => Err((ErrorKind::Execution, message.clone())),
+            Some(Ok(loaded)) => loaded.invoke(function, args).map_err(|e| {
+                let kind = match e {
+                    IreeError::UnknownFunction { .. } | IreeError::Argument { .. } => {
+                        ErrorKind::Input
+                    }
+                    _ => ErrorKind::Execution,
+                };
+                (kind, e.to_string())
+            }),
         }
     }
 }

@@ -74,11 +74,21 @@ impl StageContext<'_> {
         rec.invoke_ms = clock.elapsed().as_secs_f64() * 1e3;
         let results = match results {
             Ok(r) => r,
-            Err(message) => {
+            Err((kind, message)) => {
+                // An input error is the spec's fault: point at the function line.
+                let at = match kind {
+                    ErrorKind::Input => {
+                        format!(
+                            "{}: ",
+                            self.position(stage, Some(&stage.locations.function))
+                        )
+                    }
+                    ErrorKind::Execution => String::new(),
+                };
                 rec.status = Status::Error;
-                rec.error_kind = Some(ErrorKind::Execution);
+                rec.error_kind = Some(kind);
                 rec.error = Some(format!(
-                    "stage `{}` ({}, {}): {message}",
+                    "{at}stage `{}` ({}, {}): {message}",
                     stage.name,
                     self.case,
                     self.mode.name()
