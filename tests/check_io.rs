@@ -139,3 +139,23 @@ fn a_function_the_module_does_not_export_is_an_input_error() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_killed_runs_temp_file_in_the_out_dir_is_removed() {
+    let dir = basic_copy();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    // A real process that has exited, and the temp file it would have left.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let leftover = out.join(format!("{}{dead}-abc123", parity_tensor::TEMP_PREFIX));
+    std::fs::write(&leftover, b"{\"half\": ").unwrap();
+    let (code, stdout, stderr, _) = check(
+        dir.path(),
+        "stages.yaml",
+        &["--mode", "isolated", "--stage", "layer_norm"],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(!leftover.exists());
+}
