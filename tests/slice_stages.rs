@@ -228,6 +228,7 @@ fn vmfb(compiler: &IreeCompiler, spec: &Spec, mlir: &[u8], name: &str) -> (Vec<u
     };
     ArtifactCache::new(cache_dir())
         .get_or_compile(compiler, name, mlir, &options)
+        .map(|c| (c.vmfb, c.outcome))
         .expect("compile")
 }
 

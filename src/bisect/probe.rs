@@ -88,10 +88,13 @@ impl Prober<'_> {
             if shadow { ", f64 shadow" } else { "" }
         ));
         let label = format!("{}[probe {}]", self.source_name, self.probes);
-        let (vmfb, _) = self
+        // Probe modules are throwaway: a cache that cannot be written only
+        // costs a recompile next time, so its warnings are dropped here.
+        let vmfb = self
             .cache
             .get_or_compile(self.compiler, &label, text.as_bytes(), &options)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .vmfb;
         let loaded = self
             .runtime
             .load(&vmfb, &label)

@@ -9,9 +9,12 @@ use std::path::Path;
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory, synced, then renamed over the target (creating the directory).
+/// Temp files a killed run left in that directory are removed first.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
+        // Best effort: a directory that cannot be listed fails the write below anyway.
+        let _ = parity_tensor::remove_stale_temp_files(dir);
     }
     parity_tensor::write_file_atomic(path, bytes).map_err(std::io::Error::other)
 }

@@ -74,6 +74,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         chained_divergence: Vec::new(),
         first_divergent_op: None,
         errors: Vec::new(),
+        warnings: Vec::new(),
         stages: Vec::new(),
     };
 

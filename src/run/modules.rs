@@ -4,7 +4,10 @@
 use super::record::{ErrorKind, RunError, RunRecord};
 use super::slices::SliceModule;
 use super::RunOptions;
-use parity_iree::{ArtifactCache, CompileOptions, IreeCompiler, IreeRuntime, LoadedModule};
+use parity_iree::{
+    ArtifactCache, Cached, CompileOptions, IreeCompiler, IreeError, IreeRuntime, LoadedModule,
+    Signature,
+};
 use parity_spec::{ModuleSource, Spec};
 use parity_tensor::Tensor;
 use std::collections::BTreeMap;
@@ -42,8 +45,10 @@ fn compile_options(spec: &Spec, module: &parity_spec::Module) -> CompileOptions 
 }
 
 /// Compiles (or reads) every module the spec declares. Failures are recorded
-/// in `record.errors` as execution errors and remembered per module, so the
-/// stages using a broken module error while the others run.
+/// in `record.errors` and remembered per module, so the stages using a broken
+/// module error while the others run: a module file that cannot be read (or is
+/// not a regular file) is an input error, a failed compile an execution error.
+/// Cache problems are warnings (`record.warnings`, and stderr), never errors.
 pub fn compile_all(
     spec: &Spec,
     options: &RunOptions,
@@ -53,35 +58,51 @@ pub fn compile_all(
     let cache = ArtifactCache::new(&options.cache_dir);
     let mut compiled = BTreeMap::new();
     for (name, module) in &spec.subject.modules {
+        let read = |path: &std::path::Path| {
+            parity_tensor::read_regular(path).map_err(|e| {
+                (
+                    ErrorKind::Input,
+                    format!("module `{name}`: cannot read {}: {e}", path.display()),
+                )
+            })
+        };
         let vmfb = match &module.source {
-            ModuleSource::Vmfb(path) => std::fs::read(path)
-                .map_err(|e| format!("module `{name}`: cannot read {}: {e}", path.display())),
+            ModuleSource::Vmfb(path) => read(path),
             ModuleSource::Mlir(path) => match compiler {
-                Err(message) => Err(format!("module `{name}`: {message}")),
-                Ok(compiler) => std::fs::read(path)
-                    .map_err(|e| format!("module `{name}`: cannot read {}: {e}", path.display()))
-                    .and_then(|mlir| {
-                        cache
-                            .get_or_compile(
-                                compiler,
-                                &path.display().to_string(),
-                                &mlir,
-                                &compile_options(spec, module),
-                            )
-                            .map(|(bytes, _)| bytes)
-                            .map_err(|e| format!("module `{name}`: {e}"))
-                    }),
+                Err(message) => Err((ErrorKind::Execution, format!("module `{name}`: {message}"))),
+                Ok(compiler) => read(path).and_then(|mlir| {
+                    cache
+                        .get_or_compile(
+                            compiler,
+                            &path.display().to_string(),
+                            &mlir,
+                            &compile_options(spec, module),
+                        )
+                        .map(|cached| keep_warnings(cached, record))
+                        .map_err(|e| (ErrorKind::Execution, format!("module `{name}`: {e}")))
+                }),
             },
         };
-        if let Err(message) = &vmfb {
+        let vmfb = vmfb.map_err(|(kind, message)| {
             record.errors.push(RunError {
-                kind: ErrorKind::Execution,
+                kind,
                 message: message.clone(),
             });
-        }
+            message
+        });
         compiled.insert(name.clone(), vmfb);
     }
     compiled
+}
+
+/// The vmfb of a cache lookup; its warnings go to the run record and stderr,
+/// where a user sees them (the run goes on with the module in memory).
+fn keep_warnings(cached: Cached, record: &mut RunRecord) -> Vec<u8> {
+    for warning in cached.warnings {
+        eprintln!("parity: warning: {warning}");
+        record.warnings.push(warning);
+    }
+    cached.vmfb
 }
 
 /// Compiles the generated slice modules with their parent module's flags
@@ -115,7 +136,7 @@ pub fn compile_slices(
                         slice.mlir.as_bytes(),
                         &compile_options(spec, parent),
                     )
-                    .map(|(bytes, _)| bytes)
+                    .map(|cached| keep_warnings(cached, record))
                     .map_err(|e| format!("module `{}`: {e}", slice.name))
             }
         };
@@ -171,17 +192,40 @@ impl ModuleSet {
         self.load_errors.clone()
     }
 
-    /// Invokes `function` of `module` on `args`.
+    /// The typed signature of `function` of `module`, when the module is
+    /// loaded and its vmfb declares one parity can read (otherwise nothing is
+    /// checked before invoking and IREE's own checks apply).
+    pub fn signature(&self, module: &str, function: &str) -> Option<Signature> {
+        match self.modules.get(module) {
+            Some(Ok(loaded)) => loaded.signature(function).and_then(Result::ok),
+            _ => None,
+        }
+    }
+
+    /// Invokes `function` of `module` on `args`. A function the module does
+    /// not export, an undeclared module or an argument IREE cannot take are
+    /// input errors (the spec is wrong); a failure inside IREE is an execution error.
     pub fn invoke(
         &self,
         module: &str,
         function: &str,
         args: &[Tensor],
-    ) -> Result<Vec<Tensor>, String> {
+    ) -> Result<Vec<Tensor>, (ErrorKind, String)> {
         match self.modules.get(module) {
-            None => Err(format!("module `{module}` is not declared in the subject")),
-            Some(Err(message)) => Err(message.clone()),
-            Some(Ok(loaded)) => loaded.invoke(function, args).map_err(|e| e.to_string()),
+            None => Err((
+                ErrorKind::Input,
+                format!("module `{module}` is not declared in the subject"),
+            )),
+            Some(Err(message)) => Err((ErrorKind::Execution, message.clone())),
+            Some(Ok(loaded)) => loaded.invoke(function, args).map_err(|e| {
+                let kind = match e {
+                    IreeError::UnknownFunction { .. } | IreeError::Argument { .. } => {
+                        ErrorKind::Input
+                    }
+                    _ => ErrorKind::Execution,
+                };
+                (kind, e.to_string())
+            }),
         }
     }
 }

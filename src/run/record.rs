@@ -90,6 +90,10 @@ pub struct RunRecord {
     pub first_divergent_op: Option<serde_json::Value>,
     /// Problems not tied to one stage (oracle store, weights, compile of a module).
     pub errors: Vec<RunError>,
+    /// Problems that did not change the result, e.g. an artifact cache that
+    /// could not be written (the run used the compiled module from memory).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// One entry per (stage, case, mode), in execution order.
     pub stages: Vec<StageRecord>,
 }

@@ -63,16 +63,32 @@ impl StageContext<'_> {
                 return rec;
             }
         };
+        if let Err(message) = self.check_signature(stage, &args) {
+            rec.status = Status::Error;
+            rec.error_kind = Some(ErrorKind::Input);
+            rec.error = Some(message);
+            return rec;
+        }
         let clock = Instant::now();
         let results = self.modules.invoke(&stage.module, &stage.function, &args);
         rec.invoke_ms = clock.elapsed().as_secs_f64() * 1e3;
         let results = match results {
             Ok(r) => r,
-            Err(message) => {
+            Err((kind, message)) => {
+                // An input error is the spec's fault: point at the function line.
+                let at = match kind {
+                    ErrorKind::Input => {
+                        format!(
+                            "{}: ",
+                            self.position(stage, Some(&stage.locations.function))
+                        )
+                    }
+                    ErrorKind::Execution => String::new(),
+                };
                 rec.status = Status::Error;
-                rec.error_kind = Some(ErrorKind::Execution);
+                rec.error_kind = Some(kind);
                 rec.error = Some(format!(
-                    "stage `{}` ({}, {}): {message}",
+                    "{at}stage `{}` ({}, {}): {message}",
                     stage.name,
                     self.case,
                     self.mode.name()
@@ -121,7 +137,12 @@ impl StageContext<'_> {
             (
                 Status::Error,
                 Some(ErrorKind::Input),
-                format!("stage `{}` ({}), argument {i}: {m}", stage.name, self.case),
+                format!(
+                    "{}: stage `{}` ({}), argument {i}: {m}",
+                    self.position(stage, stage.locations.args.get(i)),
+                    stage.name,
+                    self.case
+                ),
             )
         };
         let mut args = Vec::with_capacity(stage.args.len());
@@ -169,6 +190,59 @@ impl StageContext<'_> {
             args.push(tensor);
         }
         Ok(args)
+    }
+
+    /// `file:line:col` of `loc` in the spec (the stage's own position when None).
+    fn position(&self, stage: &Stage, loc: Option<&parity_spec::Location>) -> String {
+        let loc = loc.copied().unwrap_or(stage.location);
+        format!("{}:{}:{}", self.spec.path.display(), loc.line, loc.col)
+    }
+
+    /// Checks the gathered arguments, and the number of outputs the spec lists,
+    /// against the compiled function's signature, before IREE sees them: a
+    /// mismatch is an input error at the stage's (or argument's) position.
+    fn check_signature(&self, stage: &Stage, args: &[Tensor]) -> Result<(), String> {
+        let Some(sig) = self.modules.signature(&stage.module, &stage.function) else {
+            return Ok(());
+        };
+        let function = format!("{}.{}", stage.module, stage.function);
+        let at = |loc: Option<&parity_spec::Location>, what: String| {
+            format!(
+                "{}: stage `{}` ({}): {what}",
+                self.position(stage, loc),
+                stage.name,
+                self.case
+            )
+        };
+        if sig.args.len() != args.len() {
+            return Err(at(
+                Some(&stage.locations.function),
+                format!(
+                    "function `{function}` takes {} arguments but the stage passes {}",
+                    sig.args.len(),
+                    args.len()
+                ),
+            ));
+        }
+        for (i, (ty, arg)) in sig.args.iter().zip(args).enumerate() {
+            if let Some(why) = ty.mismatch(arg.dtype(), arg.shape()) {
+                return Err(at(
+                    stage.locations.args.get(i),
+                    format!("argument {i} of `{function}`: {why}"),
+                ));
+            }
+        }
+        if sig.results.len() != stage.outputs.len() {
+            return Err(at(
+                Some(&stage.locations.function),
+                format!(
+                    "function `{function}` returns {} results but the spec lists {} outputs",
+                    sig.results.len(),
+                    stage.outputs.len()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Compares one production output with its oracle tensor under its tolerance.

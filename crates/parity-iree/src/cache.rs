@@ -4,8 +4,16 @@
 //! compiler revision, the compiler library's own sha256 (a rebuilt library with the
 //! same revision string still changes the key), the target backend, every flag in
 //! order, and the MLIR bytes. Each entry is `<key>.vmfb` with a header carrying the
-//! payload length and sha256, so a truncated or corrupted entry is detected and
-//! recompiled, never trusted; `<key>.json` records the key's components for humans.
+//! key itself, the payload length and its sha256, so an entry copied under another
+//! key, truncated or corrupted is detected and recompiled (with a warning), never
+//! loaded; `<key>.json` records the key's components for humans.
+//!
+//! The cache is an optimisation: a cache that cannot be read or written (an
+//! entry that is a FIFO or directory, a read-only or missing directory, a full
+//! disk) never fails a compile. Each such problem becomes a warning in
+//! [`Cached::warnings`] and the module is used from memory. Temp files left by
+//! killed runs are swept when the cache is first written to (see
+//! [`parity_tensor::remove_stale_temp_files`]).
 
 use crate::compiler::{CompileOptions, IreeCompiler};
 use crate::error::IreeError;
@@ -21,11 +29,13 @@ use std::time::SystemTime;
 pub const CACHE_DIR_ENV: &str = "PARITY_CACHE_DIR";
 
 /// Version of the key derivation and entry layout; bump to invalidate old entries.
-const KEY_SCHEMA: &str = "parity.vmfb-cache/1";
+const KEY_SCHEMA: &str = "parity.vmfb-cache/2";
 /// First bytes of every entry file.
-const MAGIC: &[u8; 8] = b"PARVMFB1";
-/// Magic, payload length (u64 LE), payload sha256.
-const HEADER_LEN: usize = 8 + 8 + 32;
+const MAGIC: &[u8; 8] = b"PARVMFB2";
+/// Length of a key: hex sha256.
+const KEY_LEN: usize = 64;
+/// Magic, key (64 hex bytes), payload length (u64 LE), payload sha256.
+const HEADER_LEN: usize = 8 + KEY_LEN + 8 + 32;
 
 /// Whether an artifact came from the cache or was just compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +44,18 @@ pub enum CacheOutcome {
     Hit,
     /// No valid entry (absent or corrupt); the compiler ran and the entry was written.
     Miss,
+}
+
+/// A compiled artifact and how it was had.
+#[derive(Clone, Debug)]
+pub struct Cached {
+    /// The vmfb bytes.
+    pub vmfb: Vec<u8>,
+    /// Whether they came from the cache.
+    pub outcome: CacheOutcome,
+    /// Cache problems that did not stop the compile (bad entry, failed write),
+    /// each naming the path; the caller shows them to the user.
+    pub warnings: Vec<String>,
 }
 
 /// The key's components, written beside each entry as `<key>.json`.
@@ -96,23 +118,32 @@ impl ArtifactCache {
     }
 
     /// Returns the cached vmfb for this compilation, or compiles and stores it.
+    /// Only the compiler (or hashing its library) can fail this; cache
+    /// problems are warnings in the result.
     pub fn get_or_compile(
         &self,
         compiler: &IreeCompiler,
         source_name: &str,
         mlir: &[u8],
         options: &CompileOptions,
-    ) -> Result<(Vec<u8>, CacheOutcome), IreeError> {
+    ) -> Result<Cached, IreeError> {
         let revision = compiler.revision();
         let lib_sha = library_sha256(compiler.library_path())?;
         let key = compute_key(&revision, &lib_sha, mlir, options);
         let path = self.entry_path(&key);
-        if let Some(vmfb) = read_entry(&path)? {
-            return Ok((vmfb, CacheOutcome::Hit));
+        let mut warnings = Vec::new();
+        match read_entry(&path, &key) {
+            Ok(Some(vmfb)) => {
+                return Ok(Cached {
+                    vmfb,
+                    outcome: CacheOutcome::Hit,
+                    warnings,
+                })
+            }
+            Ok(None) => {}
+            Err(warning) => warnings.push(warning),
         }
         let vmfb = compiler.compile(source_name, mlir, options)?;
-        std::fs::create_dir_all(&self.dir).map_err(|e| cache_err(&self.dir, "create", e))?;
-        write_atomic(&path, &encode_entry(&vmfb))?;
         let record = KeyRecord {
             schema: KEY_SCHEMA,
             key: &key,
@@ -128,12 +159,30 @@ impl ArtifactCache {
             vmfb_sha256: hex::encode(Sha256::digest(&vmfb)),
             vmfb_bytes: vmfb.len(),
         };
-        let json = serde_json::to_vec_pretty(&record).map_err(|e| IreeError::Cache {
-            path: path.clone(),
+        if let Err(e) = self.store(&key, &vmfb, &record) {
+            warnings.push(format!(
+                "artifact cache not written, using the compiled module from memory: {e}"
+            ));
+        }
+        Ok(Cached {
+            vmfb,
+            outcome: CacheOutcome::Miss,
+            warnings,
+        })
+    }
+
+    /// Writes the entry and its key record, sweeping stale temp files first.
+    fn store(&self, key: &str, vmfb: &[u8], record: &KeyRecord<'_>) -> Result<(), IreeError> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| cache_err(&self.dir, "create", e))?;
+        // Best effort: a sweep that cannot list the directory changes nothing.
+        let _ = parity_tensor::remove_stale_temp_files(&self.dir);
+        write_atomic(&self.entry_path(key), &encode_entry(key, vmfb))?;
+        let json_path = self.dir.join(format!("{key}.json"));
+        let json = serde_json::to_vec_pretty(record).map_err(|e| IreeError::Cache {
+            path: json_path.clone(),
             message: format!("serialising key record: {e}"),
         })?;
-        write_atomic(&self.dir.join(format!("{key}.json")), &json)?;
-        Ok((vmfb, CacheOutcome::Miss))
+        write_atomic(&json_path, &json)
     }
 }
 
@@ -179,41 +228,78 @@ fn host_cpu_identity() -> String {
         .join("\n")
 }
 
-fn encode_entry(vmfb: &[u8]) -> Vec<u8> {
+/// The entry file: magic, key, payload length, payload sha256, payload.
+fn encode_entry(key: &str, vmfb: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + vmfb.len());
     out.extend_from_slice(MAGIC);
+    out.extend_from_slice(key.as_bytes());
     out.extend_from_slice(&(vmfb.len() as u64).to_le_bytes());
     out.extend_from_slice(&Sha256::digest(vmfb));
     out.extend_from_slice(vmfb);
     out
 }
 
-/// The payload of a valid entry; None when the bytes are not a complete, intact entry.
-fn decode_entry(bytes: &[u8]) -> Option<&[u8]> {
-    let (header, payload) = bytes.split_at_checked(HEADER_LEN)?;
+/// The payload of a complete, intact entry for `key`, or what is wrong with it.
+fn decode_entry<'a>(bytes: &'a [u8], key: &str) -> Result<&'a [u8], &'static str> {
+    let (header, payload) = bytes
+        .split_at_checked(HEADER_LEN)
+        .ok_or("shorter than an entry header")?;
     let (magic, rest) = header.split_at(8);
+    let (stored_key, rest) = rest.split_at(KEY_LEN);
     let (len, sha) = rest.split_at(8);
-    let len = u64::from_le_bytes(len.try_into().ok()?);
-    let ok = magic == MAGIC
-        && u64::try_from(payload.len()).ok()? == len
-        && Sha256::digest(payload).as_slice() == sha;
-    ok.then_some(payload)
+    if magic != MAGIC {
+        return Err("not a parity cache entry of this version");
+    }
+    if stored_key != key.as_bytes() {
+        return Err("the entry was written for another key (copied or renamed)");
+    }
+    let len = len
+        .try_into()
+        .map(u64::from_le_bytes)
+        .map_err(|_| "bad header")?;
+    if u64::try_from(payload.len()).ok() != Some(len) {
+        return Err("truncated or extended (payload length differs from the header)");
+    }
+    if Sha256::digest(payload).as_slice() != sha {
+        return Err("corrupt (payload sha256 differs from the header)");
+    }
+    Ok(payload)
 }
 
-/// Reads an entry. Absent or corrupt entries are a miss; a corrupt file is removed
-/// so it cannot be mistaken for valid later.
-fn read_entry(path: &Path) -> Result<Option<Vec<u8>>, IreeError> {
-    let bytes = match std::fs::read(path) {
+/// Reads the entry for `key`: Ok(None) when absent, Err(warning) when present
+/// but unusable. An unusable entry is removed (a FIFO or damaged file alike) so
+/// the fresh one can take its place; if that fails the write reports it.
+fn read_entry(path: &Path, key: &str) -> Result<Option<Vec<u8>>, String> {
+    let bytes = match parity_tensor::read_regular(path) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(cache_err(path, "read", e)),
+        // No directory (or a file where it should be) means no entry; the write will say why.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => {
+            if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_dir()) {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(format!(
+                "artifact cache entry {} unreadable ({e}); recompiling",
+                path.display()
+            ));
+        }
     };
-    match decode_entry(&bytes) {
-        Some(payload) => Ok(Some(payload.to_vec())),
-        None => {
+    match decode_entry(&bytes, key) {
+        Ok(payload) => Ok(Some(payload.to_vec())),
+        Err(problem) => {
             // Another process may already have replaced it; either way we recompile.
             let _ = std::fs::remove_file(path);
-            Ok(None)
+            Err(format!(
+                "artifact cache entry {} ignored: {problem}; recompiling",
+                path.display()
+            ))
         }
     }
 }
@@ -224,10 +310,13 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), IreeError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    // The pid goes first, in the naming parity-tensor's writer uses, so the
+    // same sweep removes what a killed run left behind.
     let tmp = dir.join(format!(
-        ".tmp-{}-{}-{}",
-        name.unwrap_or_default(),
+        "{}{}-{}-{}",
+        parity_tensor::TEMP_PREFIX,
         std::process::id(),
+        name.unwrap_or_default(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
     if let Err(e) = std::fs::write(&tmp, bytes) {
@@ -336,31 +425,81 @@ mod tests {
         assert_ne!(base, compute_key("3.13.0", "ab", b"mlir", &vmvx));
     }
 
+    const KEY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    const OTHER: &str = "f123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
     #[test]
     fn entry_round_trips_and_rejects_damage() {
         let payload = b"vmfb bytes".to_vec();
-        let entry = encode_entry(&payload);
-        assert_eq!(decode_entry(&entry), Some(&payload[..]));
-        assert_eq!(decode_entry(&entry[..entry.len() - 1]), None);
-        assert_eq!(decode_entry(&entry[..10]), None);
-        assert_eq!(decode_entry(&[]), None);
+        let entry = encode_entry(KEY, &payload);
+        assert_eq!(decode_entry(&entry, KEY), Ok(&payload[..]));
+        assert!(decode_entry(&entry[..entry.len() - 1], KEY).is_err());
+        assert!(decode_entry(&entry[..10], KEY).is_err());
+        assert!(decode_entry(&[], KEY).is_err());
         let mut flipped = entry.clone();
         let last = flipped.len() - 1;
         flipped[last] ^= 1;
-        assert_eq!(decode_entry(&flipped), None);
+        assert!(decode_entry(&flipped, KEY).unwrap_err().contains("sha256"));
         let mut extended = entry;
         extended.push(0);
-        assert_eq!(decode_entry(&extended), None);
+        assert!(decode_entry(&extended, KEY).is_err());
+    }
+
+    #[test]
+    fn an_entry_is_bound_to_its_key() {
+        let entry = encode_entry(KEY, b"vmfb bytes");
+        let err = decode_entry(&entry, OTHER).unwrap_err();
+        assert!(err.contains("another key"), "{err}");
+        // A version-1 entry (no key in the header) is never trusted.
+        let mut v1 = b"PARVMFB1".to_vec();
+        v1.extend_from_slice(&entry[8..]);
+        assert!(decode_entry(&v1, KEY).is_err());
+    }
+
+    #[test]
+    fn a_copied_entry_is_a_warned_miss_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join(format!("{KEY}.vmfb"));
+        let copy = dir.path().join(format!("{OTHER}.vmfb"));
+        write_atomic(&good, &encode_entry(KEY, b"ok")).unwrap();
+        std::fs::copy(&good, &copy).unwrap();
+        assert_eq!(read_entry(&good, KEY), Ok(Some(b"ok".to_vec())));
+        let warning = read_entry(&copy, OTHER).unwrap_err();
+        assert!(
+            warning.contains(OTHER) && warning.contains("another key"),
+            "{warning}"
+        );
+        assert!(!copy.exists());
     }
 
     #[test]
     fn corrupt_entry_is_removed_and_missed() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k.vmfb");
-        std::fs::write(&path, b"PARVMFB1garbage").unwrap();
-        assert_eq!(read_entry(&path).unwrap(), None);
+        std::fs::write(&path, b"PARVMFB2garbage").unwrap();
+        assert!(read_entry(&path, KEY).is_err());
         assert!(!path.exists());
-        write_atomic(&path, &encode_entry(b"ok")).unwrap();
-        assert_eq!(read_entry(&path).unwrap(), Some(b"ok".to_vec()));
+        assert_eq!(read_entry(&path, KEY), Ok(None));
+        write_atomic(&path, &encode_entry(KEY, b"ok")).unwrap();
+        assert_eq!(read_entry(&path, KEY), Ok(Some(b"ok".to_vec())));
+    }
+
+    #[test]
+    fn a_fifo_entry_is_refused_without_blocking_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("{KEY}.vmfb"));
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let warning = read_entry(&path, KEY).unwrap_err();
+        assert!(warning.contains("FIFO"), "{warning}");
+        assert!(
+            !path.exists(),
+            "the FIFO is removed so the entry can be rewritten"
+        );
+        write_atomic(&path, &encode_entry(KEY, b"ok")).unwrap();
+        assert_eq!(read_entry(&path, KEY), Ok(Some(b"ok".to_vec())));
     }
 }

@@ -23,9 +23,11 @@ pub mod diagnostics;
 pub mod discover;
 pub mod error;
 pub mod runtime;
+pub mod signature;
 pub mod vmfb;
 
-pub use cache::{ArtifactCache, CacheOutcome, CACHE_DIR_ENV};
+pub use cache::{ArtifactCache, CacheOutcome, Cached, CACHE_DIR_ENV};
 pub use compiler::{CompileOptions, IreeCompiler, COMPILER_LIB_ENV};
 pub use error::IreeError;
 pub use runtime::{IreeRuntime, LoadedModule, DEFAULT_DRIVER};
+pub use signature::{parse_declaration, Signature, ValueType};

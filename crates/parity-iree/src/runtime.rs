@@ -7,6 +7,7 @@
 
 use crate::convert::{tensor_to_value, value_to_tensor};
 use crate::error::IreeError;
+use crate::signature::{parse_declaration, Signature};
 use crate::vmfb::{self, ModuleInfo};
 use parity_tensor::Tensor;
 use std::rc::Rc;
@@ -99,6 +100,12 @@ impl LoadedModule {
             .iter()
             .find(|e| e.name == local)
             .and_then(|e| e.declaration.as_deref())
+    }
+
+    /// The typed signature of `function`, parsed from its declaration; None
+    /// when the vmfb carries no declaration, Err when it cannot be read.
+    pub fn signature(&self, function: &str) -> Option<Result<Signature, String>> {
+        self.declaration(function).map(parse_declaration)
     }
 
     /// Calls `function` (unqualified, or qualified as `module.fn`) with `args` and

@@ -27,10 +27,12 @@ fn hit_returns_identical_bytes_and_changes_miss() {
 
     let (first, outcome) = cache
         .get_or_compile(&c, "mul.mlir", MUL.as_bytes(), &o)
+        .map(|c| (c.vmfb, c.outcome))
         .unwrap();
     assert_eq!(outcome, CacheOutcome::Miss);
     let (second, outcome) = cache
         .get_or_compile(&c, "mul.mlir", MUL.as_bytes(), &o)
+        .map(|c| (c.vmfb, c.outcome))
         .unwrap();
     assert_eq!(outcome, CacheOutcome::Hit);
     assert_eq!(first, second);
@@ -48,16 +50,21 @@ fn hit_returns_identical_bytes_and_changes_miss() {
     let o2 = opts(&["--iree-llvmcpu-target-cpu=generic", "--iree-opt-level=O1"]);
     let (_, outcome) = cache
         .get_or_compile(&c, "mul.mlir", MUL.as_bytes(), &o2)
+        .map(|c| (c.vmfb, c.outcome))
         .unwrap();
     assert_eq!(outcome, CacheOutcome::Miss);
     // One MLIR byte changed (a trailing space): miss, even though the program is the same.
     let mut mlir2 = MUL.as_bytes().to_vec();
     mlir2.push(b' ');
-    let (_, outcome) = cache.get_or_compile(&c, "mul.mlir", &mlir2, &o).unwrap();
+    let (_, outcome) = cache
+        .get_or_compile(&c, "mul.mlir", &mlir2, &o)
+        .map(|c| (c.vmfb, c.outcome))
+        .unwrap();
     assert_eq!(outcome, CacheOutcome::Miss);
     // The source name is a label, not part of the key.
     let (_, outcome) = cache
         .get_or_compile(&c, "renamed.mlir", MUL.as_bytes(), &o)
+        .map(|c| (c.vmfb, c.outcome))
         .unwrap();
     assert_eq!(outcome, CacheOutcome::Hit);
 
@@ -82,6 +89,7 @@ fn corrupted_or_truncated_entries_are_recompiled() {
     let o = opts(&[]);
     let (good, _) = cache
         .get_or_compile(&c, "mul.mlir", MUL.as_bytes(), &o)
+        .map(|c| (c.vmfb, c.outcome))
         .unwrap();
     let entry = cache.entry_path(&cache.key(&c, MUL.as_bytes(), &o).unwrap());
 
@@ -92,6 +100,7 @@ fn corrupted_or_truncated_entries_are_recompiled() {
     std::fs::write(&entry, &bytes).unwrap();
     let (again, outcome) = cache
         .get_or_compile(&c, "mul.mlir", MUL.as_bytes(), &o)
+        .map(|c| (c.vmfb, c.outcome))
         .unwrap();
     assert_eq!(outcome, CacheOutcome::Miss);
     assert_eq!(again, good);
@@ -101,6 +110,7 @@ fn corrupted_or_truncated_entries_are_recompiled() {
     std::fs::write(&entry, &bytes[..bytes.len() - 100]).unwrap();
     let (again, outcome) = cache
         .get_or_compile(&c, "mul.mlir", MUL.as_bytes(), &o)
+        .map(|c| (c.vmfb, c.outcome))
         .unwrap();
     assert_eq!(outcome, CacheOutcome::Miss);
     assert_eq!(again, good);
@@ -108,6 +118,7 @@ fn corrupted_or_truncated_entries_are_recompiled() {
     // The rewritten entry is valid again.
     let (again, outcome) = cache
         .get_or_compile(&c, "mul.mlir", MUL.as_bytes(), &o)
+        .map(|c| (c.vmfb, c.outcome))
         .unwrap();
     assert_eq!(outcome, CacheOutcome::Hit);
     assert_eq!(again, good);
@@ -115,7 +126,7 @@ fn corrupted_or_truncated_entries_are_recompiled() {
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp"))
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".parity-tmp"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
@@ -133,4 +144,77 @@ fn compile_errors_are_not_cached() {
         assert!(err.to_string().contains("bad.mlir"), "{err}");
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn an_unwritable_cache_warns_and_returns_the_compiled_module() {
+    // Root ignores permissions, so make the cache directory impossible: its
+    // parent is a regular file, and creating it fails with ENOTDIR even for root.
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, b"x").unwrap();
+    let cache = ArtifactCache::new(blocker.join("cache"));
+    let c = compiler();
+    let got = cache
+        .get_or_compile(&c, "mul.mlir", MUL.as_bytes(), &opts(&[]))
+        .unwrap();
+    assert_eq!(got.outcome, CacheOutcome::Miss);
+    assert!(!got.vmfb.is_empty());
+    assert_eq!(got.warnings.len(), 1, "{:?}", got.warnings);
+    assert!(
+        got.warnings[0].contains("not-a-dir") && got.warnings[0].contains("not written"),
+        "{}",
+        got.warnings[0]
+    );
+}
+
+#[test]
+fn an_entry_copied_under_another_key_is_not_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ArtifactCache::new(dir.path());
+    let c = compiler();
+    let (o1, o2) = (opts(&[]), opts(&["--iree-opt-level=O1"]));
+    let first = cache
+        .get_or_compile(&c, "mul.mlir", MUL.as_bytes(), &o1)
+        .unwrap();
+    let k1 = cache.key(&c, MUL.as_bytes(), &o1).unwrap();
+    let k2 = cache.key(&c, MUL.as_bytes(), &o2).unwrap();
+    std::fs::copy(cache.entry_path(&k1), cache.entry_path(&k2)).unwrap();
+    let second = cache
+        .get_or_compile(&c, "mul.mlir", MUL.as_bytes(), &o2)
+        .unwrap();
+    assert_eq!(second.outcome, CacheOutcome::Miss);
+    assert!(
+        second
+            .warnings
+            .iter()
+            .any(|w| w.contains(&k2) && w.contains("another key")),
+        "{:?}",
+        second.warnings
+    );
+    // The rewritten entry is bound to its own key and hits.
+    let third = cache
+        .get_or_compile(&c, "mul.mlir", MUL.as_bytes(), &o2)
+        .unwrap();
+    assert_eq!(third.outcome, CacheOutcome::Hit);
+    assert!(third.warnings.is_empty());
+    assert_eq!(first.outcome, CacheOutcome::Miss);
+}
+
+#[test]
+fn temp_files_of_a_killed_run_are_swept_on_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ArtifactCache::new(dir.path());
+    // A real process, gone by now, and the temp file it would have left.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let leftover = dir
+        .path()
+        .join(format!("{}{dead}-abc.vmfb-0", parity_tensor::TEMP_PREFIX));
+    std::fs::write(&leftover, b"half an entry").unwrap();
+    cache
+        .get_or_compile(&compiler(), "mul.mlir", MUL.as_bytes(), &opts(&[]))
+        .unwrap();
+    assert!(!leftover.exists());
 }

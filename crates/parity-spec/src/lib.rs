@@ -42,7 +42,8 @@ impl Spec {
             }
             .into()
         };
-        let file = std::fs::File::open(path).map_err(io)?;
+        // A FIFO or device would block or never end: refuse anything not regular.
+        let file = parity_tensor::open_regular(path).map_err(io)?;
         let mut bytes = Vec::new();
         // `take` bounds the read even when metadata lies (pipes, /proc files).
         file.take(MAX_SPEC_BYTES + 1)

@@ -471,3 +471,26 @@ fn bad_cases() {
     ));
     assert_err(&msg, 6, 26, &["case `c`", "variable name `case`"]);
 }
+
+#[test]
+fn a_fifo_spec_is_refused_instead_of_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stages.yaml");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = path.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(Spec::load(&p).map(|_| ()).unwrap_err().to_string());
+    });
+    let msg = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("Spec::load blocked on a FIFO");
+    assert!(
+        msg.contains("stages.yaml") && msg.contains("not a regular file (it is a FIFO)"),
+        "{msg}"
+    );
+}

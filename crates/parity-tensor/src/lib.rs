@@ -23,12 +23,16 @@ pub mod npy;
 mod npy_header;
 pub mod npz;
 pub mod safetensors;
+mod safetensors_header;
 pub mod store;
 pub mod tensor;
 
 pub use dtype::{DType, UnknownDType};
 pub use error::TensorError;
-pub use fsio::write_file_atomic;
+pub use fsio::{
+    open_regular, read_regular, remove_stale_temp_files, write_file_atomic, STALE_TEMP_AGE,
+    TEMP_PREFIX,
+};
 pub use load::{load_tensor, open_tensor_file, TensorFile};
 pub use npy::{parse_npy_bytes, read_npy, write_npy};
 pub use npz::{read_npz, write_npz, NpzArchive};

@@ -4,14 +4,15 @@
 //! Layout: an 8-byte little-endian header length N, N bytes of JSON, then the
 //! data region. Checks follow the format's rules: N at most 100 MB and inside
 //! the file; no duplicate names; each tensor's byte range matches its dtype and
-//! shape; the ranges tile the data region exactly (no gaps, no overlap, nothing left over).
+//! shape; the ranges tile the data region exactly (no gaps, no overlap, nothing left over);
+//! shapes have at most 64 dimensions. The header is parsed straight into typed
+//! entries (see `safetensors_header`), so its memory is ~4x its size.
 
 use crate::dtype::DType;
 use crate::error::TensorError;
 use crate::fsio::{map_file, write_all, write_atomic};
-use crate::json_unique::UniqueMap;
+use crate::safetensors_header::{Header, RawEntry};
 use crate::tensor::Tensor;
-use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,16 +21,7 @@ use std::sync::Arc;
 const MAX_HEADER_LEN: u64 = 100_000_000;
 
 /// The header key that holds free-form string metadata.
-const METADATA_KEY: &str = "__metadata__";
-
-/// One tensor entry of the JSON header, exactly as the format defines it.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEntry {
-    dtype: String,
-    shape: Vec<usize>,
-    data_offsets: [usize; 2],
-}
+pub(crate) const METADATA_KEY: &str = "__metadata__";
 
 /// A validated tensor entry.
 #[derive(Debug, Clone)]
@@ -82,19 +74,13 @@ pub fn read_safetensors(path: impl AsRef<Path>) -> Result<SafetensorsFile, Tenso
     if header.first() != Some(&b'{') {
         return Err(bad("header does not start with '{'".into()));
     }
-    let raw: UniqueMap<serde_json::Value> =
+    let raw: Header =
         serde_json::from_slice(header).map_err(|e| bad(format!("header JSON: {e}")))?;
-    let mut metadata = BTreeMap::new();
-    let mut entries: Vec<(String, Entry)> = Vec::with_capacity(raw.0.len());
-    for (name, value) in raw.0 {
-        if name == METADATA_KEY {
-            metadata = serde_json::from_value(value)
-                .map_err(|e| bad(format!("`{METADATA_KEY}` must map strings to strings: {e}")))?;
-            continue;
-        }
-        let entry: RawEntry =
-            serde_json::from_value(value).map_err(|e| bad(format!("tensor `{name}`: {e}")))?;
-        entries.push((name.clone(), validate_entry(&path, &name, entry)?));
+    let metadata = raw.metadata;
+    let mut entries: Vec<(String, Entry)> = Vec::with_capacity(raw.entries.len());
+    for (name, entry) in raw.entries {
+        let entry = validate_entry(&path, &name, entry)?;
+        entries.push((name, entry));
     }
     // The ranges must tile [0, data_len) exactly: sort, then walk.
     entries.sort_by_key(|(_, e)| (e.start, e.end));
@@ -120,12 +106,19 @@ pub fn read_safetensors(path: impl AsRef<Path>) -> Result<SafetensorsFile, Tenso
         )));
     }
     let names = entries.iter().map(|(n, _)| n.clone()).collect();
+    let mut by_name = HashMap::with_capacity(entries.len());
+    for (name, entry) in entries {
+        if by_name.contains_key(&name) {
+            return Err(bad(format!("header JSON: duplicate key `{name}`")));
+        }
+        by_name.insert(name, entry);
+    }
     Ok(SafetensorsFile {
         path,
         map,
         data_start,
         names,
-        entries: entries.into_iter().collect(),
+        entries: by_name,
         metadata,
     })
 }
@@ -153,20 +146,21 @@ fn validate_entry(path: &Path, name: &str, raw: RawEntry) -> Result<Entry, Tenso
     }
     let needed = raw
         .shape
+        .0
         .iter()
         .try_fold(size, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| bad(format!("shape {:?} is too large to address", raw.shape)))?;
+        .ok_or_else(|| bad(format!("shape {:?} is too large to address", raw.shape.0)))?;
     if needed != end - start {
         return Err(bad(format!(
             "{} of shape {:?} needs {needed} bytes but data_offsets [{start}, {end}] span {}",
             raw.dtype,
-            raw.shape,
+            raw.shape.0,
             end - start
         )));
     }
     Ok(Entry {
         dtype,
-        shape: raw.shape,
+        shape: raw.shape.0,
         start,
         end,
     })

@@ -69,7 +69,7 @@ impl OracleStore {
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, TensorError> {
         let dir = dir.as_ref().to_path_buf();
         let manifest = dir.join(MANIFEST_FILE);
-        let text = std::fs::read(&manifest)
+        let text = crate::fsio::read_regular(&manifest)
             .map_err(|e| TensorError::io(&manifest, "cannot read oracle manifest", e))?;
         let bad = |reason: String| TensorError::Manifest {
             manifest: manifest.clone(),
