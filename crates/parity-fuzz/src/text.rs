@@ -37,7 +37,14 @@ pub fn mlir(data: &[u8]) {
     };
     if let Ok(module) = parity_mlir::parse(text) {
         for func in &module.functions {
-            for (scope, value) in func.scope_outputs() {
+            // resolve_point trims what the user typed and reads `%...` as an SSA
+            // name, so scopes spelled so (a location string can be) are not nameable.
+            let nameable = |s: &str| s.trim() == s && !s.starts_with('%');
+            for (scope, value) in func
+                .scope_outputs()
+                .into_iter()
+                .filter(|(s, _)| nameable(s))
+            {
                 assert_eq!(
                     func.resolve_point(&scope).ok(),
                     Some(value),
