@@ -3,7 +3,7 @@
 # stages.yaml, MLIR, vmfb) on the stable toolchain: cargo-fuzz with `-s none`
 # (libFuzzer, no sanitizer) and debug assertions (overflow checks) on.
 #
-#   bash ci/fuzz.sh                        # every target, PARITY_FUZZ_SECONDS each (default 25)
+#   bash ci/fuzz.sh                        # every target, PARITY_FUZZ_SECONDS each (default 20)
 #   PARITY_FUZZ_SECONDS=600 bash ci/fuzz.sh mlir   # one target, longer
 #
 # Each target starts from its committed corpus (fuzz/corpus/<target>/, read only
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 CARGO_FUZZ_VERSION=0.13.2
-seconds="${PARITY_FUZZ_SECONDS:-25}"
+seconds="${PARITY_FUZZ_SECONDS:-20}"
 
 if ! cargo fuzz --version 2>/dev/null | grep -qx "cargo-fuzz $CARGO_FUZZ_VERSION"; then
     echo "ci/fuzz.sh: installing cargo-fuzz $CARGO_FUZZ_VERSION" >&2

@@ -17,7 +17,6 @@ mod text;
 // `parity-iree` links the IREE runtime (eerie-sys builds it with CMake), which a
 // sanitizer-coverage build would have to rebuild from scratch; the vmfb reader
 // is self-contained pure Rust, so the fuzz build compiles its very source file.
-#[allow(dead_code)]
 #[path = "../../parity-iree/src/vmfb.rs"]
 mod vmfb;
 
