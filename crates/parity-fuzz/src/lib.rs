@@ -31,7 +31,7 @@ pub struct Target {
     pub run: fn(&[u8]),
 }
 
-/// Every target, in the order the CI run and the replay test visit them.
+/// Every target, in the order the replay test visits them.
 pub const TARGETS: &[Target] = &[
     Target {
         name: "npy",

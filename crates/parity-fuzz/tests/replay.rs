@@ -198,3 +198,31 @@ fn a_panic_is_reported_with_its_message() {
     let (outcome, _) = run_one(boom, Vec::new(), HANG_AFTER).expect("boom returns");
     assert_eq!(outcome, Err("boom 7".to_string()));
 }
+
+/// `TARGETS`, the libFuzzer wrappers in `fuzz/fuzz_targets/` and the corpus
+/// directories name the same set, so no target is fuzzed without being replayed.
+#[test]
+fn targets_wrappers_and_corpora_match() {
+    let stems = |dir: PathBuf, files: bool| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.expect("directory entry").path())
+            .filter(|p| if files { p.is_file() } else { p.is_dir() })
+            .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .collect();
+        names.sort();
+        names
+    };
+    let mut names: Vec<String> = parity_fuzz::TARGETS
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort();
+    let root = parity_fuzz::corpus_root();
+    assert_eq!(
+        stems(root.join("../fuzz_targets"), true),
+        names,
+        "fuzz/fuzz_targets/*.rs"
+    );
+    assert_eq!(stems(root, false), names, "fuzz/corpus/*/");
+}
