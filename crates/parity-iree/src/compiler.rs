@@ -253,9 +253,7 @@ fn diagnostics_text(err: &eerie::compiler::CompilerError, source_name: &str) -> 
         }
         other => other.to_string(),
     };
-    let text = rename_buffer_locations(&raw, source_name)
-        .trim_end()
-        .to_string();
+    let text = crate::diagnostics::bound(rename_buffer_locations(&raw, source_name).trim_end());
     if text.is_empty() {
         "the compiler reported failure without diagnostics".to_string()
     } else {
