@@ -20,6 +20,7 @@ pub mod cache;
 pub mod compiler;
 mod convert;
 pub mod diagnostics;
+pub mod discover;
 pub mod error;
 pub mod runtime;
 pub mod vmfb;
