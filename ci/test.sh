@@ -2,7 +2,8 @@
 # The whole test suite: set up on a fresh machine (idempotent), then lint,
 # build and run every test of the workspace against the real IREE compiler
 # and runtime, then regenerate the bundled fixtures from their pinned scripts
-# and compare them with the committed ones.
+# and compare them with the committed ones, then fuzz every reader for a
+# bounded time (ci/fuzz.sh, about 3-5 minutes with its build).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . ci/setup.sh
@@ -15,3 +16,4 @@ cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo test --locked --workspace
 bash ci/check-fixtures.sh
+bash ci/fuzz.sh

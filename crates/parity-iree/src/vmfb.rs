@@ -44,6 +44,10 @@ pub fn inspect(vmfb: &[u8]) -> Option<ModuleInfo> {
         .vector_of_tables(FIELD_FUNCTION_SIGNATURES)
         .unwrap_or_default();
     let mut exports = Vec::new();
+    // Every export may point at one shared string, so a crafted file could make
+    // the text returned grow with the square of its size; a real module's strings
+    // are distinct, so their total fits in the file (x3 for U+FFFD replacements).
+    let mut text_budget = 3 * vmfb.len();
     for export in root
         .vector_of_tables(FIELD_EXPORTED_FUNCTIONS)
         .unwrap_or_default()
@@ -54,6 +58,8 @@ pub fn inspect(vmfb: &[u8]) -> Option<ModuleInfo> {
             .and_then(|ordinal| usize::try_from(ordinal).ok())
             .and_then(|ordinal| signatures.get(ordinal))
             .and_then(|sig| abi_declaration(sig));
+        let len = local_name.len() + declaration.as_ref().map_or(0, String::len);
+        text_budget = text_budget.checked_sub(len)?;
         exports.push(ExportInfo {
             name: local_name,
             declaration,
