@@ -1,8 +1,10 @@
 //! `parity bisect`: localise the first divergence to one StableHLO operation.
 
+use super::StrategyArg;
 use super::EXIT_INPUT;
-use crate::bisect::{self, render, BisectOptions, Strategy};
+use crate::bisect::{self, BisectOptions};
 use crate::report;
+use crate::report::bisect_text;
 use crate::run::RunOptions;
 use anyhow::Context;
 use std::path::PathBuf;
@@ -22,7 +24,7 @@ pub struct BisectArgs {
     /// Tap placement: bisection (about log2(N) probes), mark-all (one build with
     /// every tap), or auto (mark-all when the taps fit in 512 MiB).
     #[arg(long, value_enum, default_value = "auto")]
-    strategy: Strategy,
+    strategy: StrategyArg,
     /// Directory for the reproducer (slice.mlir, .npy files, run.sh, stages.yaml).
     #[arg(long, default_value = "reports/bisect")]
     repro_dir: PathBuf,
@@ -54,7 +56,7 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
             stages: args.stages,
             ..RunOptions::default()
         },
-        strategy: args.strategy,
+        strategy: args.strategy.into(),
         repro_dir: args.repro_dir,
     };
     let report_ = bisect::bisect(&spec, &options);
@@ -62,11 +64,11 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
 }
 
 /// Writes the JSON report, prints the text one, returns the exit code.
-pub fn write_and_print(r: &bisect::BisectReport, json: &std::path::Path) -> anyhow::Result<i32> {
+pub fn write_and_print(r: &bisect::BisectRecord, json: &std::path::Path) -> anyhow::Result<i32> {
     let body = serde_json::to_string_pretty(r).context("serialising the bisect report")?;
     report::write_atomic(json, body.as_bytes())
         .with_context(|| format!("writing {}", json.display()))?;
-    print!("{}", render::text(r));
+    print!("{}", bisect_text::text(r));
     println!("report: {}", json.display());
-    Ok(r.exit_code())
+    Ok(r.exit_code().code())
 }

@@ -34,5 +34,5 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         report::write_atomic(path, report::junit::render(&record).as_bytes())?;
     }
     print!("{}", report::table::render(&record, Colour::detect()));
-    Ok(record.exit_code())
+    Ok(record.exit_code().code())
 }
