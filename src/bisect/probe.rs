@@ -8,9 +8,14 @@ use parity_tensor::{DType, Tensor};
 
 /// Flags that make IREE compute f64 end to end (no demotion; system libm for
 /// tanh/exp/... so the transcendental functions are double precision too).
+/// Const-eval is off because IREE's const-eval JIT links its dispatches with
+/// the embedded linker whatever `link-embedded` says, so an f64 `sin`/`cos`
+/// of constants (a timing signal built in the graph) fails to link
+/// (`iree-lld: undefined symbol: sin`); unfolded, it runs with the system libm.
 pub const F64_FLAGS: &[&str] = &[
     "--iree-input-demote-f64-to-f32=false",
     "--iree-llvmcpu-link-embedded=false",
+    "--iree-opt-const-eval=false",
 ];
 
 /// Builds and runs slice variants of one function.

@@ -4,6 +4,8 @@
 mod bisect;
 mod check;
 mod compare;
+mod oracle;
+mod points;
 mod progress;
 mod report;
 
@@ -53,6 +55,11 @@ enum Command {
     Bisect(bisect::BisectArgs),
     /// Re-render a saved JSON run record (table, JUnit) without running anything.
     Report(report::ReportArgs),
+    /// List where a function can be cut: its named scopes, with the value and type of each point.
+    Points(points::PointsArgs),
+    /// Oracle stores: `parity oracle index DIR` writes DIR/manifest.json.
+    #[command(subcommand)]
+    Oracle(oracle::OracleCommand),
 }
 
 /// Parses the command line, runs the subcommand, and returns the exit code.
@@ -73,6 +80,8 @@ pub fn main() -> i32 {
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
         Command::Bisect(args) => bisect::run(args),
+        Command::Points(args) => points::run(args),
+        Command::Oracle(command) => oracle::run(command),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,7 @@
 //! Executes a stage graph on the IREE runtime in isolated and chained modes and
 //! produces a [`RunRecord`]. Nothing here renders output; see `report`.
 
+pub mod divergence;
 pub(crate) mod inputs;
 mod modules;
 mod provenance;
@@ -13,7 +14,7 @@ pub use parity_record as record;
 
 use crate::run::inputs::InputSources;
 use crate::run::modules::ModuleSet;
-use parity_record::{Divergence, ErrorRecord, Mode, RunRecord, StageRecord, Status};
+use parity_record::{ErrorRecord, Mode, RunRecord, StageRecord, Status};
 use parity_spec::Spec;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -213,7 +214,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         }
     }
     record.stages = per_mode.into_iter().flatten().collect();
-    locate_divergences(spec, &cases, &mut record);
+    divergence::locate(spec, &cases, &slice_plan.extents, &mut record);
     finish(record, clock)
 }
 
@@ -271,44 +272,6 @@ impl ModeWork<'_> {
         }
         modules.load_errors()
     }
-}
-
-/// Fills in the first isolated divergence (dependency order first, then case
-/// order) and each case's first chained divergence.
-fn locate_divergences(spec: &Spec, cases: &[&parity_spec::Case], record: &mut RunRecord) {
-    let order = spec.topo_order();
-    let first_failing = |stage: &str, case: &str, mode: Mode| {
-        record
-            .stages
-            .iter()
-            .find(|s| {
-                s.name == stage && s.case == case && s.mode == mode && s.status == Status::Fail
-            })
-            .map(|s| Divergence {
-                stage: s.name.clone(),
-                case: s.case.clone(),
-                output: s
-                    .outputs
-                    .iter()
-                    .find(|o| o.status == Status::Fail)
-                    .map(|o| o.name.clone())
-                    .unwrap_or_default(),
-                mode,
-            })
-    };
-    record.first_divergence = order.iter().find_map(|&i| {
-        cases
-            .iter()
-            .find_map(|c| first_failing(&spec.stages[i].name, &c.name, Mode::Isolated))
-    });
-    record.chained_divergence = cases
-        .iter()
-        .filter_map(|c| {
-            order
-                .iter()
-                .find_map(|&i| first_failing(&spec.stages[i].name, &c.name, Mode::Chained))
-        })
-        .collect();
 }
 
 fn finish(mut record: RunRecord, clock: Instant) -> RunRecord {

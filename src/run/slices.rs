@@ -46,6 +46,9 @@ pub struct SlicePlan {
     pub errors: HashMap<StageKey, ErrorRecord>,
     /// Problems with a whole module (it cannot be read, normalised or parsed).
     pub run_errors: Vec<ErrorRecord>,
+    /// The operations each slice stage runs, and each `function:` stage whose
+    /// function is also sliced: what first-divergence selection compares.
+    pub extents: super::divergence::Extents,
 }
 
 impl SlicePlan {
@@ -71,6 +74,13 @@ struct Pending<'a> {
     slice: &'a SliceSpec,
 }
 
+/// A `function:` stage of a module that slice stages cut: if its function is
+/// one of the cut ones, it contains them (see `divergence`).
+struct Whole<'a> {
+    key: StageKey,
+    function: &'a str,
+}
+
 /// Plans the slices of the stages at `selected` (spec indices) in `cases`
 /// (instantiated per case). `compiler` is the loaded IREE compiler or why it is missing.
 pub fn plan(
@@ -82,9 +92,19 @@ pub fn plan(
     let mut plan = SlicePlan::default();
     // Parent module -> its slice stages, in case order then execution order.
     let mut by_module: BTreeMap<&str, Vec<Pending<'_>>> = BTreeMap::new();
+    let mut wholes: BTreeMap<&str, Vec<Whole<'_>>> = BTreeMap::new();
     for (case, stages) in cases {
         for &i in selected {
             let Some(stage) = stages.get(i) else { continue };
+            if stage.slice.is_none() {
+                wholes
+                    .entry(stage.module.as_str())
+                    .or_default()
+                    .push(Whole {
+                        key: (case.to_string(), stage.name.clone()),
+                        function: stage.function.as_str(),
+                    });
+            }
             if let Some(slice) = &stage.slice {
                 by_module
                     .entry(stage.module.as_str())
@@ -98,7 +118,8 @@ pub fn plan(
         }
     }
     for (module, pending) in by_module {
-        plan_module(spec, compiler, module, &pending, &mut plan);
+        let wholes = wholes.remove(module).unwrap_or_default();
+        plan_module(spec, compiler, module, &pending, &wholes, &mut plan);
     }
     plan
 }
@@ -142,6 +163,7 @@ fn plan_module(
     compiler: Result<&IreeCompiler, &str>,
     module: &str,
     pending: &[Pending<'_>],
+    wholes: &[Whole<'_>],
     plan: &mut SlicePlan,
 ) {
     let fail_all = |plan: &mut SlicePlan, kind: ErrorKind, why: &str| {
@@ -234,6 +256,21 @@ fn plan_module(
         }
     }
 
+    for w in wholes {
+        if let (true, Some(func)) = (
+            requests.contains_key(w.function),
+            parsed.function(w.function),
+        ) {
+            plan.extents.insert(
+                w.key.clone(),
+                super::divergence::Extent {
+                    function: format!("{module}.{}", w.function),
+                    ops: (0..func.ops.len()).collect(),
+                },
+            );
+        }
+    }
+
     let several = requests.len() > 1;
     let mut emitted: HashMap<&str, Result<(String, Vec<SliceInfo>), String>> = HashMap::new();
     for (fname, reqs) in &requests {
@@ -277,6 +314,13 @@ fn plan_module(
             }
         };
         let info = &infos[index];
+        plan.extents.insert(
+            p.key.clone(),
+            super::divergence::Extent {
+                function: format!("{module}.{fname}"),
+                ops: info.ops.iter().copied().collect(),
+            },
+        );
         if info.args.len() != p.stage.args.len() {
             let func = parsed.function(fname).expect("function was found above");
             let message = format!(

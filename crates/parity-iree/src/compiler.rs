@@ -105,15 +105,22 @@ pub struct IreeCompiler {
 impl IreeCompiler {
     /// Loads the compiler library: `explicit_lib` (file or directory) if given,
     /// else `$PARITY_IREE_COMPILER_LIB`, else eerie's discovery through the Python
-    /// named by `$EERIE_PYTHON` (or `python`/`python3`) with iree-base-compiler==3.13.0.
+    /// named by `$EERIE_PYTHON`, else the library in the venv the build was set up
+    /// with or in the checkout's `.venv` ([`crate::discover`]), else eerie's
+    /// discovery through `python`/`python3` on `PATH`; iree-base-compiler==3.13.0.
     pub fn load(explicit_lib: Option<&Path>) -> Result<IreeCompiler, IreeError> {
         let from_env = std::env::var_os(COMPILER_LIB_ENV)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
+        let eerie_python = std::env::var_os("EERIE_PYTHON").is_some_and(|v| !v.is_empty());
         let (chosen, origin) = match (explicit_lib, &from_env) {
             (Some(p), _) => (Some(p.to_path_buf()), "explicit path".to_string()),
             (None, Some(p)) => (Some(p.clone()), format!("${COMPILER_LIB_ENV}")),
-            (None, None) => (None, python_origin()),
+            (None, None) if eerie_python => (None, python_origin()),
+            (None, None) => match crate::discover::built_in_library() {
+                Some((lib, origin)) => (Some(lib), origin),
+                None => (None, python_origin()),
+            },
         };
         let loaded = match &chosen {
             Some(path) => eerie::compiler::Compiler::with_library(path),
@@ -253,9 +260,7 @@ fn diagnostics_text(err: &eerie::compiler::CompilerError, source_name: &str) -> 
         }
         other => other.to_string(),
     };
-    let text = rename_buffer_locations(&raw, source_name)
-        .trim_end()
-        .to_string();
+    let text = crate::diagnostics::bound(rename_buffer_locations(&raw, source_name).trim_end());
     if text.is_empty() {
         "the compiler reported failure without diagnostics".to_string()
     } else {

@@ -9,7 +9,8 @@
 //! Useful flags (pass them in [`CompileOptions::flags`]):
 //! - f64 end to end (the f64 shadow run): `--iree-input-demote-f64-to-f32=false`
 //!   plus `--iree-llvmcpu-link-embedded=false` so libm functions (tanh, sin, ...)
-//!   link against the system libm.
+//!   link against the system libm, and `--iree-opt-const-eval=false` (the
+//!   const-eval JIT links with the embedded linker, without libm).
 //! - `--iree-llvmcpu-target-cpu=host` is faster but ties the vmfb to this CPU; the
 //!   cache key includes the flags, not the machine, so keep such caches per machine.
 
@@ -18,6 +19,8 @@
 pub mod cache;
 pub mod compiler;
 mod convert;
+pub mod diagnostics;
+pub mod discover;
 pub mod error;
 pub mod runtime;
 pub mod vmfb;

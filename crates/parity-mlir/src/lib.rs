@@ -6,7 +6,7 @@
 //! every op generic, every location inline. [`parse`] builds a [`Module`] of
 //! [`Function`]s whose top-level values and ops form the graph; JAX named scopes in
 //! the locations ([`Location::path`]) give checkpoint names
-//! ([`Function::scope_outputs`]); [`emit_slices`] writes the ops between cut points
+//! ([`Function::scope_outputs`], as a tree: [`Function::scope_tree`]); [`emit_slices`] writes the ops between cut points
 //! as standalone functions; [`promote_to_f64`] rewrites such a module to f64.
 
 #![warn(missing_docs)]
@@ -18,6 +18,7 @@ mod graph;
 pub mod ir;
 pub mod location;
 mod parse;
+pub mod points;
 mod pretty;
 pub mod promote;
 pub mod slice;
@@ -28,6 +29,7 @@ pub use error::MlirError;
 pub use ir::{Def, Function, Module, Op, Value, ValueId};
 pub use location::Location;
 pub use parse::parse;
+pub use points::{yaml_point, ScopePoint};
 pub use promote::promote_to_f64;
 pub use slice::{emit_slices, SliceArg, SliceInfo, SliceRequest};
 pub use types::Type;

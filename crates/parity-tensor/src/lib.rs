@@ -6,6 +6,7 @@
 //! - [`read_npz`] / [`write_npz`]: `.npz` with stored (mapped in place) or deflated members.
 //! - [`read_safetensors`] / [`write_safetensors`]: `.safetensors`, fully validated on open.
 //! - [`OracleStore`]: a dump directory indexed by `manifest.json`.
+//! - [`index::index_dir`]: builds a store's `manifest.json` from a directory of dumps.
 //! - [`load_tensor`]: one tensor from any of the above, format by extension.
 //!
 //! Readers memory-map files and tensors borrow the map where the bytes need
@@ -15,6 +16,7 @@
 pub mod dtype;
 pub mod error;
 mod fsio;
+pub mod index;
 mod json_unique;
 pub mod load;
 pub mod npy;

@@ -98,3 +98,11 @@ def main(root):
 
 if __name__ == "__main__":
     main(sys.argv[1])
+    # Every check has run and its verdict is printed. MLX's CPU backend can abort
+    # at interpreter teardown ("terminate called without an active exception",
+    # a worker thread still joinable: seen under heavy load, after "ok: 78
+    # checks"), which turned a passing check into a failed test. Leave without
+    # running teardown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

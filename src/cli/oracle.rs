@@ -1,0 +1,95 @@
+//! `parity oracle index DIR`: build an oracle store's manifest.json from its dumps.
+
+use parity_record::ExitCode;
+use parity_tensor::index::{index_dir, naming::CasePattern, parse_provenance, IndexOptions};
+use std::path::PathBuf;
+
+/// `parity oracle` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum OracleCommand {
+    /// Write DIR/manifest.json (schema parity.oracle-manifest/1) listing every
+    /// .npy/.npz/.safetensors dump under DIR. Names: `<stem>` for an .npy,
+    /// `<stem>/<key>` for an .npz/.safetensors, `@f64` appended when the file
+    /// stem or the key ends in `_f64` or `@f64` (see docs/your-model.md).
+    Index(IndexArgs),
+}
+
+/// Arguments of `parity oracle index`.
+#[derive(clap::Args, Debug)]
+pub struct IndexArgs {
+    /// The dump directory.
+    dir: PathBuf,
+    /// Write the manifest here instead of DIR/manifest.json (file paths are made relative to its directory).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Index only cases (first name component) matching this glob, or regex written `re:REGEX`.
+    #[arg(long)]
+    case_pattern: Option<String>,
+    /// Name every tensor `<CASE>/<name>`: for a directory holding the dumps of one case
+    /// (e.g. flat `conformer.0.attention.npy` files).
+    #[arg(long)]
+    case: Option<String>,
+    /// A provenance field, KEY=VALUE (VALUE as JSON if it parses, else a string; dotted keys nest). Repeatable.
+    #[arg(long = "provenance", value_name = "KEY=VALUE")]
+    provenance: Vec<String>,
+}
+
+/// Runs a `parity oracle` subcommand.
+pub fn run(command: OracleCommand) -> anyhow::Result<i32> {
+    match command {
+        OracleCommand::Index(args) => index(args),
+    }
+}
+
+fn index(args: IndexArgs) -> anyhow::Result<i32> {
+    let fail = |why: String| {
+        eprintln!("parity: oracle index: {why}");
+        Ok(ExitCode::Input.code())
+    };
+    let cases = match args.case_pattern.as_deref().map(CasePattern::new) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => return fail(e),
+    };
+    let provenance = match parse_provenance(&args.provenance) {
+        Ok(p) => p,
+        Err(e) => return fail(e.to_string()),
+    };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.dir.join(parity_tensor::store::MANIFEST_FILE));
+    let manifest_dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let options = IndexOptions {
+        cases,
+        provenance,
+        manifest_dir: Some(manifest_dir),
+        case: args.case.clone(),
+    };
+    let built = match index_dir(&args.dir, &options) {
+        Ok(b) => b,
+        Err(e) => return fail(e.to_string()),
+    };
+    if let Err(e) = built.write(&out) {
+        return fail(e.to_string());
+    }
+    let skipped = if built.skipped_cases.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = built.skipped_cases.iter().map(String::as_str).collect();
+        format!(
+            "; skipped cases not matching the pattern: {}",
+            names.join(", ")
+        )
+    };
+    println!(
+        "{}: {} tensors from {} files{skipped}",
+        out.display(),
+        built.tensors.len(),
+        built.files
+    );
+    Ok(ExitCode::Pass.code())
+}

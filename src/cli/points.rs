@@ -1,0 +1,235 @@
+//! `parity points MODULE.mlir [--function F]`: where a `slice:` stage can cut.
+
+use crate::run::slices::read_normalised;
+use parity_iree::IreeCompiler;
+use parity_mlir::{yaml_point, Function, ScopePoint};
+use parity_record::ExitCode;
+use serde::Serialize;
+use std::io::Write as _;
+use std::path::PathBuf;
+
+/// Schema identifier of `parity points --json`.
+pub const POINTS_SCHEMA: &str = "parity.points/1";
+
+/// Arguments of `parity points`.
+#[derive(clap::Args, Debug)]
+pub struct PointsArgs {
+    /// The MLIR module (normalised by the IREE compiler before reading, as `slice:` stages are).
+    module: PathBuf,
+    /// List this function's named scopes (default: list the public functions).
+    #[arg(long)]
+    function: Option<String>,
+    /// Show scopes at most this deep (1 = top-level scopes only).
+    #[arg(long)]
+    depth: Option<usize>,
+    /// Print JSON (schema parity.points/1, see docs/your-model.md).
+    #[arg(long)]
+    json: bool,
+    /// Path to libIREECompiler.so (default: EERIE_PYTHON, else the venv the build used or the checkout's .venv).
+    #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
+    iree_compiler_lib: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct PointsJson {
+    schema: &'static str,
+    module: String,
+    functions: Vec<FunctionJson>,
+}
+
+#[derive(Serialize)]
+struct FunctionJson {
+    name: String,
+    public: bool,
+    ops: usize,
+    args: Vec<ValueJson>,
+    results: Vec<ValueJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scopes: Option<Vec<ScopeJson>>,
+}
+
+#[derive(Serialize)]
+struct ValueJson {
+    /// SSA name: a valid point.
+    value: String,
+    #[serde(rename = "type")]
+    ty: String,
+    /// The location's name (JAX argument names, `params['...']`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loc_name: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ScopeJson {
+    point: String,
+    key: String,
+    ops: usize,
+    value: String,
+    #[serde(rename = "type")]
+    ty: String,
+    shared_key: bool,
+    children: Vec<ScopeJson>,
+}
+
+fn value_json(f: &Function, v: usize) -> ValueJson {
+    let value = &f.values[v];
+    ValueJson {
+        value: value.name.clone(),
+        ty: value.ty.text.clone(),
+        loc_name: value.loc.path(),
+    }
+}
+
+fn scope_json(f: &Function, nodes: &[ScopePoint], depth: Option<usize>) -> Vec<ScopeJson> {
+    if depth == Some(0) {
+        return Vec::new();
+    }
+    nodes
+        .iter()
+        .map(|n| ScopeJson {
+            point: n.path.clone(),
+            key: n.key.clone(),
+            ops: n.ops,
+            value: f.values[n.value].name.clone(),
+            ty: f.values[n.value].ty.text.clone(),
+            shared_key: n.shared_key,
+            children: scope_json(f, &n.children, depth.map(|d| d - 1)),
+        })
+        .collect()
+}
+
+fn function_json(f: &Function, scopes: bool, depth: Option<usize>) -> FunctionJson {
+    FunctionJson {
+        name: f.name.clone(),
+        public: f.public,
+        ops: f.ops.len(),
+        args: f.args.iter().map(|&v| value_json(f, v)).collect(),
+        results: f.results.iter().map(|&v| value_json(f, v)).collect(),
+        scopes: scopes.then(|| scope_json(f, &f.scope_tree(), depth)),
+    }
+}
+
+/// Runs `parity points`.
+pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
+    let compiler = match IreeCompiler::load(args.iree_compiler_lib.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("parity: points: {e}");
+            return Ok(ExitCode::Execution.code());
+        }
+    };
+    let (module, source) = match read_normalised(&compiler, &args.module) {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!(
+                "parity: points: {}",
+                crate::report::sanitize::terminal(&why.message)
+            );
+            return Ok(why.exit_code().code());
+        }
+    };
+    let functions: Vec<FunctionJson> = match &args.function {
+        Some(name) => match module.function(name) {
+            Some(f) => vec![function_json(f, true, args.depth)],
+            None => {
+                let mut names: Vec<&str> =
+                    module.functions.iter().map(|f| f.name.as_str()).collect();
+                names.sort_unstable();
+                eprintln!(
+                    "parity: points: {source} (normalised) has no function `{name}` (it has: {})",
+                    names.join(", ")
+                );
+                return Ok(ExitCode::Input.code());
+            }
+        },
+        None => module
+            .functions
+            .iter()
+            .filter(|f| f.public)
+            .map(|f| function_json(f, false, None))
+            .collect(),
+    };
+    let out = PointsJson {
+        schema: POINTS_SCHEMA,
+        module: source,
+        functions,
+    };
+    let body = if args.json {
+        serde_json::to_string_pretty(&out)? + "\n"
+    } else {
+        text(&out)
+    };
+    // A closed pipe (`parity points ... | head`) is not an error.
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(body.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("parity: points: writing stdout: {e}");
+            Ok(ExitCode::Execution.code())
+        }
+        _ => Ok(ExitCode::Pass.code()),
+    }
+}
+
+/// The human listing: signatures, then (with --function) the scope tree, points spelled for YAML.
+fn text(out: &PointsJson) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "module {} (normalised by the IREE compiler)", out.module);
+    for f in &out.functions {
+        let sig = |vs: &[ValueJson]| {
+            vs.iter()
+                .map(|v| match &v.loc_name {
+                    Some(n) => format!("{}: {} \"{n}\"", v.value, v.ty),
+                    None => format!("{}: {}", v.value, v.ty),
+                })
+                .collect::<Vec<_>>()
+        };
+        let _ = writeln!(s, "\n@{} ({} top-level ops)", f.name, f.ops);
+        let _ = writeln!(s, "  arguments:");
+        for a in sig(&f.args) {
+            let _ = writeln!(s, "    {a}");
+        }
+        let _ = writeln!(s, "  results:");
+        for r in sig(&f.results) {
+            let _ = writeln!(s, "    {r}");
+        }
+        let Some(scopes) = &f.scopes else { continue };
+        if scopes.is_empty() {
+            let _ = writeln!(
+                s,
+                "  no named scopes: cut at SSA names (quote them in YAML: \"%12\")"
+            );
+            continue;
+        }
+        let mut rows = Vec::new();
+        flatten(scopes, 0, &mut rows);
+        let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+        let _ = writeln!(
+            s,
+            "  named scopes (point as a slice: stage spells it, top-level ops, value, type):"
+        );
+        for (point, scope) in rows {
+            let note = if scope.shared_key {
+                "  (its `_` form is shared with another scope: cut at the SSA name to be sure)"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                s,
+                "    {point:<width$}  {:>6}  {:<8} {}{note}",
+                scope.ops, scope.value, scope.ty
+            );
+        }
+    }
+    s
+}
+
+fn flatten<'a>(nodes: &'a [ScopeJson], depth: usize, rows: &mut Vec<(String, &'a ScopeJson)>) {
+    for n in nodes {
+        rows.push((format!("{}{}", "  ".repeat(depth), yaml_point(&n.point)), n));
+        flatten(&n.children, depth + 1, rows);
+    }
+}

@@ -1,0 +1,123 @@
+//! `parity bisect` on StableHLO it was not built around: the f64 shadow must
+//! compile regions whose transcendental functions are computed in the graph
+//! from constants (IREE's const-eval JIT links without libm), and compiler
+//! diagnostics in errors stay bounded.
+
+mod common;
+
+use common::parity;
+use parity_tensor::{write_npy, Tensor};
+use serde_json::Value;
+use std::path::Path;
+
+/// A timing signal `sin(iota * 0.1)` built in the graph (constant-foldable,
+/// so IREE's const-eval wants to JIT it: in f64 that needs libm's `sin`), added
+/// to `x * 3.3`, then rounded to bf16 precision by mistake (the fault), then
+/// scaled. The oracle holds the intended f32 result (no rounding).
+const MODEL: &str = r#"
+func.func @timing(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %i = stablehlo.iota dim = 0 : tensor<64xf32>
+  %c = stablehlo.constant dense<0.1> : tensor<64xf32>
+  %t = stablehlo.multiply %i, %c : tensor<64xf32>
+  %s = stablehlo.sine %t : tensor<64xf32>
+  %k = stablehlo.constant dense<3.3> : tensor<64xf32>
+  %y = stablehlo.multiply %x, %k : tensor<64xf32>
+  %z = stablehlo.add %y, %s : tensor<64xf32>
+  %r = stablehlo.reduce_precision %z, format = e8m7 : tensor<64xf32>
+  %h = stablehlo.constant dense<0.5> : tensor<64xf32>
+  %o = stablehlo.multiply %r, %h : tensor<64xf32>
+  return %o : tensor<64xf32>
+}
+"#;
+
+const SPEC: &str = r#"version: 1
+subject:
+  modules:
+    m: {mlir: model.mlir}
+  flags: ["--iree-input-type=stablehlo", "--iree-llvmcpu-target-cpu=generic"]
+oracle: oracle
+stages:
+  - name: timing
+    module: m
+    function: timing
+    args:
+      - {oracle: x}
+    outputs:
+      - name: out
+        oracle: out
+        tolerance: [{max_ulp: 8}]
+"#;
+
+fn write_subject(dir: &Path) {
+    std::fs::write(dir.join("model.mlir"), MODEL).unwrap();
+    std::fs::write(dir.join("stages.yaml"), SPEC).unwrap();
+    let oracle = dir.join("oracle");
+    std::fs::create_dir_all(&oracle).unwrap();
+    let x: Vec<f32> = (0..64)
+        .map(|i| ((i * 37 % 64) as f32 - 31.5) / 7.0)
+        .collect();
+    // The intended value, in f32 arithmetic as the module computes it.
+    let out: Vec<f32> = x
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| (v * 3.3 + (i as f32 * 0.1f32).sin()) * 0.5)
+        .collect();
+    write_npy(
+        oracle.join("x.npy"),
+        &Tensor::from_f32(vec![64], &x).unwrap(),
+    )
+    .unwrap();
+    write_npy(
+        oracle.join("out.npy"),
+        &Tensor::from_f32(vec![64], &out).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        oracle.join("manifest.json"),
+        r#"{"schema": "parity.oracle-manifest/1", "tensors": {
+            "x": {"file": "x.npy", "dtype": "f32", "shape": [64]},
+            "out": {"file": "out.npy", "dtype": "f32", "shape": [64]}}}"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_f64_shadow_compiles_transcendentals_computed_in_the_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    write_subject(dir.path());
+    let json = dir.path().join("bisect.json");
+    let o = parity(
+        dir.path(),
+        &[
+            "bisect",
+            "stages.yaml",
+            "--json",
+            json.to_str().unwrap(),
+            "--repro-dir",
+            dir.path().join("repro").to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "bisect localises the fault\n{stdout}\n{stderr}"
+    );
+    let op = &report["first_divergent_op"];
+    assert_eq!(op["op_name"], "stablehlo.reduce_precision", "{stdout}");
+    assert_eq!(op["evidence"], "inferred", "{stdout}");
+    // The shadow ran (before const-eval was turned off for it, its compile
+    // failed on the in-graph sine: exit 3); the sine depends only on constants,
+    // so it is folded into its consumer and is not a region row of its own.
+    let shadow = report["shadow"].as_array().unwrap();
+    let flagged: Vec<_> = shadow.iter().filter(|r| r["flagged"] == true).collect();
+    assert_eq!(flagged.len(), 1, "{}", report["shadow"]);
+    assert_eq!(flagged[0]["op_name"], "stablehlo.reduce_precision");
+    assert!(
+        shadow.iter().any(|r| r["op_name"] == "stablehlo.add"),
+        "the add consuming the sine is under the shadow: {}",
+        report["shadow"]
+    );
+}

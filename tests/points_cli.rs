@@ -1,0 +1,194 @@
+//! `parity points` on real modules: every point it prints is accepted by
+//! `resolve_point` on the same normalised module and has the printed type.
+
+mod common;
+
+use common::{parity, repo};
+use parity_mlir::Function;
+use serde_json::Value;
+
+/// The module normalised as `slice:` stages see it.
+fn normalised(rel: &str) -> parity_mlir::Module {
+    let compiler = parity_iree::IreeCompiler::load(None)
+        .expect("IREE compiler (run `. ci/setup.sh` or set EERIE_PYTHON)");
+    parity::run::slices::read_normalised(&compiler, &repo().join(rel))
+        .expect("module normalises")
+        .0
+}
+
+fn points_json(args: &[&str]) -> Value {
+    let out = parity(&repo(), args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], "parity.points/1");
+    v
+}
+
+/// Checks one listed value (an SSA point) and returns how many were checked.
+fn check_value(f: &Function, v: &Value) {
+    let id = f.resolve_point(v["value"].as_str().unwrap()).unwrap();
+    assert_eq!(f.values[id].ty.text, v["type"].as_str().unwrap(), "{v}");
+}
+
+/// Checks every scope (both spellings) recursively; returns the number checked.
+fn check_scopes(f: &Function, scopes: &Value) -> usize {
+    let mut n = 0;
+    for s in scopes.as_array().unwrap() {
+        for spelling in [&s["point"], &s["key"]] {
+            let id = f.resolve_point(spelling.as_str().unwrap()).unwrap();
+            assert_eq!(f.values[id].name, s["value"].as_str().unwrap(), "{s}");
+            assert_eq!(f.values[id].ty.text, s["type"].as_str().unwrap(), "{s}");
+        }
+        n += 1 + check_scopes(f, &s["children"]);
+    }
+    n
+}
+
+#[test]
+fn every_point_of_the_subject_encoder_resolves_with_its_type() {
+    let rel = "subject/gemma3n/gemma3n_audio_f32.mlir";
+    let v = points_json(&[
+        "points",
+        rel,
+        "--function",
+        "audio_encode_c1_b128",
+        "--json",
+    ]);
+    let m = normalised(rel);
+    let f = m.function("audio_encode_c1_b128").unwrap();
+    let listed = &v["functions"][0];
+    assert_eq!(listed["name"], "audio_encode_c1_b128");
+    assert_eq!(listed["args"].as_array().unwrap().len(), f.args.len());
+    assert_eq!(listed["args"][0]["loc_name"], "mel");
+    for a in listed["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(listed["results"].as_array().unwrap())
+    {
+        check_value(f, a);
+    }
+    let n = check_scopes(f, &listed["scopes"]);
+    assert_eq!(n, f.scope_outputs().len(), "every scope is listed once");
+    // Roots include the Keras-style bare top-level name `transpose` and the blocks.
+    let roots: Vec<&str> = listed["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["point"].as_str().unwrap())
+        .collect();
+    for r in [
+        "sscp_conv_0",
+        "transpose",
+        "input_projection",
+        "conformer_0",
+        "conformer_1",
+    ] {
+        assert!(roots.contains(&r), "{roots:?}");
+    }
+    let attention = listed["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["point"] == "conformer_0")
+        .and_then(|s| {
+            s["children"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["point"] == "conformer_0/attention")
+        })
+        .expect("conformer_0/attention listed");
+    assert_eq!(attention["type"], "tensor<1x32x64xf32>");
+    assert_eq!(attention["key"], "conformer_0_attention");
+
+    // The text form shows the same rows, points spelled for YAML.
+    let out = parity(
+        &repo(),
+        &[
+            "points",
+            rel,
+            "--function",
+            "audio_encode_c1_b128",
+            "--depth",
+            "2",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("conformer_0/attention "))
+        .unwrap();
+    assert!(
+        row.contains(attention["value"].as_str().unwrap()) && row.contains("tensor<1x32x64xf32>"),
+        "{row}"
+    );
+    assert!(
+        text.contains("\"input_projection/...i,oi->...o\""),
+        "{text}"
+    );
+    assert!(
+        !text.contains("conformer_0/attention/rel_shift"),
+        "--depth 2 stops at two levels"
+    );
+}
+
+#[test]
+fn every_function_and_value_of_the_basic_example_resolves() {
+    let rel = "examples/basic/model.mlir";
+    let v = points_json(&["points", rel, "--json"]);
+    let m = normalised(rel);
+    let names: Vec<&str> = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "layer_norm",
+            "strided_conv",
+            "scores",
+            "masked_softmax",
+            "attend",
+            "proj_bf16"
+        ]
+    );
+    for name in names {
+        let one = points_json(&["points", rel, "--function", name, "--json"]);
+        let listed = &one["functions"][0];
+        let f = m.function(name).unwrap();
+        for a in listed["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(listed["results"].as_array().unwrap())
+        {
+            check_value(f, a);
+        }
+        assert_eq!(check_scopes(f, &listed["scopes"]), f.scope_outputs().len());
+    }
+}
+
+#[test]
+fn missing_module_and_unknown_function_are_input_errors() {
+    let out = parity(&repo(), &["points", "no/such.mlir"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no/such.mlir"));
+    let out = parity(
+        &repo(),
+        &["points", "examples/basic/model.mlir", "--function", "nope"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`nope`") && err.contains("masked_softmax"),
+        "{err}"
+    );
+}
