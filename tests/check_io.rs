@@ -26,10 +26,10 @@ fn scores_error(dir: &Path) -> String {
     let record = record.expect("record written");
     let scores = stage(&record, "scores", "isolated");
     assert_eq!(scores["status"], "error");
-    assert_eq!(scores["error_kind"], "input", "{scores}");
+    assert_eq!(scores["error"]["kind"], "input", "{scores}");
     // The other stages still ran.
     assert_eq!(stage(&record, "layer_norm", "isolated")["status"], "pass");
-    scores["error"].as_str().unwrap().to_string()
+    scores["error"]["message"].as_str().unwrap().to_string()
 }
 
 #[test]
@@ -78,7 +78,7 @@ fn a_result_count_mismatch_is_found_before_invoking() {
     let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     let softmax = stage(record.as_ref().unwrap(), "masked_softmax", "isolated");
-    let msg = softmax["error"].as_str().unwrap();
+    let msg = softmax["error"]["message"].as_str().unwrap();
     let line = line_of(&spec, "function: masked_softmax");
     assert!(
         msg.contains(&format!("stages.yaml:{line}:"))

@@ -23,10 +23,36 @@ fn json(args: &[&str]) -> (i32, serde_json::Value) {
     (out.status.code().unwrap(), value)
 }
 
+/// A `parity.compare/1` record's metrics, with `passed` (status pass) and
+/// `note` (the first criterion note) beside them, for the NaN/empty tests.
+fn flat(v: &serde_json::Value) -> serde_json::Value {
+    let mut m = metrics(v).clone();
+    let note = v["criteria"].as_array().and_then(|c| {
+        c.iter()
+            .find_map(|c| c["note"].as_str().map(str::to_string))
+    });
+    m["passed"] = (v["status"] == "pass").into();
+    m["note"] = note.into();
+    m
+}
+
+/// [`json`], flattened by [`flat`].
+fn flat_json(args: &[&str]) -> (i32, serde_json::Value) {
+    let (code, v) = json(args);
+    (code, flat(&v))
+}
+
+/// The metrics of a `parity.compare/1` record.
+fn metrics(v: &serde_json::Value) -> &serde_json::Value {
+    assert_eq!(v["schema"], "parity.compare/1", "{v}");
+    &v["metrics"]
+}
+
 #[test]
 fn identical_tensors_pass_with_zero_error_and_documented_keys() {
-    let (code, v) = json(&[&oracle("normed.npy"), &oracle("normed.npy")]);
+    let (code, record) = json(&[&oracle("normed.npy"), &oracle("normed.npy")]);
     assert_eq!(code, 0);
+    let v = metrics(&record);
     for key in [
         "max_abs",
         "mean_abs",
@@ -43,7 +69,9 @@ fn identical_tensors_pass_with_zero_error_and_documented_keys() {
     assert_eq!(v["max_abs"], 0.0);
     assert_eq!(v["count"], 256);
     assert_eq!(v["masked_out"], 0);
-    assert_eq!(v["passed"], true);
+    assert_eq!(record["status"], "pass");
+    assert_eq!(record["criteria"][0]["passed"], true);
+    assert_eq!(record["actual"]["dtype"], "f32");
 }
 
 #[test]
@@ -52,7 +80,7 @@ fn f32_oracle_vs_f64_truth_from_an_npz_key() {
     let truth = oracle("truth_f64.npz");
     let (code, v) = json(&[&oracle("normed.npy"), &truth, "--key-b", "normed"]);
     assert_eq!(code, 0, "{v}");
-    let max_abs = v["max_abs"].as_f64().unwrap();
+    let max_abs = metrics(&v)["max_abs"].as_f64().unwrap();
     assert!(
         max_abs > 0.0 && max_abs < 1e-6,
         "f32 rounding only: {max_abs}"
@@ -69,7 +97,8 @@ fn f32_oracle_vs_f64_truth_from_an_npz_key() {
         "0",
     ]);
     assert_eq!(code, 1);
-    assert!(v["mismatches"].as_u64().unwrap() > 0);
+    assert_eq!(v["status"], "fail");
+    assert!(metrics(&v)["mismatches"].as_u64().unwrap() > 0);
 }
 
 #[test]
@@ -83,8 +112,9 @@ fn mask_excludes_padded_positions() {
         "0,1",
     ]);
     assert_eq!(code, 0);
-    assert_eq!(v["masked_out"], 48);
-    assert_eq!(v["count"], 256 - 48);
+    assert_eq!(metrics(&v)["masked_out"], 48);
+    assert_eq!(metrics(&v)["count"], 256 - 48);
+    assert_eq!(v["mask"]["file"], oracle("mask.npy"));
 }
 
 #[test]
@@ -127,7 +157,7 @@ fn npy(dir: &std::path::Path, name: &str, shape: &[usize], values: &[f32]) -> St
 fn nan_in_both_fails_unless_equal_nan() {
     let dir = tempfile::tempdir().unwrap();
     let a = npy(dir.path(), "a", &[4], &[f32::NAN, 1.0, f32::NAN, 2.0]);
-    let (code, v) = json(&[&a, &a]);
+    let (code, v) = flat_json(&[&a, &a]);
     assert_eq!(code, 1, "{v}");
     assert_eq!(
         (v["nan_both"].as_u64(), v["mismatches"].as_u64()),
@@ -137,7 +167,7 @@ fn nan_in_both_fails_unless_equal_nan() {
     assert!(v["note"].as_str().unwrap().starts_with(
         "2 elements are NaN in both (NaN never equals NaN; set equal_nan: true to accept)"
     ));
-    let (code, v) = json(&[&a, &a, "--equal-nan"]);
+    let (code, v) = flat_json(&[&a, &a, "--equal-nan"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(
         (v["nan_both"].as_u64(), v["mismatches"].as_u64()),
@@ -149,13 +179,13 @@ fn nan_in_both_fails_unless_equal_nan() {
     );
     // NaN on one side only fails with --equal-nan too.
     let b = npy(dir.path(), "b", &[4], &[f32::NAN, 1.0, 0.0, 2.0]);
-    let (code, v) = json(&[&a, &b, "--equal-nan"]);
+    let (code, v) = flat_json(&[&a, &b, "--equal-nan"]);
     assert_eq!((code, v["nan_mismatch"].as_u64()), (1, Some(1)));
     // Equal infinities match; opposite ones do not.
     let inf = npy(dir.path(), "inf", &[2], &[f32::INFINITY, f32::NEG_INFINITY]);
     let flipped = npy(dir.path(), "flip", &[2], &[f32::INFINITY, f32::INFINITY]);
     assert_eq!(json(&[&inf, &inf]).0, 0);
-    let (code, v) = json(&[&inf, &flipped]);
+    let (code, v) = flat_json(&[&inf, &flipped]);
     assert_eq!((code, v["inf_mismatch"].as_u64()), (1, Some(1)));
     // The text form prints the count and the note.
     let out = parity(&repo(), &["compare", &a, &a]);
@@ -169,13 +199,13 @@ fn nan_in_both_fails_unless_equal_nan() {
 fn empty_and_all_masked_comparisons_fail_unless_allow_empty() {
     let dir = tempfile::tempdir().unwrap();
     let empty = npy(dir.path(), "empty", &[0, 3], &[]);
-    let (code, v) = json(&[&empty, &empty]);
+    let (code, v) = flat_json(&[&empty, &empty]);
     assert_eq!((code, v["count"].as_u64()), (1, Some(0)));
     assert_eq!(
         v["note"],
         "0 elements compared (empty tensor); set allow_empty: true to accept"
     );
-    let (code, v) = json(&[&empty, &empty, "--allow-empty"]);
+    let (code, v) = flat_json(&[&empty, &empty, "--allow-empty"]);
     assert_eq!((code, v["passed"].as_bool()), (0, Some(true)));
 
     // The oracle is off everywhere, but every element is padding.
@@ -186,7 +216,7 @@ fn empty_and_all_masked_comparisons_fail_unless_allow_empty() {
         parity_tensor::Tensor::from_f64_as(parity_tensor::DType::Bool, vec![4], &[1.0; 4]).unwrap();
     parity_tensor::write_npy(&mask, &t).unwrap();
     let mask = mask.display().to_string();
-    let (code, v) = json(&[&a, &e, "--mask", &mask]);
+    let (code, v) = flat_json(&[&a, &e, "--mask", &mask]);
     assert_eq!((code, v["masked_out"].as_u64()), (1, Some(4)));
     assert_eq!(
         v["note"],

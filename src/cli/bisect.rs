@@ -1,10 +1,11 @@
 //! `parity bisect`: localise the first divergence to one StableHLO operation.
 
-use super::EXIT_INPUT;
-use crate::bisect::{self, render, BisectOptions, Strategy};
-use crate::report;
+use super::StrategyArg;
+use crate::bisect::{self, BisectOptions};
+use crate::report::{self, table::Colour, Json, Renderer, Terminal};
 use crate::run::RunOptions;
-use anyhow::Context;
+use parity_record::{AnyRecord, ExitCode};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `parity bisect`.
@@ -22,11 +23,11 @@ pub struct BisectArgs {
     /// Tap placement: bisection (about log2(N) probes), mark-all (one build with
     /// every tap), or auto (mark-all when the taps fit in 512 MiB).
     #[arg(long, value_enum, default_value = "auto")]
-    strategy: Strategy,
+    strategy: StrategyArg,
     /// Directory for the reproducer (slice.mlir, .npy files, run.sh, stages.yaml).
     #[arg(long, default_value = "reports/bisect")]
     repro_dir: PathBuf,
-    /// Write the JSON report (`parity.bisect/1`) here.
+    /// Write the JSON record (`parity.bisect/2`) here.
     #[arg(long, default_value = "reports/bisect.json")]
     json: PathBuf,
     /// Compiled-artifact cache directory.
@@ -42,8 +43,11 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     let spec = match parity_spec::Spec::load(&args.spec) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("parity: invalid spec: {e}");
-            return Ok(EXIT_INPUT);
+            eprintln!(
+                "parity: invalid spec: {}",
+                report::sanitize::terminal(&e.to_string())
+            );
+            return Ok(ExitCode::Input.code());
         }
     };
     let options = BisectOptions {
@@ -54,19 +58,27 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
             stages: args.stages,
             ..RunOptions::default()
         },
-        strategy: args.strategy,
+        strategy: args.strategy.into(),
         repro_dir: args.repro_dir,
     };
     let report_ = bisect::bisect(&spec, &options);
     write_and_print(&report_, &args.json)
 }
 
-/// Writes the JSON report, prints the text one, returns the exit code.
-pub fn write_and_print(r: &bisect::BisectReport, json: &std::path::Path) -> anyhow::Result<i32> {
-    let body = serde_json::to_string_pretty(r).context("serialising the bisect report")?;
-    report::write_atomic(json, body.as_bytes())
-        .with_context(|| format!("writing {}", json.display()))?;
-    print!("{}", render::text(r));
-    println!("report: {}", json.display());
-    Ok(r.exit_code())
+/// Prints the bisect record, then writes it as JSON; returns the exit code
+/// (a failed write keeps a localisation's 1, else exits 2; see `check`).
+pub fn write_and_print(r: &bisect::BisectRecord, json: &std::path::Path) -> anyhow::Result<i32> {
+    let record = AnyRecord::Bisect(r.clone());
+    let terminal = Terminal {
+        colour: Colour::detect(),
+        quiet: false,
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(&terminal.render(&record)?);
+    let written = report::write_report(json, &Json, &record).map_err(|e| e.to_string());
+    if written.is_ok() {
+        let _ = writeln!(stdout, "report: {}", json.display());
+    }
+    drop(stdout);
+    Ok(super::check::exit_with(record.exit_code(), written))
 }

@@ -6,18 +6,33 @@ mod check;
 mod compare;
 mod oracle;
 mod points;
+mod progress;
 mod report;
 
 use clap::{Parser, Subcommand};
 
-/// Exit code: everything passed.
-pub const EXIT_PASS: i32 = 0;
-/// Exit code: a parity failure (some output is outside its tolerance).
-pub const EXIT_FAIL: i32 = 1;
-/// Exit code: invalid input or spec (malformed file, missing tensor, bad mask...).
-pub const EXIT_INPUT: i32 = 2;
-/// Exit code: an execution failure (IREE compile, load or runtime error).
-pub const EXIT_EXECUTION: i32 = 3;
+/// `--strategy` on the command line; converted into the record's [`parity_record::Strategy`].
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum StrategyArg {
+    /// Mark-all when the taps fit in 512 MiB, else bisection.
+    Auto,
+    /// One tap per probe, about log2(N) probes.
+    Bisection,
+    /// One build with every tap.
+    MarkAll,
+}
+
+impl From<StrategyArg> for parity_record::Strategy {
+    fn from(s: StrategyArg) -> Self {
+        match s {
+            StrategyArg::Auto => parity_record::Strategy::Auto,
+            StrategyArg::Bisection => parity_record::Strategy::Bisection,
+            StrategyArg::MarkAll => parity_record::Strategy::MarkAll,
+        }
+    }
+}
+
+use parity_record::ExitCode;
 
 /// Differential parity testing of IREE-compiled models against an oracle.
 ///
@@ -54,9 +69,9 @@ pub fn main() -> i32 {
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
-                EXIT_INPUT
+                ExitCode::Input.code()
             } else {
-                EXIT_PASS
+                ExitCode::Pass.code()
             };
         }
     };
@@ -71,8 +86,11 @@ pub fn main() -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("parity: error: {e:#}");
-            EXIT_INPUT
+            eprintln!(
+                "parity: error: {}",
+                crate::report::sanitize::terminal(&format!("{e:#}"))
+            );
+            ExitCode::Input.code()
         }
     }
 }

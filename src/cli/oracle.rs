@@ -1,6 +1,6 @@
 //! `parity oracle index DIR`: build an oracle store's manifest.json from its dumps.
 
-use super::{EXIT_INPUT, EXIT_PASS};
+use parity_record::ExitCode;
 use parity_tensor::index::{index_dir, naming::CasePattern, parse_provenance, IndexOptions};
 use std::path::PathBuf;
 
@@ -44,7 +44,7 @@ pub fn run(command: OracleCommand) -> anyhow::Result<i32> {
 fn index(args: IndexArgs) -> anyhow::Result<i32> {
     let fail = |why: String| {
         eprintln!("parity: oracle index: {why}");
-        Ok(EXIT_INPUT)
+        Ok(ExitCode::Input.code())
     };
     let cases = match args.case_pattern.as_deref().map(CasePattern::new) {
         None => None,
@@ -91,5 +91,5 @@ fn index(args: IndexArgs) -> anyhow::Result<i32> {
         built.tensors.len(),
         built.files
     );
-    Ok(EXIT_PASS)
+    Ok(ExitCode::Pass.code())
 }

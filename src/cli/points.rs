@@ -1,9 +1,9 @@
 //! `parity points MODULE.mlir [--function F]`: where a `slice:` stage can cut.
 
-use super::{EXIT_EXECUTION, EXIT_INPUT, EXIT_PASS};
-use crate::run::{record::ErrorKind, slices::read_normalised};
+use crate::run::slices::read_normalised;
 use parity_iree::IreeCompiler;
 use parity_mlir::{yaml_point, Function, ScopePoint};
+use parity_record::ExitCode;
 use serde::Serialize;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -115,17 +115,17 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
         Ok(c) => c,
         Err(e) => {
             eprintln!("parity: points: {e}");
-            return Ok(EXIT_EXECUTION);
+            return Ok(ExitCode::Execution.code());
         }
     };
     let (module, source) = match read_normalised(&compiler, &args.module) {
         Ok(m) => m,
-        Err((kind, why)) => {
-            eprintln!("parity: points: {why}");
-            return Ok(match kind {
-                ErrorKind::Input => EXIT_INPUT,
-                ErrorKind::Execution => EXIT_EXECUTION,
-            });
+        Err(why) => {
+            eprintln!(
+                "parity: points: {}",
+                crate::report::sanitize::terminal(&why.message)
+            );
+            return Ok(why.exit_code().code());
         }
     };
     let functions: Vec<FunctionJson> = match &args.function {
@@ -139,7 +139,7 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
                     "parity: points: {source} (normalised) has no function `{name}` (it has: {})",
                     names.join(", ")
                 );
-                return Ok(EXIT_INPUT);
+                return Ok(ExitCode::Input.code());
             }
         },
         None => module
@@ -167,9 +167,9 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
     {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             eprintln!("parity: points: writing stdout: {e}");
-            Ok(EXIT_EXECUTION)
+            Ok(ExitCode::Execution.code())
         }
-        _ => Ok(EXIT_PASS),
+        _ => Ok(ExitCode::Pass.code()),
     }
 }
 

@@ -1,38 +1,59 @@
-//! `parity report`: re-render a saved run record.
+//! `parity report`: re-render saved records without running anything.
 
-use super::EXIT_INPUT;
-use crate::report::{self, table::Colour};
+use crate::report::{self, table::Colour, Junit, Markdown, Renderer, Terminal};
+use parity_record::{AnyRecord, ExitCode};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `parity report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// A JSON run record written by `parity check`.
+    /// A JSON record written by parity (`parity.run-record/2`, `parity.bisect/2`, `parity.compare/1`).
     record: PathBuf,
     /// Also write JUnit XML here.
     #[arg(long)]
     junit: Option<PathBuf>,
+    /// Also write a Markdown summary here (under 1 MiB), e.g. "$GITHUB_STEP_SUMMARY".
+    #[arg(long)]
+    markdown: Option<PathBuf>,
 }
 
 /// Runs `parity report`; the exit code is the record's own.
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
-    let text = match std::fs::read_to_string(&args.record) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("parity: error: cannot read {}: {e}", args.record.display());
-            return Ok(EXIT_INPUT);
-        }
-    };
-    let record = match report::json::parse(&text) {
+    let record = match AnyRecord::read(&args.record) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("parity: error: {}: {e}", args.record.display());
-            return Ok(EXIT_INPUT);
+            eprintln!(
+                "parity: error: {}",
+                report::sanitize::terminal(&e.to_string())
+            );
+            return Ok(ExitCode::Input.code());
         }
     };
-    if let Some(path) = &args.junit {
-        report::write_atomic(path, report::junit::render(&record).as_bytes())?;
+    let terminal = Terminal {
+        colour: Colour::detect(),
+        quiet: false,
+    };
+    let _ = std::io::stdout()
+        .lock()
+        .write_all(&terminal.render(&record)?);
+    let md = Markdown::default();
+    let mut jobs: Vec<(&PathBuf, &dyn Renderer)> = Vec::new();
+    if let Some(p) = &args.junit {
+        jobs.push((p, &Junit));
     }
-    print!("{}", report::table::render(&record, Colour::detect()));
-    Ok(record.exit_code())
+    if let Some(p) = &args.markdown {
+        jobs.push((p, &md));
+    }
+    let failures: Vec<String> = jobs
+        .into_iter()
+        .filter_map(|(p, r)| report::write_report(p, r, &record).err())
+        .map(|e| e.to_string())
+        .collect();
+    let written = if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    };
+    Ok(super::check::exit_with(record.exit_code(), written))
 }

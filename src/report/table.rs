@@ -1,8 +1,10 @@
 //! The terminal table: one row per stage output and mode, then a closing line
-//! naming the first divergence.
+//! naming the first divergence. Every user string is shown with its control
+//! characters escaped.
 
-use crate::run::record::{OutputRecord, RunRecord, StageRecord, Status};
+use super::sanitize::terminal as clean;
 use comfy_table::{presets, Cell, Color, ContentArrangement, Table};
+use parity_record::{Localisation, OutputRecord, RunRecord, StageRecord, Status};
 
 /// Whether to colour the status column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,12 +59,12 @@ fn failed_criteria(out: &OutputRecord) -> String {
         .iter()
         .filter(|c| !c.passed)
         .map(|c| {
-            let name = match &c.criterion {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Object(m) => m.keys().next().cloned().unwrap_or_default(),
-                other => other.to_string(),
-            };
-            let verdict = format!("{name} {} > {}", num(c.observed), num(c.threshold));
+            let verdict = format!(
+                "{} {} > {}",
+                c.criterion.name(),
+                num(c.observed),
+                num(c.threshold)
+            );
             // A non-finite min_passing means no setting passes; the note says why.
             match (c.min_passing.is_finite(), &c.note) {
                 (true, None) => format!("{verdict} (passes at {})", num(c.min_passing)),
@@ -77,11 +79,20 @@ fn failed_criteria(out: &OutputRecord) -> String {
         .join("; ")
 }
 
+/// Why a stage without outputs has none: its error or why it was skipped.
+fn stage_note(s: &StageRecord) -> &str {
+    s.error
+        .as_ref()
+        .map(|e| e.message.as_str())
+        .or(s.skipped_because.as_deref())
+        .unwrap_or("")
+}
+
 fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
     if s.outputs.is_empty() {
         table.add_row(vec![
-            Cell::new(&s.name),
-            Cell::new(&s.case),
+            Cell::new(clean(&s.name)),
+            Cell::new(clean(&s.case)),
             Cell::new(s.mode.name()),
             Cell::new("-"),
             status_cell(s.status, colour),
@@ -89,7 +100,7 @@ fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
             Cell::new(""),
             Cell::new(""),
             Cell::new(""),
-            Cell::new(s.error.as_deref().unwrap_or("")),
+            Cell::new(clean(stage_note(s))),
         ]);
         return;
     }
@@ -104,20 +115,24 @@ fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
             None => Default::default(),
         };
         let note = match out.status {
-            Status::Error => out.error.clone().unwrap_or_default(),
+            Status::Error => out
+                .error
+                .as_ref()
+                .map(|e| e.message.clone())
+                .unwrap_or_default(),
             _ => failed_criteria(out),
         };
         table.add_row(vec![
-            Cell::new(&s.name),
-            Cell::new(&s.case),
+            Cell::new(clean(&s.name)),
+            Cell::new(clean(&s.case)),
             Cell::new(s.mode.name()),
-            Cell::new(&out.name),
+            Cell::new(clean(&out.name)),
             status_cell(out.status, colour),
             Cell::new(max_abs),
             Cell::new(rms),
             Cell::new(ulp),
             Cell::new(mism),
-            Cell::new(note),
+            Cell::new(clean(&note)),
         ]);
     }
 }
@@ -149,7 +164,7 @@ pub fn render(record: &RunRecord, colour: Colour) -> String {
     let mut text = table.to_string();
     text.push('\n');
     for e in &record.errors {
-        text.push_str(&format!("error: {}\n", e.message));
+        text.push_str(&format!("error: {}\n", clean(&e.message)));
     }
     text.push_str(&summary(record));
     text
@@ -184,5 +199,20 @@ pub fn summary(record: &RunRecord) -> String {
             d.stage, d.output, d.case
         ));
     }
-    text
+    match &record.first_divergent_op {
+        Some(Localisation::Op(op)) => text.push_str(&format!(
+            "localised to: #{} {} at {} ({} evidence, {} probes)\n",
+            op.op_index,
+            op.op_name,
+            op.loc,
+            op.evidence.name(),
+            op.probes
+        )),
+        Some(Localisation::Region(r)) => text.push_str(&format!(
+            "localised to: a region of {} operations ending at {} (no evidence narrows it further)\n",
+            r.region.ops, r.region.failing
+        )),
+        None => {}
+    }
+    clean(&text).into_owned()
 }

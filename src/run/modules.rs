@@ -1,13 +1,13 @@
 //! Compiles every module of a spec once per run (through the artifact cache),
 //! and the generated slice modules beside them, then loads the artifacts into one IREE runtime per worker thread.
 
-use super::record::{ErrorKind, RunError, RunRecord};
 use super::slices::SliceModule;
 use super::RunOptions;
 use parity_iree::{
     ArtifactCache, Cached, CompileOptions, IreeCompiler, IreeError, IreeRuntime, LoadedModule,
     Signature,
 };
+use parity_record::{ErrorKind, ErrorRecord, RunRecord};
 use parity_spec::{ModuleSource, Spec};
 use parity_tensor::Tensor;
 use std::collections::BTreeMap;
@@ -35,7 +35,7 @@ pub fn load_compiler(
 }
 
 /// The compile options of a spec module: subject flags, then the module's own.
-fn compile_options(spec: &Spec, module: &parity_spec::Module) -> CompileOptions {
+pub(crate) fn compile_options(spec: &Spec, module: &parity_spec::Module) -> CompileOptions {
     let mut flags = spec.subject.flags.clone();
     flags.extend(module.flags.iter().cloned());
     CompileOptions {
@@ -84,9 +84,10 @@ pub fn compile_all(
             },
         };
         let vmfb = vmfb.map_err(|(kind, message)| {
-            record.errors.push(RunError {
+            record.errors.push(ErrorRecord {
                 kind,
                 message: message.clone(),
+                location: None,
             });
             message
         });
@@ -141,10 +142,7 @@ pub fn compile_slices(
             }
         };
         if let Err(message) = &vmfb {
-            record.errors.push(RunError {
-                kind: ErrorKind::Execution,
-                message: message.clone(),
-            });
+            record.errors.push(ErrorRecord::execution(message.clone()));
         }
         compiled.insert(slice.name.clone(), vmfb);
     }
