@@ -44,7 +44,7 @@ use std::path::PathBuf;
 pub const MARK_ALL_BYTES: usize = 512 << 20;
 
 /// How to place taps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
     /// Mark-all when the taps fit in 512 MiB, else bisection.

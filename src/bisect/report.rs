@@ -3,13 +3,13 @@
 
 use super::Strategy;
 use crate::run::record::{ErrorKind, RunError, Status};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Schema tag of the bisect report.
 pub const BISECT_SCHEMA: &str = "parity.bisect/1";
 
 /// The bisect report (JSON `parity.bisect/1`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BisectReport {
     /// Always [`BISECT_SCHEMA`].
     pub schema: String,
@@ -48,7 +48,7 @@ pub struct BisectReport {
 }
 
 /// `first_divergent_op`: stage, function, op, evidence, probes, metrics.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DivergentOp {
     /// The stage.
     pub stage: String,
@@ -78,7 +78,7 @@ pub struct DivergentOp {
 }
 
 /// Error at an operation's inputs and output.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OpMetrics {
     /// One per operand.
     pub inputs: Vec<ValueMetrics>,
@@ -87,7 +87,7 @@ pub struct OpMetrics {
 }
 
 /// One value compared with a reference.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ValueMetrics {
     /// SSA name in the normalised function.
     pub value: String,
@@ -118,7 +118,7 @@ impl ValueMetrics {
 }
 
 /// The localised region.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Region {
     /// Oracle tensors of the passing checkpoints it starts from.
     pub passing: Vec<String>,
@@ -131,7 +131,7 @@ pub struct Region {
 }
 
 /// One checkpoint and its verdict.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CheckpointRecord {
     /// Oracle tensor name.
     pub oracle: String,
@@ -153,7 +153,7 @@ pub struct CheckpointRecord {
 }
 
 /// One operation of the region under the f64 shadow.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShadowRow {
     /// Index of the operation.
     pub op_index: usize,
