@@ -1,6 +1,7 @@
 //! Executes a stage graph on the IREE runtime in isolated and chained modes and
 //! produces a [`RunRecord`]. Nothing here renders output; see `report`.
 
+pub mod error_map;
 pub(crate) mod inputs;
 mod modules;
 pub mod record;

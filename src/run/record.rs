@@ -158,6 +158,10 @@ pub struct OutputRecord {
     pub metrics: Option<OutputMetrics>,
     /// Every criterion checked, with the observed value and the smallest passing threshold.
     pub criteria: Vec<CriterionRecord>,
+    /// Failing outputs only: the error downsampled over the two main axes,
+    /// for the HTML report's heatmap (see `run::error_map`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_map: Option<crate::run::error_map::ErrorMap>,
 }
 
 /// Metrics of one comparison, as stored in the record.

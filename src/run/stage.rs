@@ -15,6 +15,9 @@ use parity_tensor::Tensor;
 use std::collections::HashMap;
 use std::time::Instant;
 
+/// A comparison's metrics, truth errors, and the oracle tensor and mask it used.
+type Measured = (Metrics, Option<TruthRecord>, (Tensor, Option<Mask>));
+
 /// Production outputs of the current case and mode, keyed by (stage, output).
 pub type Produced = HashMap<(String, String), Tensor>;
 
@@ -188,6 +191,7 @@ impl StageContext<'_> {
             error: None,
             metrics: None,
             criteria: Vec::new(),
+            error_map: None,
         };
         let context = |m: String| {
             format!(
@@ -201,7 +205,7 @@ impl StageContext<'_> {
             .or_else(|| self.spec.tolerances.get(&actual.dtype()).cloned())
             .unwrap_or_else(|| default_tolerance(actual.dtype()));
         match self.measure(spec_out, actual, args, &criteria) {
-            Ok((metrics, truth)) => {
+            Ok((metrics, truth, compared)) => {
                 let truth_errors = truth.as_ref().map(|t| TruthErrors {
                     actual_vs_truth: t.actual_vs_truth,
                     expected_vs_truth: t.expected_vs_truth,
@@ -241,6 +245,10 @@ impl StageContext<'_> {
                         out.status = Status::Fail;
                     }
                 }
+                if out.status == Status::Fail {
+                    out.error_map =
+                        super::error_map::compute(actual, &compared.0, compared.1.as_ref());
+                }
                 out.metrics = Some(metrics_record(&metrics, truth));
             }
             Err(message) => {
@@ -251,14 +259,15 @@ impl StageContext<'_> {
         out
     }
 
-    /// Runs the comparison (and the two truth comparisons when a truth is named).
+    /// Runs the comparison (and the two truth comparisons when a truth is
+    /// named); also returns the oracle tensor and mask it compared against.
     fn measure(
         &self,
         spec_out: &OutputSpec,
         actual: &Tensor,
         args: &[Tensor],
         criteria: &[Criterion],
-    ) -> Result<(Metrics, Option<TruthRecord>), String> {
+    ) -> Result<Measured, String> {
         let expected = self.sources.oracle(&spec_out.oracle)?;
         let mask = match &spec_out.mask {
             None => None,
@@ -299,7 +308,7 @@ impl StageContext<'_> {
                 })
             }
         };
-        Ok((metrics, truth))
+        Ok((metrics, truth, (expected, mask)))
     }
 }
 
