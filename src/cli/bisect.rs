@@ -26,7 +26,8 @@ pub struct BisectArgs {
     /// Directory for the reproducer (slice.mlir, .npy files, run.sh, stages.yaml).
     #[arg(long, default_value = "reports/bisect")]
     repro_dir: PathBuf,
-    /// Write the JSON report (`parity.bisect/1`) here.
+    /// Write the JSON report (`parity.bisect/1`) here; the HTML report goes
+    /// next to it (same name, `.html`).
     #[arg(long, default_value = "reports/bisect.json")]
     json: PathBuf,
     /// Compiled-artifact cache directory.
@@ -61,12 +62,20 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     write_and_print(&report_, &args.json)
 }
 
-/// Writes the JSON report, prints the text one, returns the exit code.
+/// Writes the JSON report and the HTML one next to it (`.html`), prints the
+/// text one, returns the exit code.
 pub fn write_and_print(r: &bisect::BisectReport, json: &std::path::Path) -> anyhow::Result<i32> {
     let body = serde_json::to_string_pretty(r).context("serialising the bisect report")?;
     report::write_atomic(json, body.as_bytes())
         .with_context(|| format!("writing {}", json.display()))?;
+    let html = json.with_extension("html");
+    let page = report::html::render(&report::html::HtmlInput {
+        runs: &[],
+        bisects: std::slice::from_ref(r),
+    });
+    report::write_atomic(&html, page.as_bytes())
+        .with_context(|| format!("writing {}", html.display()))?;
     print!("{}", render::text(r));
-    println!("report: {}", json.display());
+    println!("report: {} {}", json.display(), html.display());
     Ok(r.exit_code())
 }

@@ -23,7 +23,7 @@ pub struct CheckArgs {
     /// Run only this stage (repeatable); in chained mode its upstream must be selected too.
     #[arg(long = "stage")]
     stages: Vec<String>,
-    /// Directory for run.json and junit.xml.
+    /// Directory for run.json, junit.xml and report.html.
     #[arg(long, default_value = "reports")]
     out_dir: PathBuf,
     /// Write the JSON run record here (default: <out-dir>/run.json).
@@ -32,6 +32,9 @@ pub struct CheckArgs {
     /// Write JUnit XML here (default: <out-dir>/junit.xml).
     #[arg(long)]
     junit: Option<PathBuf>,
+    /// Write the self-contained HTML report here (default: <out-dir>/report.html).
+    #[arg(long)]
+    html: Option<PathBuf>,
     /// Compiled-artifact cache directory.
     #[arg(long, env = "PARITY_CACHE_DIR", default_value = ".parity-cache")]
     cache_dir: PathBuf,
@@ -123,6 +126,15 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         .with_context(|| format!("writing {}", json_path.display()))?;
     report::write_atomic(&junit_path, report::junit::render(&record).as_bytes())
         .with_context(|| format!("writing {}", junit_path.display()))?;
+    let html_path = args
+        .html
+        .unwrap_or_else(|| args.out_dir.join("report.html"));
+    let page = report::html::render(&report::html::HtmlInput {
+        runs: std::slice::from_ref(&record),
+        bisects: bisected.as_slice(),
+    });
+    report::write_atomic(&html_path, page.as_bytes())
+        .with_context(|| format!("writing {}", html_path.display()))?;
 
     let text = if args.quiet {
         report::table::summary(&record)
@@ -130,7 +142,12 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         report::table::render(&record, Colour::detect())
     };
     print!("{text}");
-    println!("reports: {} {}", json_path.display(), junit_path.display());
+    println!(
+        "reports: {} {} {}",
+        json_path.display(),
+        junit_path.display(),
+        html_path.display()
+    );
     if let Some(b) = &bisected {
         println!();
         super::bisect::write_and_print(b, &args.out_dir.join("bisect.json"))?;

@@ -1,6 +1,7 @@
 //! Renders a run record for people (terminal table) and machines (JSON,
-//! JUnit). Pure functions of the record: nothing here executes a stage.
+//! JUnit, HTML). Pure functions of the record: nothing here executes a stage.
 
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod table;

@@ -25,8 +25,9 @@ pub struct ErrorMap {
     /// cell's compared elements, every other axis reduced; null when the cell
     /// has no compared element with a finite error.
     pub max_abs: Vec<Option<f64>>,
-    /// Row-major like `max_abs`: true when every element of the cell is padded.
-    pub padded: Vec<bool>,
+    /// Row-major like `max_abs`: the fraction of the cell's elements the
+    /// mask pads (1 when nothing in the cell was compared).
+    pub padded: Vec<f64>,
     /// Per cell: elements whose error is NaN or infinite (one side only).
     pub nonfinite: Vec<u64>,
 }
@@ -50,7 +51,8 @@ pub fn compute(actual: &Tensor, expected: &Tensor, mask: Option<&Mask>) -> Optio
     };
     let n = cells[0] * cells[1];
     let mut max_abs: Vec<Option<f64>> = vec![None; n];
-    let mut all_padded = vec![true; n];
+    let mut padded = vec![0u64; n];
+    let mut total = vec![0u64; n];
     let mut nonfinite = vec![0u64; n];
     let mut index = vec![0usize; shape.len()];
     for flat in 0..actual.numel() {
@@ -60,8 +62,10 @@ pub fn compute(actual: &Tensor, expected: &Tensor, mask: Option<&Mask>) -> Optio
             (index[axes[0]] / span[0], index[axes[1]] / span[1])
         };
         let cell = r * cells[1] + c;
-        if !mask.is_some_and(|m| m.is_padded(flat)) {
-            all_padded[cell] = false;
+        total[cell] += 1;
+        if mask.is_some_and(|m| m.is_padded(flat)) {
+            padded[cell] += 1;
+        } else {
             let (a, e) = (actual.get_f64(flat), expected.get_f64(flat));
             let same_nonfinite = a.is_nan() && e.is_nan() || a.is_infinite() && a == e;
             let d = (a - e).abs();
@@ -80,7 +84,12 @@ pub fn compute(actual: &Tensor, expected: &Tensor, mask: Option<&Mask>) -> Optio
         dims,
         cells,
         max_abs,
-        padded: all_padded,
+        // Three decimals are plenty for shading and keep the JSON small.
+        padded: padded
+            .iter()
+            .zip(&total)
+            .map(|(&p, &t)| (p as f64 / t.max(1) as f64 * 1000.0).round() / 1000.0)
+            .collect(),
         nonfinite,
     })
 }
@@ -126,7 +135,7 @@ mod tests {
             map.max_abs,
             vec![Some(0.0), Some(1.0), Some(2.0), None, None, None]
         );
-        assert_eq!(map.padded, vec![false, false, false, true, true, true]);
+        assert_eq!(map.padded, vec![0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
     }
 
     #[test]
@@ -141,7 +150,10 @@ mod tests {
         assert_eq!(map.cells, [44, 3]);
         assert_eq!(map.max_abs.len(), 44 * 3);
         assert_eq!(map.max_abs[44 * 3 - 1], Some(7.0));
-        assert_eq!(map.max_abs.iter().flatten().filter(|&&v| v > 0.0).count(), 1);
+        assert_eq!(
+            map.max_abs.iter().flatten().filter(|&&v| v > 0.0).count(),
+            1
+        );
     }
 
     #[test]
@@ -155,5 +167,24 @@ mod tests {
         assert_eq!(map.dims, [8, 16]);
         assert_eq!(map.nonfinite[5], 1);
         assert_eq!(map.nonfinite.iter().sum::<u64>(), 1);
+    }
+
+    #[test]
+    fn a_reduced_axis_padded_in_one_batch_gives_partly_padded_cells() {
+        // [2, 4, 8]: axes 1 x 2 drawn, batch reduced; batch 1 pads frames 2 and 3.
+        let a = Tensor::from_f32(vec![2, 4, 8], &[1.0; 64]).unwrap();
+        let e = Tensor::from_f32(vec![2, 4, 8], &[0.0; 64]).unwrap();
+        let m = Tensor::from_f64_as(
+            parity_tensor::DType::I32,
+            vec![2, 4],
+            &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0],
+        )
+        .unwrap();
+        let mask = Mask::new(&m, vec![0, 1], true, &[2, 4, 8]).unwrap();
+        let map = compute(&a, &e, Some(&mask)).unwrap();
+        assert_eq!(map.axes, [1, 2]);
+        assert_eq!(map.padded[0], 0.0);
+        assert_eq!(map.padded[2 * 8], 0.5);
+        assert_eq!(map.max_abs[3 * 8 + 7], Some(1.0));
     }
 }
