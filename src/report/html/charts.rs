@@ -6,6 +6,7 @@
 use super::esc::esc;
 use crate::run::error_map::ErrorMap;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::fmt::Write as _;
 
 /// One pipeline depth (one stage, in dependency order) of the depth chart.
@@ -57,25 +58,10 @@ pub fn depth_chart(
             .y_label_area_size(70)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), (lo..hi).log_scale())
             .map_err(|e| err(&e))?;
-        let label = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() > 0.01 || i < 0.0 {
-                return String::new();
-            }
-            points
-                .get(i as usize)
-                .map(|p| shorten(&p.stage, 18))
-                .unwrap_or_default()
-        };
         chart
             .configure_mesh()
             .x_labels(n + 1)
-            .x_label_formatter(&label)
-            .x_label_style(
-                ("sans-serif", 15)
-                    .into_font()
-                    .transform(FontTransform::Rotate90),
-            )
+            .x_label_formatter(&|_| String::new())
             .y_label_formatter(&|v| format!("{v:.0e}"))
             .y_desc("worst criterion: observed / threshold")
             .axis_desc_style(("sans-serif", 15))
@@ -125,7 +111,7 @@ pub fn depth_chart(
             chart
                 .draw_series([Text::new(
                     "first divergence",
-                    (x + 0.08, hi / 2.0),
+                    (x + 0.08, lo * 1.5),
                     ("sans-serif", 15).into_font().color(&purple),
                 )])
                 .map_err(|e| err(&e))?;
@@ -137,6 +123,22 @@ pub fn depth_chart(
             .background_style(WHITE.mix(0.9))
             .draw()
             .map_err(|e| err(&e))?;
+        // Stage names hang below their ticks, rotated; drawn on the root so
+        // each starts just under the axis instead of being centred on it.
+        let style = ("sans-serif", 14)
+            .into_font()
+            .transform(FontTransform::Rotate90)
+            .into_text_style(&root)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, p) in points.iter().enumerate() {
+            let (px, py) = chart.backend_coord(&(i as f64, lo));
+            root.draw(&Text::new(
+                shorten(&p.stage, 18),
+                (px, py + 6),
+                style.clone(),
+            ))
+            .map_err(|e| err(&e))?;
+        }
         root.present().map_err(|e| err(&e))?;
     }
     Ok(svg)

@@ -279,12 +279,13 @@ fn heatmaps(out: &mut String, run: &RunRecord, omitted: &mut Vec<String>) {
     }
     out.push_str("<h2>Where the error is (failing outputs)</h2>");
     for (k, (s, o, map)) in maps.iter().take(MAX_HEATMAPS).enumerate() {
-        let hi = map.max_abs.iter().flatten().copied().fold(0.0f64, f64::max);
+        let positive = map.max_abs.iter().flatten().copied().filter(|v| *v > 0.0);
+        let (lo, hi) = positive.fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
         let _ = write!(
             out,
             "<figure class=\"heatmap\"><figcaption>{} . {} ({}, {}), shape {:?}: rows = axis {} \
              ({} in {} cells), columns = axis {} ({} in {} cells), other axes reduced by max; \
-             colour log10 max |error| up to {:.3e}; hatched = padded, not compared (faint: partly padded)</figcaption>{}</figure>",
+             colour log10 max |error| from {:.3e} (dark blue) to {:.3e} (yellow); hatched = padded, not compared (faint: partly padded)</figcaption>{}</figure>",
             esc(&s.name),
             esc(&o.name),
             esc(&s.case),
@@ -296,6 +297,7 @@ fn heatmaps(out: &mut String, run: &RunRecord, omitted: &mut Vec<String>) {
             map.axes[1],
             map.dims[1],
             map.cells[1],
+            lo,
             hi,
             charts::heatmap(map, k)
         );
@@ -322,7 +324,8 @@ fn arbitration(out: &mut String, run: &RunRecord) {
     }
     out.push_str(
         "<h2>Who is wrong: production or the oracle (<code>vs_f64</code>)</h2>\
-         <table class=\"small\"><thead><tr><th>stage</th><th>output</th><th>case</th><th>mode</th>\
+         <p class=\"note\">Isolated rows judge the stage alone; chained rows include the error \
+         production accumulated upstream.</p><table class=\"small\"><thead><tr><th>stage</th><th>output</th><th>case</th><th>mode</th>\
          <th>f64 truth</th><th>RMS production vs f64</th><th>RMS oracle vs f64</th><th>ratio</th>\
          <th>verdict</th></tr></thead><tbody>",
     );
