@@ -67,7 +67,7 @@ fn check_localised(fault: &Value, strategy: &str) -> Value {
         code, 1,
         "{name}: bisect exits 1 on a localised fault\n{stdout}"
     );
-    assert_eq!(report["schema"], "parity.bisect/1");
+    assert_eq!(report["schema"], "parity.bisect/2");
     assert_eq!(report["stage"], fault["stage"], "{name}\n{stdout}");
     assert_eq!(op["op_name"], want["op"], "{name}: op\n{stdout}");
     assert_eq!(op["loc"], want["path"], "{name}: location\n{stdout}");

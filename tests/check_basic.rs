@@ -12,7 +12,7 @@ fn passing_spec_exits_zero_with_full_record_and_junit() {
     let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &[]);
     assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
     let record = record.expect("run.json written");
-    assert_eq!(record["schema"], "parity.run-record/1");
+    assert_eq!(record["schema"], "parity.run-record/2");
     assert_eq!(record["status"], "pass");
     assert!(record["first_divergence"].is_null());
     let stages = record["stages"].as_array().expect("stages");
@@ -36,7 +36,7 @@ fn passing_spec_exits_zero_with_full_record_and_junit() {
     let argmax = &stage(&record, "masked_softmax", "isolated")["outputs"][1];
     assert_eq!(argmax["dtype"], "i32");
     assert!(argmax["metrics"]["max_ulp"].is_null());
-    assert_eq!(argmax["criteria"][0]["criterion"], "exact");
+    assert_eq!(argmax["criteria"][0]["criterion"]["tolerance"], "exact");
 
     // Reports are shared files (0644), not tempfile's private 0600.
     #[cfg(unix)]
@@ -117,10 +117,14 @@ fn strict_spec_fails_every_criterion_kind_somewhere() {
         for o in s["outputs"].as_array().unwrap() {
             for c in o["criteria"].as_array().unwrap() {
                 if c["passed"] == false {
-                    let kind = match &c["criterion"] {
-                        serde_json::Value::String(s) => s.clone(),
-                        serde_json::Value::Object(m) => m.keys().next().unwrap().clone(),
-                        other => panic!("criterion {other}"),
+                    // `{"tolerance": <the spec's criterion>}` or `"padded_zero"`.
+                    let kind = match (&c["criterion"], &c["criterion"]["tolerance"]) {
+                        (serde_json::Value::String(s), _) => s.clone(),
+                        (_, serde_json::Value::String(s)) => s.clone(),
+                        (_, serde_json::Value::Object(m)) if m.len() == 1 => {
+                            m.keys().next().unwrap().clone()
+                        }
+                        (other, _) => panic!("criterion {other}"),
                     };
                     failed.insert(kind);
                     let (obs, min) = (c["observed"].as_f64(), c["min_passing"].as_f64());
@@ -266,7 +270,13 @@ fn stage_and_case_selection() {
     let record = record.unwrap();
     let s = &record["stages"][0];
     assert_eq!(s["status"], "skipped");
-    assert!(s["error"].as_str().unwrap().contains("strided_conv"), "{s}");
+    assert!(
+        s["skipped_because"]
+            .as_str()
+            .unwrap()
+            .contains("strided_conv"),
+        "{s}"
+    );
     assert_eq!(record["status"], "pass");
     // A selection naming nothing is an input error, not an empty success.
     for (flag, name) in [("--case", "nope"), ("--stage", "layer_nrom")] {

@@ -50,7 +50,7 @@ fn missing_oracle_tensor_errors_that_stage_only() {
     assert_eq!(record["status"], "error");
     let scores = stage(&record, "scores", "isolated");
     assert_eq!(scores["status"], "error");
-    let msg = scores["error"].as_str().unwrap();
+    let msg = scores["error"]["message"].as_str().unwrap();
     assert!(
         msg.contains("scores_nope") && msg.contains("scores"),
         "{msg}"
@@ -71,7 +71,7 @@ fn truncated_oracle_file_names_the_file() {
     let record = record.unwrap();
     let conv_stage = stage(&record, "strided_conv", "isolated");
     assert_eq!(conv_stage["status"], "error");
-    let msg = conv_stage["error"].as_str().unwrap();
+    let msg = conv_stage["error"]["message"].as_str().unwrap();
     assert!(msg.contains("conv.npy"), "{msg}");
     assert_eq!(stage(&record, "layer_norm", "isolated")["status"], "pass");
 }
@@ -91,15 +91,17 @@ fn chained_mode_skips_stages_downstream_of_an_error() {
     let record = record.unwrap();
     assert_eq!(stage(&record, "strided_conv", "chained")["status"], "error");
     assert_eq!(stage(&record, "scores", "chained")["status"], "skipped");
-    let why = stage(&record, "scores", "chained")["error"]
+    let why = stage(&record, "scores", "chained")["skipped_because"]
         .as_str()
         .unwrap();
     assert!(why.contains("strided_conv"), "{why}");
     assert_eq!(stage(&record, "scores", "isolated")["status"], "pass");
-    assert!(stage(&record, "strided_conv", "isolated")["error"]
-        .as_str()
-        .unwrap()
-        .contains("conv.weight_nope"));
+    assert!(
+        stage(&record, "strided_conv", "isolated")["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("conv.weight_nope")
+    );
 }
 
 #[test]
@@ -121,7 +123,7 @@ fn mlir_compile_failure_is_exit_3_and_keeps_the_record() {
         "{errors:?}"
     );
     assert_eq!(
-        stage(&record, "layer_norm", "isolated")["error_kind"],
+        stage(&record, "layer_norm", "isolated")["error"]["kind"],
         "execution"
     );
     assert!(stdout.contains("error:"), "{stdout}");
@@ -161,7 +163,7 @@ fn oracle_shape_mismatch_is_an_input_error_naming_the_tensor() {
     let record = record.unwrap();
     let out = &stage(&record, "strided_conv", "isolated")["outputs"][0];
     assert_eq!(out["status"], "error");
-    let msg = out["error"].as_str().unwrap();
+    let msg = out["error"]["message"].as_str().unwrap();
     assert!(
         msg.contains("strided_conv") && msg.contains("scores"),
         "{msg}"
@@ -186,7 +188,10 @@ fn malformed_mask_is_an_input_error() {
     let record = record.unwrap();
     let out = &stage(&record, "strided_conv", "isolated")["outputs"][0];
     assert_eq!(out["status"], "error");
-    assert!(out["error"].as_str().unwrap().contains("mask"), "{out}");
+    assert!(
+        out["error"]["message"].as_str().unwrap().contains("mask"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -185,6 +185,7 @@ fn failing_and_passing_runs_render_in_chromium_with_marker_sorting_and_no_errors
         "console errors after interaction: {errors:#?}"
     );
     drop(b);
+    node_data_of_the_faulty_bisect(dir.path(), &fail_dir);
 
     let (code, stdout, stderr, pass) = check_to(dir.path(), "stages.yaml", &pass_dir, &[]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
@@ -208,6 +209,72 @@ fn failing_and_passing_runs_render_in_chromium_with_marker_sorting_and_no_errors
         "document.querySelector('.verdict .badge').textContent",
     );
     assert_eq!(verdict, json!("PASS"));
+}
+
+/// Model Explorer node data of the faulty layer_norm's bisect: keyed by the
+/// explorer's node ids (every op numbered in program order, the two ops of
+/// each `stablehlo.reduce` body included), valued by the shadow's ULPs.
+fn node_data_of_the_faulty_bisect(cwd: &Path, fail_dir: &Path) {
+    let bisect: Value =
+        serde_json::from_str(&std::fs::read_to_string(fail_dir.join("bisect.json")).unwrap())
+            .unwrap();
+    // Ops #0-#3 constants, #4 reduce (+2 nested), #5-#8, #9 reduce (+2), #10-#18.
+    let want: Vec<String> = (0..19usize)
+        .map(|k| {
+            (k + if k > 9 {
+                4
+            } else if k > 4 {
+                2
+            } else {
+                0
+            })
+            .to_string()
+        })
+        .collect();
+    assert_eq!(bisect["node_ids"], json!(want));
+    let written = fail_dir.join("bisect.node-data.json");
+    let data: Value = serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
+    let graph = &data["layer_norm"];
+    let results = graph["results"]
+        .as_object()
+        .expect("results keyed by node id");
+    let shadow = bisect["shadow"].as_array().unwrap();
+    assert_eq!(
+        results.len(),
+        shadow.len(),
+        "one value per op of the region"
+    );
+    for row in shadow {
+        let op = row["op_index"].as_u64().unwrap() as usize;
+        let node = &results[&want[op]];
+        assert_eq!(
+            node["value"], row["accumulated_ulps"],
+            "op #{op} -> node {}",
+            want[op]
+        );
+    }
+    assert!(
+        !results.contains_key("0"),
+        "constants outside the region carry no value"
+    );
+    assert_eq!(results["4"]["value"], shadow[0]["accumulated_ulps"]);
+    assert!(graph["thresholds"].as_array().unwrap().len() >= 2);
+    // `parity report --node-data` renders the same file from the record.
+    let again = cwd.join("again.node-data.json");
+    let out = parity(
+        cwd,
+        &[
+            "report",
+            fail_dir.join("bisect.json").to_str().unwrap(),
+            "--node-data",
+            again.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        std::fs::read_to_string(&again).unwrap(),
+        std::fs::read_to_string(&written).unwrap()
+    );
 }
 
 #[test]

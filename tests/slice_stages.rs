@@ -505,10 +505,10 @@ fn slice_spec(
     let (draft_plan, _) = plan_for(&draft_spec, compiler);
     assert_eq!(draft_plan.modules.len(), 1, "{:?}", draft_plan.run_errors);
     // Only argument counts may be wrong in the draft: every point resolved.
-    for (key, (_, message)) in &draft_plan.errors {
+    for (key, error) in &draft_plan.errors {
         assert!(
-            message.contains("arguments but the stage gives"),
-            "{key:?}: {message}"
+            error.message.contains("arguments but the stage gives"),
+            "{key:?}: {error}"
         );
     }
     let infos: BTreeMap<&str, _> = draft_plan.modules[0]
@@ -596,8 +596,8 @@ stages:
 
     let typo = by_name("typo");
     assert_eq!(typo["status"], "error");
-    assert_eq!(typo["error_kind"], "input");
-    let message = typo["error"].as_str().unwrap();
+    assert_eq!(typo["error"]["kind"], "input");
+    let message = typo["error"]["message"].as_str().unwrap();
     let spec_file = spec_path.display().to_string();
     for needle in [
         &format!("{spec_file}:21:"),
@@ -611,7 +611,7 @@ stages:
 
     let few = by_name("too_few_args");
     assert_eq!(few["status"], "error");
-    let message = few["error"].as_str().unwrap();
+    let message = few["error"]["message"].as_str().unwrap();
     for needle in [
         "stage `too_few_args` (full128)",
         "arguments but the stage gives 1",

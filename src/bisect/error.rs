@@ -1,6 +1,6 @@
 //! Why a bisection could not finish: bad input (exit 2) or IREE (exit 3).
 
-use crate::run::record::{ErrorKind, RunError};
+use parity_record::ErrorRecord;
 
 /// A bisection failure; the message names the file, stage, point or tensor.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -15,17 +15,11 @@ pub enum BisectError {
 }
 
 impl BisectError {
-    /// As a run-record error (kind + message).
-    pub fn to_record(&self) -> RunError {
+    /// As a record error (kind + message).
+    pub fn to_record(&self) -> ErrorRecord {
         match self {
-            BisectError::Input(m) => RunError {
-                kind: ErrorKind::Input,
-                message: m.clone(),
-            },
-            BisectError::Execution(m) => RunError {
-                kind: ErrorKind::Execution,
-                message: m.clone(),
-            },
+            BisectError::Input(m) => ErrorRecord::input(m.clone()),
+            BisectError::Execution(m) => ErrorRecord::execution(m.clone()),
         }
     }
 }

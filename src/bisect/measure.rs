@@ -3,9 +3,9 @@
 //! meaningful near zero and across a cancellation (unlike per-element ULPs).
 
 use super::error::{input, BisectError};
-use super::report::ValueMetrics;
 use parity_compare::{compare, CompareOptions};
 use parity_mlir::{Function, Location, ValueId};
+use parity_record::ValueMetrics;
 use parity_spec::Stage;
 use parity_tensor::{DType, OracleStore, Tensor};
 

@@ -15,45 +15,33 @@
 
 mod error;
 mod measure;
+mod node_ids;
 mod oracle;
 mod probe;
-pub mod render;
-pub mod report;
 mod repro;
 mod shadow;
 
 pub use error::BisectError;
-pub use report::{BisectReport, DivergentOp, BISECT_SCHEMA};
+pub use parity_record::{BisectRecord, DivergentOp, Strategy, BISECT_SCHEMA};
 
 use crate::run::inputs::InputSources;
-use crate::run::{self, record::ErrorKind, record::Mode, record::Status, RunOptions};
+use crate::run::{self, RunOptions};
 use error::{execution, input};
 use measure::{budget_dtype, loc_label, op_line, oracle_as, LOCAL_ULP_BUDGET};
 use oracle::OracleSearch;
 use parity_iree::{ArtifactCache, CompileOptions, IreeCompiler, IreeRuntime};
 use parity_mlir::{Function, Module, SliceRequest, ValueId};
+use parity_record::{
+    ErrorKind, Evidence, Mode, OpMetrics, Region, RunRecord, Status, ValueMetrics,
+};
 use parity_spec::{Arg, ModuleSource, Spec, Stage};
 use parity_tensor::{DType, OracleStore, Tensor};
 use probe::{Cut, Prober};
-use report::{OpMetrics, Region, ValueMetrics};
-use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
 /// Mark-all is chosen automatically when all taps together stay under this.
 pub const MARK_ALL_BYTES: usize = 512 << 20;
-
-/// How to place taps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Strategy {
-    /// Mark-all when the taps fit in 512 MiB, else bisection.
-    Auto,
-    /// One tap per probe, about log2(N) probes.
-    Bisection,
-    /// One build with every tap.
-    MarkAll,
-}
 
 /// What to bisect and where to write the reproducer.
 #[derive(Clone, Debug)]
@@ -68,7 +56,7 @@ pub struct BisectOptions {
 
 /// Runs the stage graph in isolated mode (for the selected cases and stages)
 /// and bisects the first divergence.
-pub fn bisect(spec: &Spec, options: &BisectOptions) -> BisectReport {
+pub fn bisect(spec: &Spec, options: &BisectOptions) -> BisectRecord {
     let mut run_options = options.run.clone();
     run_options.modes = vec![Mode::Isolated];
     let record = run::execute(spec, &run_options, &mut |_| {});
@@ -76,12 +64,8 @@ pub fn bisect(spec: &Spec, options: &BisectOptions) -> BisectReport {
 }
 
 /// Bisects the first isolated divergence of an existing run record.
-pub fn bisect_record(
-    spec: &Spec,
-    options: &BisectOptions,
-    record: &run::record::RunRecord,
-) -> BisectReport {
-    let mut report = BisectReport::new();
+pub fn bisect_record(spec: &Spec, options: &BisectOptions, record: &RunRecord) -> BisectRecord {
+    let mut report = BisectRecord::new();
     let Some(div) = record.first_divergence.clone() else {
         if record.errors.is_empty() {
             report
@@ -175,9 +159,9 @@ fn load_module(
             )))
         }
     };
-    run::slices::read_normalised(compiler, &path).map_err(|(kind, message)| match kind {
-        ErrorKind::Input => BisectError::Input(message),
-        ErrorKind::Execution => BisectError::Execution(message),
+    run::slices::read_normalised(compiler, &path).map_err(|e| match e.kind {
+        ErrorKind::Input => BisectError::Input(e.message),
+        ErrorKind::Execution => BisectError::Execution(e.message),
     })
 }
 
@@ -215,7 +199,7 @@ fn bisect_stage(
     stage_name: &str,
     case_name: &str,
     statuses: &HashMap<String, bool>,
-    report: &mut BisectReport,
+    report: &mut BisectRecord,
 ) -> Result<(), BisectError> {
     let case = spec
         .case(case_name)
@@ -237,6 +221,7 @@ fn bisect_stage(
         ))
     })?;
     report.function = Some(fn_name.clone());
+    report.node_ids = Some(node_ids::model_explorer_ids(func));
     let store = OracleStore::open(&spec.oracle).map_err(input)?;
     let sources = InputSources::open(spec).map_err(input)?;
     let (inputs, outputs) = stage_values(&module, func, stage)?;
@@ -322,7 +307,7 @@ fn bisect_stage(
             ops,
             inputs,
             expected,
-        } => (ops.clone(), inputs, expected, "region"),
+        } => (ops.clone(), inputs, expected, Evidence::Region),
     };
     match repro::write(
         &options.repro_dir,
@@ -353,7 +338,7 @@ enum Localised {
     /// One operation.
     Op {
         op_index: usize,
-        evidence: &'static str,
+        evidence: Evidence,
         inputs: Vec<(ValueId, Tensor)>,
         expected: Vec<(ValueId, Tensor)>,
     },
@@ -373,7 +358,7 @@ fn localise(
     statuses: &HashMap<String, bool>,
     case: &str,
     strategy: Strategy,
-    report: &mut BisectReport,
+    report: &mut BisectRecord,
 ) -> Result<Localised, BisectError> {
     let func = program.func;
     // The untapped build: every tapped build must reproduce its results.
@@ -455,10 +440,11 @@ fn localise(
             })
             .collect();
         let output = search.metrics_of(target).cloned().into_iter().collect();
-        report.first_divergent_op = Some(divergent_op(program, op, "oracle", inputs, output));
+        report.first_divergent_op =
+            Some(divergent_op(program, op, Evidence::Oracle, inputs, output));
         return Ok(Localised::Op {
             op_index: op,
-            evidence: "oracle",
+            evidence: Evidence::Oracle,
             inputs: feed,
             expected,
         });
@@ -469,11 +455,16 @@ fn localise(
     report.notes.extend(outcome.notes);
     match outcome.found {
         Some(f) => {
-            report.first_divergent_op =
-                Some(divergent_op(program, f.op, "inferred", f.inputs, f.output));
+            report.first_divergent_op = Some(divergent_op(
+                program,
+                f.op,
+                Evidence::Inferred,
+                f.inputs,
+                f.output,
+            ));
             Ok(Localised::Op {
                 op_index: f.op,
-                evidence: "inferred",
+                evidence: Evidence::Inferred,
                 inputs: f.repro_inputs,
                 expected: f.expected,
             })
@@ -509,7 +500,7 @@ fn localise(
 fn divergent_op(
     program: &Program,
     o: usize,
-    evidence: &str,
+    evidence: Evidence,
     inputs: Vec<ValueMetrics>,
     output: Vec<ValueMetrics>,
 ) -> DivergentOp {
@@ -523,7 +514,7 @@ fn divergent_op(
         op_name: op.name.clone(),
         loc: loc_label(&op.loc),
         loc_raw: op.loc.raw.clone(),
-        evidence: evidence.to_string(),
+        evidence,
         probes: 0,
         text: op.text.clone(),
         operand_types: types(&op.operands),

@@ -5,9 +5,9 @@
 use super::error::{execution, BisectError};
 use super::measure::{loc_label, oracle_as, squeezed, value_metrics, CHECKPOINT_ULP_BUDGET};
 use super::probe::{Cut, Prober};
-use super::report::{CheckpointRecord, ValueMetrics};
 use super::{Program, Strategy, MARK_ALL_BYTES};
 use parity_mlir::ValueId;
+use parity_record::{CheckpointKind, CheckpointRecord, ValueMetrics, VerdictSource};
 use parity_tensor::Tensor;
 use std::collections::{BTreeSet, HashMap};
 
@@ -16,16 +16,14 @@ use std::collections::{BTreeSet, HashMap};
 struct Checkpoint {
     value: ValueId,
     oracle: String,
-    /// `stage-output` or `convention`.
-    kind: &'static str,
+    kind: CheckpointKind,
 }
 
 /// A checkpoint's verdict and where it comes from.
 #[derive(Clone, Debug)]
 struct Verdict {
     passed: bool,
-    /// `run`, `probe` or `implied`.
-    from: &'static str,
+    from: VerdictSource,
     metrics: Option<ValueMetrics>,
 }
 
@@ -57,14 +55,14 @@ impl<'p, 'a> OracleSearch<'p, 'a> {
             checkpoints.push(Checkpoint {
                 value: v,
                 oracle: o.oracle.clone(),
-                kind: "stage-output",
+                kind: CheckpointKind::StageOutput,
             });
             if let Some(&passed) = statuses.get(&o.name) {
                 verdicts.insert(
                     v,
                     Verdict {
                         passed,
-                        from: "run",
+                        from: VerdictSource::Run,
                         metrics: None,
                     },
                 );
@@ -84,7 +82,7 @@ impl<'p, 'a> OracleSearch<'p, 'a> {
                 checkpoints.push(Checkpoint {
                     value: v,
                     oracle: name,
-                    kind: "convention",
+                    kind: CheckpointKind::Convention,
                 });
             }
         }
@@ -182,7 +180,7 @@ impl<'p, 'a> OracleSearch<'p, 'a> {
                 v,
                 Verdict {
                     passed,
-                    from: "probe",
+                    from: VerdictSource::Probe,
                     metrics: Some(m),
                 },
             );
@@ -232,7 +230,7 @@ impl<'p, 'a> OracleSearch<'p, 'a> {
                         if v != mid && self.program.op_of(v).is_some_and(|o| anc.contains(&o)) {
                             self.verdicts.entry(v).or_insert(Verdict {
                                 passed: true,
-                                from: "implied",
+                                from: VerdictSource::Implied,
                                 metrics: None,
                             });
                         }
@@ -281,9 +279,9 @@ impl<'p, 'a> OracleSearch<'p, 'a> {
                     value: func.values[c.value].name.clone(),
                     op_index: self.program.op_of(c.value),
                     loc: loc_label(&func.values[c.value].loc),
-                    kind: c.kind.to_string(),
+                    kind: c.kind,
                     passed: v.passed,
-                    verdict_from: v.from.to_string(),
+                    verdict_from: v.from,
                     metrics: v.metrics.clone(),
                 })
             })

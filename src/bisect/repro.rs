@@ -7,6 +7,7 @@
 use super::measure::{max_finite_abs, ulp_at};
 use parity_iree::CompileOptions;
 use parity_mlir::{emit_slices, Function, Module, SliceArg, SliceRequest, ValueId};
+use parity_record::Evidence;
 use parity_spec::Spec;
 use parity_tensor::{write_file_atomic, write_npy, DType, Tensor};
 use std::collections::BTreeSet;
@@ -32,7 +33,7 @@ pub fn write(
     spec: &Spec,
     options: &CompileOptions,
     source_name: &str,
-    evidence: &str,
+    evidence: Evidence,
 ) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // Only the inputs the slice actually needs, in the slice's argument order.
@@ -58,9 +59,10 @@ pub fn write(
         emit_slices(module, func, "parity_repro", &[req]).map_err(|e| e.to_string())?;
     let info = &infos[0];
     let header = format!(
-        "// parity bisect reproducer: {} operation(s) of @{} from {source_name}\n// evidence: {evidence}\n",
+        "// parity bisect reproducer: {} operation(s) of @{} from {source_name}\n// evidence: {}\n",
         ops.len(),
-        func.name
+        func.name,
+        evidence.name()
     );
     write_file_atomic(
         &dir.join("slice.mlir"),
@@ -94,7 +96,7 @@ pub fn write(
     }
     let manifest = serde_json::json!({
         "schema": "parity.oracle-manifest/1",
-        "provenance": {"made_by": "parity bisect", "evidence": evidence, "source": source_name},
+        "provenance": {"made_by": "parity bisect", "evidence": evidence.name(), "source": source_name},
         "tensors": manifest,
     });
     write_file_atomic(

@@ -6,9 +6,9 @@
 use super::error::{execution, BisectError};
 use super::measure::{loc_label, value_metrics, LOCAL_ULP_BUDGET};
 use super::probe::{dtype_of, narrow, widen, Cut, Prober};
-use super::report::{ShadowRow, ValueMetrics};
 use super::{Program, Strategy, MARK_ALL_BYTES};
 use parity_mlir::ValueId;
+use parity_record::{ShadowRow, ValueMetrics};
 use parity_tensor::{DType, Tensor};
 use std::collections::{BTreeSet, HashMap};
 

@@ -1,8 +1,10 @@
 //! `parity bisect`: localise the first divergence to one StableHLO operation.
 
+use super::StrategyArg;
 use super::EXIT_INPUT;
-use crate::bisect::{self, render, BisectOptions, Strategy};
+use crate::bisect::{self, BisectOptions};
 use crate::report;
+use crate::report::bisect_text;
 use crate::run::RunOptions;
 use anyhow::Context;
 use std::path::PathBuf;
@@ -22,12 +24,12 @@ pub struct BisectArgs {
     /// Tap placement: bisection (about log2(N) probes), mark-all (one build with
     /// every tap), or auto (mark-all when the taps fit in 512 MiB).
     #[arg(long, value_enum, default_value = "auto")]
-    strategy: Strategy,
+    strategy: StrategyArg,
     /// Directory for the reproducer (slice.mlir, .npy files, run.sh, stages.yaml).
     #[arg(long, default_value = "reports/bisect")]
     repro_dir: PathBuf,
-    /// Write the JSON report (`parity.bisect/1`) here; the HTML report goes
-    /// next to it (same name, `.html`).
+    /// Write the JSON report (`parity.bisect/2`) here; the HTML report and
+    /// Model Explorer node data go next to it (`.html`, `.node-data.json`).
     #[arg(long, default_value = "reports/bisect.json")]
     json: PathBuf,
     /// Compiled-artifact cache directory.
@@ -55,7 +57,7 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
             stages: args.stages,
             ..RunOptions::default()
         },
-        strategy: args.strategy,
+        strategy: args.strategy.into(),
         repro_dir: args.repro_dir,
     };
     let report_ = bisect::bisect(&spec, &options);
@@ -64,7 +66,7 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
 
 /// Writes the JSON report and the HTML one next to it (`.html`), prints the
 /// text one, returns the exit code.
-pub fn write_and_print(r: &bisect::BisectReport, json: &std::path::Path) -> anyhow::Result<i32> {
+pub fn write_and_print(r: &bisect::BisectRecord, json: &std::path::Path) -> anyhow::Result<i32> {
     let body = serde_json::to_string_pretty(r).context("serialising the bisect report")?;
     report::write_atomic(json, body.as_bytes())
         .with_context(|| format!("writing {}", json.display()))?;
@@ -75,7 +77,12 @@ pub fn write_and_print(r: &bisect::BisectReport, json: &std::path::Path) -> anyh
     });
     report::write_atomic(&html, page.as_bytes())
         .with_context(|| format!("writing {}", html.display()))?;
-    print!("{}", render::text(r));
+    let node_data = json.with_extension("node-data.json");
+    if let Some(text) = report::node_data::render(r) {
+        report::write_atomic(&node_data, text.as_bytes())
+            .with_context(|| format!("writing {}", node_data.display()))?;
+    }
+    print!("{}", bisect_text::text(r));
     println!("report: {} {}", json.display(), html.display());
-    Ok(r.exit_code())
+    Ok(r.exit_code().code())
 }

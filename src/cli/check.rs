@@ -47,7 +47,7 @@ pub struct CheckArgs {
     bisect: bool,
     /// With --bisect: tap placement.
     #[arg(long, value_enum, default_value = "auto")]
-    strategy: crate::bisect::Strategy,
+    strategy: super::StrategyArg,
     /// Print only the closing summary, not the table.
     #[arg(long, short)]
     quiet: bool,
@@ -105,15 +105,12 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
             &spec,
             &crate::bisect::BisectOptions {
                 run: options.clone(),
-                strategy: args.strategy,
+                strategy: args.strategy.into(),
                 repro_dir: args.out_dir.join("bisect"),
             },
             &record,
         );
-        record.first_divergent_op = b
-            .first_divergent_op
-            .as_ref()
-            .and_then(|d| serde_json::to_value(d).ok());
+        record.first_divergent_op = b.localisation();
         Some(b)
     } else {
         None
@@ -152,6 +149,6 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         println!();
         super::bisect::write_and_print(b, &args.out_dir.join("bisect.json"))?;
     }
-    let code = record.exit_code();
+    let code = record.exit_code().code();
     Ok(if code == EXIT_PASS { EXIT_PASS } else { code })
 }

@@ -8,6 +8,27 @@ mod report;
 
 use clap::{Parser, Subcommand};
 
+/// `--strategy` on the command line; converted into the record's [`parity_record::Strategy`].
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum StrategyArg {
+    /// Mark-all when the taps fit in 512 MiB, else bisection.
+    Auto,
+    /// One tap per probe, about log2(N) probes.
+    Bisection,
+    /// One build with every tap.
+    MarkAll,
+}
+
+impl From<StrategyArg> for parity_record::Strategy {
+    fn from(s: StrategyArg) -> Self {
+        match s {
+            StrategyArg::Auto => parity_record::Strategy::Auto,
+            StrategyArg::Bisection => parity_record::Strategy::Bisection,
+            StrategyArg::MarkAll => parity_record::Strategy::MarkAll,
+        }
+    }
+}
+
 /// Exit code: everything passed.
 pub const EXIT_PASS: i32 = 0;
 /// Exit code: a parity failure (some output is outside its tolerance).

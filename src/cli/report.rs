@@ -2,17 +2,15 @@
 //! records) without running anything.
 
 use super::EXIT_INPUT;
-use crate::bisect::{render, BisectReport, BISECT_SCHEMA};
-use crate::report::{self, table::Colour};
-use crate::run::record::RunRecord;
-use anyhow::Context;
-use std::path::{Path, PathBuf};
+use crate::report::{self, bisect_text, table::Colour};
+use parity_record::{AnyRecord, ExitCode};
+use std::path::PathBuf;
 
 /// Arguments of `parity report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// JSON records: run records written by `parity check` (`parity.run-record/1`)
-    /// and bisect records written by `parity bisect` (`parity.bisect/1`).
+    /// JSON records: run records written by `parity check` (`parity.run-record/2`)
+    /// and bisect records written by `parity bisect` (`parity.bisect/2`).
     #[arg(required = true)]
     records: Vec<PathBuf>,
     /// Also write JUnit XML here (needs exactly one run record).
@@ -21,6 +19,10 @@ pub struct ReportArgs {
     /// Also write the self-contained HTML report of every record here.
     #[arg(long)]
     html: Option<PathBuf>,
+    /// Also write Model Explorer node data (per-op error, keyed by the
+    /// explorer's node ids) for the bisect record here (needs exactly one).
+    #[arg(long)]
+    node_data: Option<PathBuf>,
 }
 
 /// Runs `parity report`; the exit code is the worst of the records' own
@@ -28,12 +30,24 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let mut runs = Vec::new();
     let mut bisects = Vec::new();
+    let mut codes = Vec::new();
     for path in &args.records {
-        match read(path) {
-            Ok(Record::Run(r)) => runs.push(*r),
-            Ok(Record::Bisect(b)) => bisects.push(*b),
-            Err(message) => {
-                eprintln!("parity: error: {message}");
+        let record = match AnyRecord::read(path) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("parity: error: {e}");
+                return Ok(EXIT_INPUT);
+            }
+        };
+        codes.push(record.exit_code());
+        match record {
+            AnyRecord::Run(r) => runs.push(r),
+            AnyRecord::Bisect(b) => bisects.push(b),
+            AnyRecord::Compare(_) => {
+                eprintln!(
+                    "parity: error: {}: compare records have no report of their own yet",
+                    path.display()
+                );
                 return Ok(EXIT_INPUT);
             }
         }
@@ -46,57 +60,34 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             );
             return Ok(EXIT_INPUT);
         };
-        report::write_atomic(path, report::junit::render(run).as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
+        report::write_atomic(path, report::junit::render(run).as_bytes())?;
     }
     if let Some(path) = &args.html {
         let page = report::html::render(&report::html::HtmlInput {
             runs: &runs,
             bisects: &bisects,
         });
-        report::write_atomic(path, page.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
+        report::write_atomic(path, page.as_bytes())?;
+    }
+    if let Some(path) = &args.node_data {
+        let [b] = bisects.as_slice() else {
+            eprintln!(
+                "parity: error: --node-data needs exactly one bisect record ({} given)",
+                bisects.len()
+            );
+            return Ok(EXIT_INPUT);
+        };
+        let Some(text) = report::node_data::render(b) else {
+            eprintln!("parity: error: the bisect record names no function with node ids");
+            return Ok(EXIT_INPUT);
+        };
+        report::write_atomic(path, text.as_bytes())?;
     }
     for run in &runs {
         print!("{}", report::table::render(run, Colour::detect()));
     }
     for b in &bisects {
-        print!("{}", render::text(b));
+        print!("{}", bisect_text::text(b));
     }
-    let codes = runs
-        .iter()
-        .map(RunRecord::exit_code)
-        .chain(bisects.iter().map(BisectReport::exit_code));
-    Ok(codes.max_by_key(|&c| precedence(c)).unwrap_or(0))
-}
-
-/// Exit-code precedence: input (2) over execution (3) over failure (1) over pass.
-fn precedence(code: i32) -> u8 {
-    match code {
-        2 => 3,
-        3 => 2,
-        1 => 1,
-        _ => 0,
-    }
-}
-
-enum Record {
-    Run(Box<RunRecord>),
-    Bisect(Box<BisectReport>),
-}
-
-/// Reads one record, telling the kinds apart by their `schema`.
-fn read(path: &Path) -> Result<Record, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
-    match value.get("schema").and_then(|s| s.as_str()) {
-        Some(BISECT_SCHEMA) => serde_json::from_value(value)
-            .map(|b| Record::Bisect(Box::new(b)))
-            .map_err(|e| format!("{}: bad bisect record: {e}", path.display())),
-        _ => report::json::parse(&text)
-            .map(|r| Record::Run(Box::new(r)))
-            .map_err(|e| format!("{}: {e}", path.display())),
-    }
+    Ok(ExitCode::combine(codes).code())
 }

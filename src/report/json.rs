@@ -1,6 +1,6 @@
 //! The JSON run record (schema `parity.run-record/1`, see docs/run-record.md).
 
-use crate::run::record::RunRecord;
+use parity_record::RunRecord;
 
 /// Serialises a run record as pretty JSON. Non-finite floats become null.
 pub fn render(record: &RunRecord) -> String {
@@ -11,11 +11,11 @@ pub fn render(record: &RunRecord) -> String {
 /// Parses a run record written by [`render`], checking its schema.
 pub fn parse(text: &str) -> Result<RunRecord, String> {
     let record: RunRecord = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    if record.schema != crate::run::record::RUN_RECORD_SCHEMA {
+    if record.schema != parity_record::RUN_RECORD_SCHEMA {
         return Err(format!(
             "unsupported run record schema `{}` (this parity reads `{}`)",
             record.schema,
-            crate::run::record::RUN_RECORD_SCHEMA
+            parity_record::RUN_RECORD_SCHEMA
         ));
     }
     Ok(record)

@@ -1,6 +1,6 @@
 //! JUnit XML: one test suite per case and mode, one test case per stage output.
 
-use crate::run::record::{RunRecord, Status};
+use parity_record::{RunRecord, Status};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -39,12 +39,12 @@ pub fn render(record: &RunRecord) -> String {
                     c.3 += 1;
                     format!(
                         "<skipped message=\"{}\"/>",
-                        esc(stage.error.as_deref().unwrap_or(""))
+                        esc(stage.skipped_because.as_deref().unwrap_or(""))
                     )
                 }
                 _ => {
                     c.2 += 1;
-                    let m = esc(stage.error.as_deref().unwrap_or("error"));
+                    let m = esc(stage.error.as_ref().map_or("error", |e| e.message.as_str()));
                     format!("<error message=\"{m}\">{m}</error>")
                 }
             };
@@ -68,7 +68,10 @@ pub fn render(record: &RunRecord) -> String {
                         .map(|r| {
                             format!(
                                 "{} observed {:e} (threshold {:e}, would pass at {:e})",
-                                r.criterion, r.observed, r.threshold, r.min_passing
+                                r.criterion.name(),
+                                r.observed,
+                                r.threshold,
+                                r.min_passing
                             )
                         })
                         .collect();
@@ -82,8 +85,9 @@ pub fn render(record: &RunRecord) -> String {
                     c.2 += 1;
                     let m = esc(out
                         .error
-                        .as_deref()
-                        .or(stage.error.as_deref())
+                        .as_ref()
+                        .or(stage.error.as_ref())
+                        .map(|e| e.message.as_str())
                         .unwrap_or("error"));
                     format!("<error message=\"{m}\">{m}</error>")
                 }

@@ -1,9 +1,11 @@
 //! Renders a run record for people (terminal table) and machines (JSON,
 //! JUnit, HTML). Pure functions of the record: nothing here executes a stage.
 
+pub mod bisect_text;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod node_data;
 pub mod table;
 
 use std::path::Path;

@@ -1,8 +1,8 @@
 //! The terminal table: one row per stage output and mode, then a closing line
 //! naming the first divergence.
 
-use crate::run::record::{OutputRecord, RunRecord, StageRecord, Status};
 use comfy_table::{presets, Cell, Color, ContentArrangement, Table};
+use parity_record::{OutputRecord, RunRecord, StageRecord, Status};
 
 /// Whether to colour the status column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,13 +57,9 @@ fn failed_criteria(out: &OutputRecord) -> String {
         .iter()
         .filter(|c| !c.passed)
         .map(|c| {
-            let name = match &c.criterion {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Object(m) => m.keys().next().cloned().unwrap_or_default(),
-                other => other.to_string(),
-            };
             format!(
-                "{name} {} > {} (passes at {})",
+                "{} {} > {} (passes at {})",
+                c.criterion.name(),
                 num(c.observed),
                 num(c.threshold),
                 num(c.min_passing)
@@ -71,6 +67,15 @@ fn failed_criteria(out: &OutputRecord) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// Why a stage without outputs has none: its error or why it was skipped.
+fn stage_note(s: &StageRecord) -> &str {
+    s.error
+        .as_ref()
+        .map(|e| e.message.as_str())
+        .or(s.skipped_because.as_deref())
+        .unwrap_or("")
 }
 
 fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
@@ -85,7 +90,7 @@ fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
             Cell::new(""),
             Cell::new(""),
             Cell::new(""),
-            Cell::new(s.error.as_deref().unwrap_or("")),
+            Cell::new(stage_note(s)),
         ]);
         return;
     }
@@ -100,7 +105,11 @@ fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
             None => Default::default(),
         };
         let note = match out.status {
-            Status::Error => out.error.clone().unwrap_or_default(),
+            Status::Error => out
+                .error
+                .as_ref()
+                .map(|e| e.message.clone())
+                .unwrap_or_default(),
             _ => failed_criteria(out),
         };
         table.add_row(vec![

@@ -4,19 +4,22 @@
 pub mod error_map;
 pub(crate) mod inputs;
 mod modules;
-pub mod record;
 pub mod slices;
 mod stage;
 
+/// The record types live in the `parity-record` crate; re-exported under
+/// their old path so code written against `run::record` keeps compiling.
+pub use parity_record as record;
+
 use crate::run::inputs::InputSources;
 use crate::run::modules::ModuleSet;
+use parity_record::{Divergence, ErrorRecord, Mode, RunRecord, StageRecord, Status};
 use parity_spec::Spec;
-use record::{Divergence, ErrorKind, Mode, RunError, RunRecord, StageRecord, Status};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-pub use record::RUN_RECORD_SCHEMA;
+pub use parity_record::RUN_RECORD_SCHEMA;
 
 /// What to run and where to keep compiled artifacts.
 #[derive(Clone, Debug)]
@@ -62,28 +65,16 @@ pub struct Progress<'a> {
 pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progress)) -> RunRecord {
     let started = now_rfc3339();
     let clock = Instant::now();
-    let mut record = RunRecord {
-        schema: RUN_RECORD_SCHEMA.to_string(),
-        status: Status::Pass,
-        spec: spec.path.display().to_string(),
-        parity_version: env!("CARGO_PKG_VERSION").to_string(),
-        compiler_revision: None,
+    let mut record = RunRecord::new(
+        spec.path.display().to_string(),
+        env!("CARGO_PKG_VERSION"),
         started,
-        elapsed_s: 0.0,
-        first_divergence: None,
-        chained_divergence: Vec::new(),
-        first_divergent_op: None,
-        errors: Vec::new(),
-        stages: Vec::new(),
-    };
+    );
 
     let sources = match InputSources::open(spec) {
         Ok(s) => s,
         Err(message) => {
-            record.errors.push(RunError {
-                kind: ErrorKind::Input,
-                message,
-            });
+            record.errors.push(ErrorRecord::input(message));
             return finish(record, clock);
         }
     };
@@ -104,14 +95,11 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         ),
     ] {
         for name in wanted.iter().filter(|w| !known.contains(&w.as_str())) {
-            record.errors.push(RunError {
-                kind: ErrorKind::Input,
-                message: format!(
-                    "{}: no {kind} named `{name}` (known: {})",
-                    spec.path.display(),
-                    known.join(", ")
-                ),
-            });
+            record.errors.push(ErrorRecord::input(format!(
+                "{}: no {kind} named `{name}` (known: {})",
+                spec.path.display(),
+                known.join(", ")
+            )));
         }
     }
     if !record.errors.is_empty() {
@@ -127,10 +115,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     for case in &cases {
         match spec.instantiate(case) {
             Ok(stages) => instantiated.push((case.name.as_str(), stages)),
-            Err(e) => record.errors.push(RunError {
-                kind: ErrorKind::Input,
-                message: e.to_string(),
-            }),
+            Err(e) => record.errors.push(ErrorRecord::input(e.to_string())),
         }
     }
     let selected: Vec<usize> = order
@@ -221,10 +206,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     });
     for message in load_errors {
         if !record.errors.iter().any(|e| e.message == message) {
-            record.errors.push(RunError {
-                kind: ErrorKind::Execution,
-                message,
-            });
+            record.errors.push(ErrorRecord::execution(message));
         }
     }
     record.stages = per_mode.into_iter().flatten().collect();
@@ -240,7 +222,7 @@ struct ModeWork<'a> {
     cases: &'a [(&'a str, Vec<parity_spec::Stage>)],
     order: &'a [usize],
     /// Slice stages that cannot run, by (case, stage): why.
-    slice_errors: &'a HashMap<slices::StageKey, (ErrorKind, String)>,
+    slice_errors: &'a HashMap<slices::StageKey, ErrorRecord>,
 }
 
 impl ModeWork<'_> {
@@ -265,14 +247,14 @@ impl ModeWork<'_> {
                     .slice_errors
                     .get(&(case.to_string(), stage.name.clone()))
                 {
-                    Some((kind, message)) => StageRecord {
+                    Some(error) => StageRecord {
                         name: stage.name.clone(),
                         case: case.to_string(),
                         mode,
                         function: format!("{}.{}", stage.module, stage.function),
                         status: Status::Error,
-                        error: Some(message.clone()),
-                        error_kind: Some(*kind),
+                        error: Some(error.clone()),
+                        skipped_because: None,
                         invoke_ms: 0.0,
                         outputs: Vec::new(),
                     },
@@ -328,16 +310,7 @@ fn locate_divergences(spec: &Spec, cases: &[&parity_spec::Case], record: &mut Ru
 
 fn finish(mut record: RunRecord, clock: Instant) -> RunRecord {
     record.elapsed_s = clock.elapsed().as_secs_f64();
-    // A skip alone is not an error: it follows either an errored upstream
-    // stage (already an error) or a --stage selection that left the upstream out.
-    record.status =
-        if !record.errors.is_empty() || record.stages.iter().any(|s| s.status == Status::Error) {
-            Status::Error
-        } else if record.stages.iter().any(|s| s.status == Status::Fail) {
-            Status::Fail
-        } else {
-            Status::Pass
-        };
+    record.status = record.derived_status();
     record
 }
 

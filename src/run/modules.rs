@@ -1,10 +1,10 @@
 //! Compiles every module of a spec once per run (through the artifact cache),
 //! and the generated slice modules beside them, then loads the artifacts into one IREE runtime per worker thread.
 
-use super::record::{ErrorKind, RunError, RunRecord};
 use super::slices::SliceModule;
 use super::RunOptions;
 use parity_iree::{ArtifactCache, CompileOptions, IreeCompiler, IreeRuntime, LoadedModule};
+use parity_record::{ErrorRecord, RunRecord};
 use parity_spec::{ModuleSource, Spec};
 use parity_tensor::Tensor;
 use std::collections::BTreeMap;
@@ -74,10 +74,7 @@ pub fn compile_all(
             },
         };
         if let Err(message) = &vmfb {
-            record.errors.push(RunError {
-                kind: ErrorKind::Execution,
-                message: message.clone(),
-            });
+            record.errors.push(ErrorRecord::execution(message.clone()));
         }
         compiled.insert(name.clone(), vmfb);
     }
@@ -120,10 +117,7 @@ pub fn compile_slices(
             }
         };
         if let Err(message) = &vmfb {
-            record.errors.push(RunError {
-                kind: ErrorKind::Execution,
-                message: message.clone(),
-            });
+            record.errors.push(ErrorRecord::execution(message.clone()));
         }
         compiled.insert(slice.name.clone(), vmfb);
     }

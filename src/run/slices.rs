@@ -10,9 +10,9 @@
 //! the stages at it. A stage whose slice cannot be made errors on its own;
 //! the other stages run.
 
-use super::record::{ErrorKind, RunError};
 use parity_iree::IreeCompiler;
 use parity_mlir::{Function, SliceArg, SliceInfo, SliceRequest, ValueId};
+use parity_record::{ErrorKind, ErrorRecord};
 use parity_spec::{ModuleSource, SliceSpec, Spec, Stage};
 use std::collections::{BTreeMap, HashMap};
 
@@ -42,10 +42,10 @@ pub struct SlicePlan {
     pub modules: Vec<SliceModule>,
     /// Where each slice stage that can run now points: (module, function).
     pub targets: HashMap<StageKey, (String, String)>,
-    /// Why each slice stage that cannot run cannot: error kind and message.
-    pub errors: HashMap<StageKey, (ErrorKind, String)>,
+    /// Why each slice stage that cannot run cannot.
+    pub errors: HashMap<StageKey, ErrorRecord>,
     /// Problems with a whole module (it cannot be read, normalised or parsed).
-    pub run_errors: Vec<RunError>,
+    pub run_errors: Vec<ErrorRecord>,
 }
 
 impl SlicePlan {
@@ -122,18 +122,17 @@ fn stage_at(spec: &Spec, p: &Pending<'_>, loc: parity_spec::Location) -> String 
 pub fn read_normalised(
     compiler: &IreeCompiler,
     path: &std::path::Path,
-) -> Result<(parity_mlir::Module, String), (ErrorKind, String)> {
+) -> Result<(parity_mlir::Module, String), ErrorRecord> {
     let source_name = path.display().to_string();
     let bytes = std::fs::read(path)
-        .map_err(|e| (ErrorKind::Input, format!("cannot read {source_name}: {e}")))?;
+        .map_err(|e| ErrorRecord::input(format!("cannot read {source_name}: {e}")))?;
     let normal = compiler
         .normalize(&source_name, &bytes)
-        .map_err(|e| (ErrorKind::Execution, e.to_string()))?;
+        .map_err(|e| ErrorRecord::execution(e.to_string()))?;
     let module = parity_mlir::parse(&normal).map_err(|e| {
-        (
-            ErrorKind::Input,
-            format!("{source_name} (normalised by the IREE compiler): {e}"),
-        )
+        ErrorRecord::input(format!(
+            "{source_name} (normalised by the IREE compiler): {e}"
+        ))
     })?;
     Ok((module, source_name))
 }
@@ -152,7 +151,14 @@ fn plan_module(
                 stage_at(spec, p, p.stage.location),
                 p.slice.function
             );
-            plan.errors.insert(p.key.clone(), (kind, message));
+            plan.errors.insert(
+                p.key.clone(),
+                ErrorRecord {
+                    kind,
+                    message,
+                    location: None,
+                },
+            );
         }
     };
     let path = match spec.subject.modules.get(module).map(|m| &m.source) {
@@ -170,16 +176,17 @@ fn plan_module(
         }
     };
     let parsed = compiler
-        .map_err(|m| (ErrorKind::Execution, m.to_string()))
+        .map_err(|m| ErrorRecord::execution(m.to_string()))
         .and_then(|c| read_normalised(c, path));
     let (parsed, source_name) = match parsed {
         Ok(m) => m,
-        Err((kind, why)) => {
-            plan.run_errors.push(RunError {
-                kind,
+        Err(why) => {
+            plan.run_errors.push(ErrorRecord {
+                kind: why.kind,
                 message: format!("module `{module}`: slicing: {why}"),
+                location: None,
             });
-            return fail_all(plan, kind, &why);
+            return fail_all(plan, why.kind, &why.message);
         }
     };
 
@@ -199,7 +206,7 @@ fn plan_module(
                 names.join(", ")
             );
             plan.errors
-                .insert(p.key.clone(), (ErrorKind::Input, message));
+                .insert(p.key.clone(), ErrorRecord::input(message));
             continue;
         };
         match resolve_points(spec, p, func) {
@@ -222,7 +229,7 @@ fn plan_module(
             }
             Err(message) => {
                 plan.errors
-                    .insert(p.key.clone(), (ErrorKind::Input, message));
+                    .insert(p.key.clone(), ErrorRecord::input(message));
             }
         }
     }
@@ -265,7 +272,7 @@ fn plan_module(
                     stage_at(spec, p, p.stage.location)
                 );
                 plan.errors
-                    .insert(p.key.clone(), (ErrorKind::Execution, message));
+                    .insert(p.key.clone(), ErrorRecord::execution(message));
                 continue;
             }
         };
@@ -280,7 +287,7 @@ fn plan_module(
                 describe_args(func, p.slice, info)
             );
             plan.errors
-                .insert(p.key.clone(), (ErrorKind::Input, message));
+                .insert(p.key.clone(), ErrorRecord::input(message));
             continue;
         }
         plan.targets

@@ -2,13 +2,13 @@
 
 use super::inputs::InputSources;
 use super::modules::ModuleSet;
-use super::record::{
-    CriterionRecord, ElementRecord, ErrorKind, Mode, OutputMetrics, OutputRecord, StageRecord,
-    Status, TruthRecord,
-};
 use parity_compare::{
     compare, default_tolerance, evaluate, CompareOptions, Criterion, Mask, Metrics, TruthErrors,
     UlpDType,
+};
+use parity_record::{
+    Check, CriterionRecord, ElementRecord, ErrorKind, ErrorRecord, Mode, OutputMetrics,
+    OutputRecord, StageRecord, Status, TruthRecord,
 };
 use parity_spec::{Arg, MaskSource, OutputSpec, Spec, Stage};
 use parity_tensor::Tensor;
@@ -53,7 +53,7 @@ impl StageContext<'_> {
             function: format!("{}.{}", stage.module, stage.function),
             status: Status::Pass,
             error: None,
-            error_kind: None,
+            skipped_because: None,
             invoke_ms: 0.0,
             outputs: Vec::new(),
         };
@@ -61,8 +61,16 @@ impl StageContext<'_> {
             Ok(args) => args,
             Err((status, kind, message)) => {
                 rec.status = status;
-                rec.error_kind = kind;
-                rec.error = Some(message);
+                match kind {
+                    Some(kind) => {
+                        rec.error = Some(ErrorRecord {
+                            kind,
+                            message,
+                            location: None,
+                        })
+                    }
+                    None => rec.skipped_because = Some(message),
+                }
                 return rec;
             }
         };
@@ -73,35 +81,33 @@ impl StageContext<'_> {
             Ok(r) => r,
             Err(message) => {
                 rec.status = Status::Error;
-                rec.error_kind = Some(ErrorKind::Execution);
-                rec.error = Some(format!(
+                rec.error = Some(ErrorRecord::execution(format!(
                     "stage `{}` ({}, {}): {message}",
                     stage.name,
                     self.case,
                     self.mode.name()
-                ));
+                )));
                 return rec;
             }
         };
         if results.len() != stage.outputs.len() {
             rec.status = Status::Error;
-            rec.error_kind = Some(ErrorKind::Input);
-            rec.error = Some(format!(
+            rec.error = Some(ErrorRecord::input(format!(
                 "stage `{}`: function `{}` returned {} results but the spec lists {} outputs",
                 stage.name,
                 stage.function,
                 results.len(),
                 stage.outputs.len()
-            ));
+            )));
             return rec;
         }
         for (spec_out, actual) in stage.outputs.iter().zip(results) {
             let out = self.check_output(stage, spec_out, &actual, &args);
             if out.status == Status::Error {
                 rec.status = Status::Error;
-                rec.error_kind = Some(ErrorKind::Input);
-                rec.error
-                    .get_or_insert_with(|| out.error.clone().unwrap_or_default());
+                if rec.error.is_none() {
+                    rec.error = out.error.clone();
+                }
             } else if out.status == Status::Fail && rec.status == Status::Pass {
                 rec.status = Status::Fail;
             }
@@ -220,7 +226,7 @@ impl StageContext<'_> {
                     .results
                     .iter()
                     .map(|r| CriterionRecord {
-                        criterion: criterion_json(&r.criterion),
+                        criterion: Check::Tolerance(r.criterion.clone()),
                         passed: r.passed,
                         observed: r.observed,
                         threshold: r.threshold,
@@ -232,7 +238,7 @@ impl StageContext<'_> {
                 // positions of the production tensor must be exactly zero.
                 if let Some(nonzero) = metrics.padded_nonzero {
                     out.criteria.push(CriterionRecord {
-                        criterion: serde_json::Value::String("padded_zero".into()),
+                        criterion: Check::PaddedZero,
                         passed: nonzero == 0,
                         observed: nonzero as f64,
                         threshold: 0.0,
@@ -253,7 +259,7 @@ impl StageContext<'_> {
             }
             Err(message) => {
                 out.status = Status::Error;
-                out.error = Some(context(message));
+                out.error = Some(ErrorRecord::input(context(message)));
             }
         }
         out
@@ -310,10 +316,6 @@ impl StageContext<'_> {
         };
         Ok((metrics, truth, (expected, mask)))
     }
-}
-
-fn criterion_json(c: &Criterion) -> serde_json::Value {
-    serde_json::to_value(c).unwrap_or(serde_json::Value::Null)
 }
 
 fn metrics_record(m: &Metrics, vs_f64: Option<TruthRecord>) -> OutputMetrics {

@@ -4,12 +4,11 @@
 
 use super::esc::esc;
 use super::table::num;
-use crate::bisect::report::{DivergentOp, ValueMetrics};
-use crate::bisect::BisectReport;
+use parity_record::{BisectRecord, DivergentOp, Region, ValueMetrics};
 use std::fmt::Write as _;
 
 /// Writes a bisect record's section body.
-pub fn section(out: &mut String, b: &BisectReport) {
+pub fn section(out: &mut String, b: &BisectRecord) {
     let _ = write!(
         out,
         "<div class=\"verdict {0}\"><span class=\"badge {0}\">{1}</span> stage <b>{2}</b>, \
@@ -20,12 +19,9 @@ pub fn section(out: &mut String, b: &BisectReport) {
         esc(b.case.as_deref().unwrap_or("-")),
         esc(b.output.as_deref().unwrap_or("-")),
         esc(b.function.as_deref().unwrap_or("-")),
-        b.strategy
-            .and_then(|s| serde_json::to_value(s).ok())
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_else(|| "-".into()),
+        b.strategy.map_or("-", |s| s.name()),
         b.probes,
-        b.exit_code()
+        b.exit_code().code()
     );
     match &b.first_divergent_op {
         Some(op) => self::op(out, op),
@@ -43,18 +39,7 @@ pub fn section(out: &mut String, b: &BisectReport) {
         );
     }
     if let Some(r) = &b.region {
-        let _ = write!(
-            out,
-            "<h3>Region: {} operations from {} to {}</h3><pre class=\"code\">{}</pre>",
-            r.ops,
-            if r.passing.is_empty() {
-                "the stage inputs".to_string()
-            } else {
-                esc(&r.passing.join(", "))
-            },
-            esc(&r.failing),
-            esc(&r.op_list.join("\n"))
-        );
+        region(out, r);
     }
     if !b.checkpoints.is_empty() {
         out.push_str(
@@ -72,9 +57,9 @@ pub fn section(out: &mut String, b: &BisectReport) {
                 esc(&c.value),
                 c.op_index.map_or("-".into(), |i| format!("#{i}")),
                 esc(&c.loc),
-                esc(&c.kind),
+                c.kind.name(),
                 if c.passed { "pass" } else { "fail" },
-                esc(&c.verdict_from),
+                c.verdict_from.name(),
                 c.metrics.as_ref().map_or("-".into(), |m| num(m.max_abs)),
                 c.metrics.as_ref().map_or("-".into(), |m| num(m.ulps_at_max)),
             );
@@ -125,6 +110,22 @@ pub fn section(out: &mut String, b: &BisectReport) {
     }
 }
 
+/// Writes a localised region: its bounds and operations.
+pub fn region(out: &mut String, r: &Region) {
+    let _ = write!(
+        out,
+        "<h3>Region: {} operations from {} to {}</h3><pre class=\"code\">{}</pre>",
+        r.ops,
+        if r.passing.is_empty() {
+            "the stage inputs".to_string()
+        } else {
+            esc(&r.passing.join(", "))
+        },
+        esc(&r.failing),
+        esc(&r.op_list.join("\n"))
+    );
+}
+
 /// Writes the localised operation.
 pub fn op(out: &mut String, op: &DivergentOp) {
     let _ = write!(
@@ -137,7 +138,7 @@ pub fn op(out: &mut String, op: &DivergentOp) {
         esc(&op.function),
         esc(&op.stage),
         esc(&op.loc),
-        esc(&op.evidence),
+        op.evidence.name(),
         op.probes,
         esc(&op.text),
         esc(&op.operand_types.join(", ")),

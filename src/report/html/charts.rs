@@ -4,7 +4,7 @@
 //! own escaping or [`esc`].
 
 use super::esc::esc;
-use crate::run::error_map::ErrorMap;
+use parity_record::ErrorMap;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::fmt::Write as _;

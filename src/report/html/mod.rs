@@ -13,9 +13,8 @@ mod charts;
 pub mod esc;
 mod table;
 
-use crate::bisect::{BisectReport, DivergentOp};
-use crate::run::record::{Mode, RunRecord, Status};
 use esc::{esc, json_script};
+use parity_record::{BisectRecord, Localisation, Mode, RunRecord, Status};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
@@ -33,7 +32,7 @@ pub struct HtmlInput<'a> {
     /// Run records (`parity.run-record/1`), each with its own section.
     pub runs: &'a [RunRecord],
     /// Bisect records (`parity.bisect/1`).
-    pub bisects: &'a [BisectReport],
+    pub bisects: &'a [BisectRecord],
 }
 
 /// Renders the page.
@@ -96,14 +95,19 @@ fn run_section(out: &mut String, run: &RunRecord, i: usize) {
     histograms(out, run, &mut omitted);
     heatmaps(out, run, &mut omitted);
     arbitration(out, run);
-    if let Some(op) = &run.first_divergent_op {
-        out.push_str("<h2>Localised operation (<code>parity check --bisect</code>)</h2>");
-        match serde_json::from_value::<DivergentOp>(op.clone()) {
-            Ok(op) => bisect::op(out, &op),
-            Err(_) => {
-                let _ = write!(out, "<pre>{}</pre>", esc(&op.to_string()));
+    match &run.first_divergent_op {
+        Some(Localisation::Op(op)) => {
+            out.push_str("<h2>Localised operation (<code>parity check --bisect</code>)</h2>");
+            bisect::op(out, op);
+        }
+        Some(Localisation::Region(r)) => {
+            out.push_str("<h2>Localised region (<code>parity check --bisect</code>)</h2>");
+            bisect::region(out, &r.region);
+            for n in &r.notes {
+                let _ = write!(out, "<p class=\"note\">{}</p>", esc(n));
             }
         }
+        None => {}
     }
     provenance(out, run);
     if !omitted.is_empty() {
@@ -132,7 +136,7 @@ fn verdict(out: &mut String, run: &RunRecord) {
          (exit code {})</div>",
         status.to_uppercase(),
         run.stages.len(),
-        run.exit_code()
+        run.exit_code().code()
     );
     match &run.first_divergence {
         Some(d) => {
@@ -163,8 +167,8 @@ fn verdict(out: &mut String, run: &RunRecord) {
         for e in &run.errors {
             let _ = write!(
                 out,
-                "<li><b>{:?} error</b>: {}</li>",
-                e.kind,
+                "<li><b>{} error</b>: {}</li>",
+                e.kind.name(),
                 esc(&e.message)
             );
         }
@@ -360,8 +364,7 @@ fn provenance(out: &mut String, run: &RunRecord) {
         out,
         "<h2>Provenance</h2><dl class=\"prov\"><dt>spec</dt><dd>{}</dd><dt>parity</dt><dd>{}</dd>\
          <dt>IREE compiler</dt><dd>{}</dd><dt>started</dt><dd>{}</dd><dt>elapsed</dt><dd>{:.2} s</dd>\
-         <dt>schema</dt><dd>{}</dd><dt>cache keys, oracle provenance</dt>\
-         <dd>not carried by this run record</dd></dl>",
+         <dt>schema</dt><dd>{}</dd>",
         esc(&run.spec),
         esc(&run.parity_version),
         esc(run.compiler_revision.as_deref().unwrap_or("not loaded")),
@@ -369,6 +372,28 @@ fn provenance(out: &mut String, run: &RunRecord) {
         run.elapsed_s,
         esc(&run.schema)
     );
+    for m in &run.provenance.modules {
+        let _ = write!(
+            out,
+            "<dt>module {}</dt><dd>{}; cache key <code>{}</code></dd>",
+            esc(&m.name),
+            esc(&m.source),
+            esc(m.cache_key.as_deref().unwrap_or("none (not compiled)"))
+        );
+    }
+    match &run.provenance.oracle {
+        Some(o) => {
+            let text = serde_json::to_string_pretty(&o.provenance).unwrap_or_default();
+            let _ = write!(
+                out,
+                "<dt>oracle</dt><dd>{}<pre class=\"code\">{}</pre></dd>",
+                esc(&o.path),
+                esc(&text)
+            );
+        }
+        None => out.push_str("<dt>oracle</dt><dd>no provenance in this record</dd>"),
+    }
+    out.push_str("</dl>");
 }
 
 fn opt(v: Option<u64>) -> String {

@@ -3,7 +3,9 @@
 //! Cells carry `data-v` sort keys for the page's script.
 
 use super::esc::esc;
-use crate::run::record::{CriterionRecord, Mode, OutputRecord, RunRecord, StageRecord, Status};
+use parity_record::{
+    CriterionRecord, Divergence, Mode, OutputRecord, RunRecord, StageRecord, Status,
+};
 use std::fmt::Write as _;
 
 /// One table row.
@@ -58,12 +60,8 @@ pub fn rows(run: &RunRecord) -> Vec<Row<'_>> {
 }
 
 /// The criterion's name: `max_abs`, `allclose`, `exact`, `padded_zero`...
-pub fn criterion_name(c: &CriterionRecord) -> String {
-    match &c.criterion {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Object(m) => m.keys().next().cloned().unwrap_or_default(),
-        other => other.to_string(),
-    }
+pub fn criterion_name(c: &CriterionRecord) -> &'static str {
+    c.criterion.name()
 }
 
 /// The worst criterion's `observed / threshold` (infinite when a zero
@@ -141,7 +139,7 @@ pub fn render(out: &mut String, run: &RunRecord, rows: &[Row]) {
 fn row(out: &mut String, run: &RunRecord, r: &Row) {
     let s = r.stage;
     let status = r.output.map_or(s.status, |o| o.status);
-    let is = |d: &crate::run::record::Divergence| {
+    let is = |d: &Divergence| {
         d.stage == s.name
             && d.case == s.case
             && d.mode == s.mode
@@ -183,7 +181,12 @@ fn row(out: &mut String, run: &RunRecord, r: &Row) {
     let badge = format!("<span class=\"badge {0}\">{0}</span>", status.name());
     cell(out, status_rank(status).to_string(), badge);
     let Some(o) = r.output else {
-        let why = s.error.as_deref().unwrap_or("no output compared");
+        let why = s
+            .error
+            .as_ref()
+            .map(|e| e.message.as_str())
+            .or(s.skipped_because.as_deref())
+            .unwrap_or("no output compared");
         let _ = write!(
             out,
             "<td colspan=\"13\" class=\"why\">{}</td></tr>",
@@ -193,7 +196,7 @@ fn row(out: &mut String, run: &RunRecord, r: &Row) {
     };
     let mut crit = String::new();
     if let Some(e) = &o.error {
-        crit = esc(e);
+        crit = esc(&e.message);
     }
     for c in &o.criteria {
         let _ = write!(
@@ -201,7 +204,7 @@ fn row(out: &mut String, run: &RunRecord, r: &Row) {
             "<div class=\"crit {}\">{} {}: {} / {}, passes at {}{}</div>",
             if c.passed { "ok" } else { "bad" },
             if c.passed { "&#10003;" } else { "&#10007;" },
-            esc(&criterion_name(c)),
+            esc(criterion_name(c)),
             num(c.observed),
             num(c.threshold),
             num(c.min_passing),

@@ -1,11 +1,10 @@
-//! The bisect report for people.
+//! The bisect record for people.
 
-use super::BisectReport;
-use crate::run::record::{ErrorKind, Status};
+use parity_record::{BisectRecord, Evidence, Status};
 use std::fmt::Write as _;
 
 /// Renders the report as terminal text.
-pub fn text(r: &BisectReport) -> String {
+pub fn text(r: &BisectRecord) -> String {
     let mut s = String::new();
     match (&r.stage, &r.case) {
         (Some(stage), Some(case)) => {
@@ -14,9 +13,7 @@ pub fn text(r: &BisectReport) -> String {
                 "bisect: stage `{stage}` case `{case}` function @{} output `{}` strategy {}",
                 r.function.as_deref().unwrap_or("?"),
                 r.output.as_deref().unwrap_or("?"),
-                r.strategy
-                    .map(|s| format!("{s:?}").to_lowercase())
-                    .unwrap_or_else(|| "-".into())
+                r.strategy.map_or("-", |s| s.name())
             );
         }
         _ => {
@@ -36,7 +33,7 @@ pub fn text(r: &BisectReport) -> String {
                 "  {:4} {:<48} {:<12} {} [{}]",
                 if c.passed { "pass" } else { "FAIL" },
                 c.oracle,
-                c.kind,
+                c.kind.name(),
                 m,
                 c.loc
             );
@@ -85,7 +82,11 @@ pub fn text(r: &BisectReport) -> String {
         let _ = writeln!(
             s,
             "\nfirst divergent operation ({} evidence, {} probes): #{} {} at {}",
-            d.evidence, d.probes, d.op_index, d.op_name, d.loc
+            d.evidence.name(),
+            d.probes,
+            d.op_index,
+            d.op_name,
+            d.loc
         );
         let _ = writeln!(s, "  {}", d.text.lines().next().unwrap_or(""));
         let _ = writeln!(s, "  operands: {}", d.operand_types.join(", "));
@@ -104,7 +105,7 @@ pub fn text(r: &BisectReport) -> String {
                 m.value, m.against, m.max_abs, m.ulps_at_max
             );
         }
-        if d.evidence == "inferred" {
+        if d.evidence == Evidence::Inferred {
             let _ = writeln!(
                 s,
                 "  (inferred: no oracle tensor at this operation; the f64 shadow says its own error exceeds rounding)"
@@ -118,11 +119,7 @@ pub fn text(r: &BisectReport) -> String {
         let _ = writeln!(s, "observer effect: {o}");
     }
     for e in &r.errors {
-        let kind = match e.kind {
-            ErrorKind::Input => "input",
-            ErrorKind::Execution => "execution",
-        };
-        let _ = writeln!(s, "error ({kind}): {}", e.message);
+        let _ = writeln!(s, "error ({}): {}", e.kind.name(), e.message);
     }
     if let Some(dir) = &r.reproducer {
         let _ = writeln!(

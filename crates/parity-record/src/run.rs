@@ -1,67 +1,14 @@
-//! The run record: everything a run measured, in the versioned JSON schema
-//! `parity.run-record/1` (documented in docs/run-record.md). Reports are pure
-//! functions of this record, so it derives both Serialize and Deserialize.
+//! The run record (`parity.run-record/2`, docs/run-record.md): everything
+//! `parity check` measured.
 
+use crate::bisect::Localisation;
+use crate::common::{ErrorRecord, Mode, Status};
+use crate::criterion::CriterionRecord;
+use crate::exit::ExitCode;
 use serde::{Deserialize, Serialize};
 
 /// The schema identifier written at the top of every run record.
-pub const RUN_RECORD_SCHEMA: &str = "parity.run-record/1";
-
-/// How a stage's arguments were fed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Every argument from the oracle: the stage's local error.
-    Isolated,
-    /// Arguments from upstream production outputs where they exist: accumulated error.
-    Chained,
-}
-
-impl Mode {
-    /// The lowercase name used in reports and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Isolated => "isolated",
-            Mode::Chained => "chained",
-        }
-    }
-}
-
-/// Outcome of one output, one stage, or the whole run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// Every criterion held.
-    Pass,
-    /// At least one criterion failed.
-    Fail,
-    /// The stage could not be evaluated (bad input, compile or runtime failure).
-    Error,
-    /// Not run because something it depends on errored.
-    Skipped,
-}
-
-impl Status {
-    /// The lowercase name used in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Fail => "fail",
-            Status::Error => "error",
-            Status::Skipped => "skipped",
-        }
-    }
-}
-
-/// What kind of problem an errored stage hit; decides the exit code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ErrorKind {
-    /// Invalid input: missing or malformed tensor, shape/dtype mismatch, bad mask (exit 2).
-    Input,
-    /// IREE compile, load or invocation failure (exit 3).
-    Execution,
-}
+pub const RUN_RECORD_SCHEMA: &str = "parity.run-record/2";
 
 /// The whole run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -79,17 +26,21 @@ pub struct RunRecord {
     /// Wall-clock start, RFC 3339 UTC.
     pub started: String,
     /// Total wall-clock seconds.
+    #[serde(with = "crate::float")]
     pub elapsed_s: f64,
     /// The first stage in dependency order whose isolated check failed.
     pub first_divergence: Option<Divergence>,
     /// Per case: the first stage in chained mode whose accumulated error crossed its tolerance.
     pub chained_divergence: Vec<Divergence>,
-    /// `parity check --bisect`: the operation the first divergence was localised
-    /// to (the `first_divergent_op` of the bisect report, `parity.bisect/1`).
+    /// `parity check --bisect`: where the first divergence was localised, an
+    /// operation or a region (as in the bisect record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_divergent_op: Option<serde_json::Value>,
-    /// Problems not tied to one stage (oracle store, weights, compile of a module).
-    pub errors: Vec<RunError>,
+    pub first_divergent_op: Option<Localisation>,
+    /// Where the inputs came from: modules with their cache keys, the oracle's provenance.
+    #[serde(default)]
+    pub provenance: Provenance,
+    /// Problems not tied to one stage (spec, oracle store, weights, compile of a module).
+    pub errors: Vec<ErrorRecord>,
     /// One entry per (stage, case, mode), in execution order.
     pub stages: Vec<StageRecord>,
 }
@@ -107,13 +58,35 @@ pub struct Divergence {
     pub mode: Mode,
 }
 
-/// A problem not tied to a single stage.
+/// What the run's results depend on besides the spec and parity's version.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// Every module the run compiled or read, in name order.
+    #[serde(default)]
+    pub modules: Vec<ModuleProvenance>,
+    /// The oracle store, when it could be opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<OracleProvenance>,
+}
+
+/// One module of the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleProvenance {
+    /// The module's name in the spec (generated slice modules: `<parent>#slices`).
+    pub name: String,
+    /// Its source file (`.mlir` or `.vmfb`).
+    pub source: String,
+    /// The artifact cache key (hex sha256) it was compiled under; null for a vmfb.
+    pub cache_key: Option<String>,
+}
+
+/// The oracle store of the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunError {
-    /// Input or execution.
-    pub kind: ErrorKind,
-    /// The message, naming the file and tensor involved.
-    pub message: String,
+pub struct OracleProvenance {
+    /// The oracle directory (or manifest) the run read.
+    pub path: String,
+    /// The manifest's own `provenance` object, as written by the oracle's dumper.
+    pub provenance: serde_json::Value,
 }
 
 /// One stage run in one case and mode.
@@ -129,11 +102,13 @@ pub struct StageRecord {
     pub function: String,
     /// Stage status: the worst of its outputs, or error/skipped.
     pub status: Status,
-    /// Set when status is error or skipped.
-    pub error: Option<String>,
-    /// Set when status is error.
-    pub error_kind: Option<ErrorKind>,
+    /// Set when status is error: the first error of the stage or its outputs.
+    pub error: Option<ErrorRecord>,
+    /// Set when status is skipped: why (an upstream stage errored, or was not selected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_because: Option<String>,
     /// Milliseconds spent invoking the function (excludes comparison).
+    #[serde(with = "crate::float")]
     pub invoke_ms: f64,
     /// Per output, in the function's result order.
     pub outputs: Vec<OutputRecord>,
@@ -153,15 +128,15 @@ pub struct OutputRecord {
     /// Production shape.
     pub shape: Vec<usize>,
     /// Set when the comparison could not run.
-    pub error: Option<String>,
+    pub error: Option<ErrorRecord>,
     /// The measured metrics (absent when the comparison errored).
     pub metrics: Option<OutputMetrics>,
-    /// Every criterion checked, with the observed value and the smallest passing threshold.
+    /// Every check made, with the observed value and the smallest passing threshold.
     pub criteria: Vec<CriterionRecord>,
     /// Failing outputs only: the error downsampled over the two main axes,
-    /// for the HTML report's heatmap (see `run::error_map`).
+    /// for the HTML report's heatmap (see [`crate::error_map`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_map: Option<crate::run::error_map::ErrorMap>,
+    pub error_map: Option<crate::error_map::ErrorMap>,
 }
 
 /// Metrics of one comparison, as stored in the record.
@@ -172,14 +147,19 @@ pub struct OutputMetrics {
     /// Elements excluded by the mask.
     pub masked_out: u64,
     /// Largest |actual - expected|.
+    #[serde(with = "crate::float")]
     pub max_abs: f64,
     /// Mean |actual - expected|.
+    #[serde(with = "crate::float")]
     pub mean_abs: f64,
     /// Root mean square of the difference.
+    #[serde(with = "crate::float")]
     pub rms: f64,
     /// ||actual - expected|| / ||expected||.
+    #[serde(with = "crate::float")]
     pub rel_l2: f64,
     /// Cosine similarity.
+    #[serde(with = "crate::float")]
     pub cosine: f64,
     /// Largest ULP distance in `ulp_dtype` (null when neither side is a float).
     pub max_ulp: Option<u64>,
@@ -215,8 +195,10 @@ pub struct ElementRecord {
     /// Multi-dimensional index.
     pub index: Vec<usize>,
     /// Production value.
+    #[serde(with = "crate::float")]
     pub actual: f64,
     /// Oracle value.
+    #[serde(with = "crate::float")]
     pub expected: f64,
 }
 
@@ -226,54 +208,65 @@ pub struct TruthRecord {
     /// The truth tensor's name.
     pub truth: String,
     /// RMS(production - truth).
+    #[serde(with = "crate::float")]
     pub actual_vs_truth: f64,
     /// RMS(oracle - truth).
+    #[serde(with = "crate::float")]
     pub expected_vs_truth: f64,
 }
 
-/// One tolerance criterion's outcome.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CriterionRecord {
-    /// The criterion as written in the spec (its serde form).
-    pub criterion: serde_json::Value,
-    /// Whether it held.
-    pub passed: bool,
-    /// The observed value of the criterion's statistic.
-    pub observed: f64,
-    /// The threshold it was checked against.
-    pub threshold: f64,
-    /// The smallest threshold that would have passed.
-    pub min_passing: f64,
-    /// Explanation where the numbers need one.
-    pub note: Option<String>,
-}
-
 impl RunRecord {
-    /// The process exit code for this record: 2 invalid input, 3 execution
-    /// failure, 1 parity failure, 0 all pass. Input errors win over execution
-    /// errors, which win over parity failures, since each makes the next less
-    /// trustworthy.
-    pub fn exit_code(&self) -> i32 {
-        let kinds = self
-            .errors
+    /// An empty record of a run of `spec` that started at `started`.
+    pub fn new(
+        spec: impl Into<String>,
+        parity_version: impl Into<String>,
+        started: String,
+    ) -> Self {
+        RunRecord {
+            schema: RUN_RECORD_SCHEMA.to_string(),
+            status: Status::Pass,
+            spec: spec.into(),
+            parity_version: parity_version.into(),
+            compiler_revision: None,
+            started,
+            elapsed_s: 0.0,
+            first_divergence: None,
+            chained_divergence: Vec::new(),
+            first_divergent_op: None,
+            provenance: Provenance::default(),
+            errors: Vec::new(),
+            stages: Vec::new(),
+        }
+    }
+
+    /// Every error of the record: run-level, then per stage.
+    pub fn all_errors(&self) -> impl Iterator<Item = &ErrorRecord> {
+        self.errors
             .iter()
-            .map(|e| e.kind)
-            .chain(self.stages.iter().filter_map(|s| s.error_kind));
-        let (mut input, mut execution) = (false, false);
-        for kind in kinds {
-            match kind {
-                ErrorKind::Input => input = true,
-                ErrorKind::Execution => execution = true,
-            }
-        }
-        if input {
-            2
-        } else if execution {
-            3
+            .chain(self.stages.iter().filter_map(|s| s.error.as_ref()))
+    }
+
+    /// The status the record's contents imply: error if anything errored,
+    /// else fail if any stage failed, else pass. A skip alone is not an
+    /// error: it follows an errored upstream stage (already an error) or a
+    /// `--stage` selection that left the upstream out.
+    pub fn derived_status(&self) -> Status {
+        if self.all_errors().next().is_some() {
+            Status::Error
         } else if self.stages.iter().any(|s| s.status == Status::Fail) {
-            1
+            Status::Fail
         } else {
-            0
+            Status::Pass
         }
+    }
+
+    /// The process exit code for this record ([`ExitCode`]'s table).
+    pub fn exit_code(&self) -> ExitCode {
+        let fail = self
+            .stages
+            .iter()
+            .any(|s| s.status == Status::Fail)
+            .then_some(ExitCode::Fail);
+        ExitCode::combine(self.all_errors().map(ErrorRecord::exit_code).chain(fail))
     }
 }

@@ -1,0 +1,152 @@
+//! Reading any record back by its `schema` field.
+
+use crate::bisect::{BisectRecord, BISECT_SCHEMA};
+use crate::compare::{CompareRecord, COMPARE_SCHEMA};
+use crate::exit::ExitCode;
+use crate::run::{RunRecord, RUN_RECORD_SCHEMA};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Every schema this parity reads.
+pub const KNOWN_SCHEMAS: [&str; 3] = [RUN_RECORD_SCHEMA, BISECT_SCHEMA, COMPARE_SCHEMA];
+
+/// Why a record file could not be read; every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not (complete) JSON, or has no `schema` string.
+    #[error("{}: not a readable parity record (a complete JSON object with a `schema` field): {source}", path.display())]
+    NotARecord {
+        /// The file.
+        path: PathBuf,
+        /// What the JSON parser said.
+        source: serde_json::Error,
+    },
+    /// The schema is not one this parity reads.
+    #[error("{}: unsupported record schema `{schema}` (this parity reads {})", path.display(), KNOWN_SCHEMAS.join(", "))]
+    UnknownSchema {
+        /// The file.
+        path: PathBuf,
+        /// The schema it names.
+        schema: String,
+    },
+    /// The schema is known but the contents do not fit it (a damaged or hand-edited file).
+    #[error("{}: damaged {schema} record: {source}", path.display())]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// The schema it names.
+        schema: String,
+        /// What the JSON parser said, with line and column.
+        source: serde_json::Error,
+    },
+}
+
+/// Any record parity writes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnyRecord {
+    /// `parity.run-record/2`.
+    Run(RunRecord),
+    /// `parity.bisect/2`.
+    Bisect(BisectRecord),
+    /// `parity.compare/1`.
+    Compare(CompareRecord),
+}
+
+#[derive(Deserialize)]
+struct SchemaOnly {
+    schema: String,
+}
+
+impl AnyRecord {
+    /// Reads the record in `path`.
+    pub fn read(path: &Path) -> Result<AnyRecord, RecordError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RecordError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        AnyRecord::parse(&text, path)
+    }
+
+    /// Parses a record's JSON text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<AnyRecord, RecordError> {
+        let schema = serde_json::from_str::<SchemaOnly>(text)
+            .map_err(|source| RecordError::NotARecord {
+                path: path.to_path_buf(),
+                source,
+            })?
+            .schema;
+        let damaged = |source| RecordError::Damaged {
+            path: path.to_path_buf(),
+            schema: schema.clone(),
+            source,
+        };
+        match schema.as_str() {
+            RUN_RECORD_SCHEMA => serde_json::from_str(text).map(AnyRecord::Run),
+            BISECT_SCHEMA => serde_json::from_str(text).map(AnyRecord::Bisect),
+            COMPARE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Compare),
+            _ => {
+                return Err(RecordError::UnknownSchema {
+                    path: path.to_path_buf(),
+                    schema,
+                })
+            }
+        }
+        .map_err(damaged)
+    }
+
+    /// The record's schema tag.
+    pub fn schema(&self) -> &str {
+        match self {
+            AnyRecord::Run(r) => &r.schema,
+            AnyRecord::Bisect(r) => &r.schema,
+            AnyRecord::Compare(r) => &r.schema,
+        }
+    }
+
+    /// The exit code the record calls for.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            AnyRecord::Run(r) => r.exit_code(),
+            AnyRecord::Bisect(r) => r.exit_code(),
+            AnyRecord::Compare(r) => r.exit_code(),
+        }
+    }
+
+    /// The record as pretty JSON (non-finite floats as strings, see [`crate::float`]).
+    pub fn to_json(&self) -> String {
+        let result = match self {
+            AnyRecord::Run(r) => serde_json::to_string_pretty(r),
+            AnyRecord::Bisect(r) => serde_json::to_string_pretty(r),
+            AnyRecord::Compare(r) => serde_json::to_string_pretty(r),
+        };
+        // Records hold only strings, numbers, and maps with string keys:
+        // serialising them cannot fail.
+        result.unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
+    }
+}
+
+impl From<RunRecord> for AnyRecord {
+    fn from(r: RunRecord) -> Self {
+        AnyRecord::Run(r)
+    }
+}
+
+impl From<BisectRecord> for AnyRecord {
+    fn from(r: BisectRecord) -> Self {
+        AnyRecord::Bisect(r)
+    }
+}
+
+impl From<CompareRecord> for AnyRecord {
+    fn from(r: CompareRecord) -> Self {
+        AnyRecord::Compare(r)
+    }
+}

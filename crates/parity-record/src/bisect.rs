@@ -1,0 +1,365 @@
+//! The bisect record (`parity.bisect/2`, docs/bisect.md): where a stage's
+//! divergence was localised, and the evidence.
+
+use crate::common::{ErrorRecord, Status};
+use crate::exit::ExitCode;
+use serde::{Deserialize, Serialize};
+
+/// Schema tag of the bisect record.
+pub const BISECT_SCHEMA: &str = "parity.bisect/2";
+
+/// How taps are placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// Mark-all when the taps fit in the memory budget, else bisection.
+    Auto,
+    /// One tap per probe, about log2(N) probes.
+    Bisection,
+    /// One build with every tap.
+    MarkAll,
+}
+
+impl Strategy {
+    /// The kebab-case name used on the command line and in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Auto => "auto",
+            Strategy::Bisection => "bisection",
+            Strategy::MarkAll => "mark-all",
+        }
+    }
+}
+
+/// What a localisation rests on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Evidence {
+    /// Bounded by oracle tensors: a passing checkpoint before, a failing one after.
+    Oracle,
+    /// Named by the f64 shadow: the first operation whose local error exceeds the budget.
+    Inferred,
+    /// Only a region: no evidence narrows it to one operation.
+    Region,
+}
+
+impl Evidence {
+    /// The lowercase name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Evidence::Oracle => "oracle",
+            Evidence::Inferred => "inferred",
+            Evidence::Region => "region",
+        }
+    }
+}
+
+/// Where a checkpoint's oracle tensor comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckpointKind {
+    /// One of the stage's outputs.
+    StageOutput,
+    /// An oracle tensor named after a scope inside the stage (the naming convention).
+    Convention,
+}
+
+impl CheckpointKind {
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckpointKind::StageOutput => "stage-output",
+            CheckpointKind::Convention => "convention",
+        }
+    }
+}
+
+/// Where a checkpoint's verdict comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictSource {
+    /// The run's own comparison of the stage output.
+    Run,
+    /// A probe measured it.
+    Probe,
+    /// A passing checkpoint that depends on it vouches for it during bisection.
+    Implied,
+}
+
+impl VerdictSource {
+    /// The lowercase name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerdictSource::Run => "run",
+            VerdictSource::Probe => "probe",
+            VerdictSource::Implied => "implied",
+        }
+    }
+}
+
+/// The bisect record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BisectRecord {
+    /// Always [`BISECT_SCHEMA`].
+    pub schema: String,
+    /// pass (nothing diverges), fail (localised to an op or a region), error.
+    pub status: Status,
+    /// The stage bisected.
+    pub stage: Option<String>,
+    /// The case bisected.
+    pub case: Option<String>,
+    /// The function (in the normalised module) the stage runs or slices.
+    pub function: Option<String>,
+    /// The failing stage output bisect started from.
+    pub output: Option<String>,
+    /// The tap placement used for the oracle checkpoints.
+    pub strategy: Option<Strategy>,
+    /// The operation the divergence was localised to, when one was.
+    pub first_divergent_op: Option<DivergentOp>,
+    /// The region between the passing and failing checkpoints.
+    pub region: Option<Region>,
+    /// Every checkpoint with a verdict, in program order.
+    pub checkpoints: Vec<CheckpointRecord>,
+    /// Per-operation shadow errors in the region (when the shadow ran).
+    pub shadow: Vec<ShadowRow>,
+    /// Variants built and run.
+    pub probes: usize,
+    /// One line per probe.
+    pub probe_log: Vec<String>,
+    /// Probes whose tapped build changed the stage's own results.
+    pub observer_effect: Vec<String>,
+    /// The reproducer directory, once written.
+    pub reproducer: Option<String>,
+    /// What people should know (an honest region, a fallback).
+    pub notes: Vec<String>,
+    /// What went wrong, with its kind (input: exit 2, execution: exit 3).
+    pub errors: Vec<ErrorRecord>,
+    /// Model Explorer's node id of each top-level operation of `function`,
+    /// by op index (its MLIR adapter numbers every operation, nested ones
+    /// included, in program order); the node-data renderer keys values by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_ids: Option<Vec<String>>,
+}
+
+/// `first_divergent_op`: stage, function, op, evidence, probes, metrics.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DivergentOp {
+    /// The stage.
+    pub stage: String,
+    /// The function in the normalised module.
+    pub function: String,
+    /// Index among the function body's top-level operations.
+    pub op_index: usize,
+    /// e.g. `stablehlo.slice`.
+    pub op_name: String,
+    /// The location's named-scope path (e.g. `conformer_1/attention/rel_shift/sliced/slice`),
+    /// or `file:line:col` for MLIR without named locations.
+    pub loc: String,
+    /// The raw MLIR location.
+    pub loc_raw: String,
+    /// `oracle` (bounded by oracle tensors) or `inferred` (the f64 shadow); never `region`.
+    pub evidence: Evidence,
+    /// Probes spent in all.
+    pub probes: usize,
+    /// The operation's MLIR text (generic form).
+    pub text: String,
+    /// Operand types, in order.
+    pub operand_types: Vec<String>,
+    /// Result types, in order.
+    pub result_types: Vec<String>,
+    /// Error at its inputs and output.
+    pub metrics: OpMetrics,
+}
+
+/// Error at an operation's inputs and output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpMetrics {
+    /// One per operand.
+    pub inputs: Vec<ValueMetrics>,
+    /// One per float result.
+    pub output: Vec<ValueMetrics>,
+}
+
+/// One value compared with a reference.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ValueMetrics {
+    /// SSA name in the normalised function.
+    pub value: String,
+    /// What it was compared with: `oracle:<name>`, `shadow`, `constant`, `input`.
+    pub against: String,
+    /// Largest absolute difference.
+    #[serde(with = "crate::float")]
+    pub max_abs: f64,
+    /// Root mean square difference.
+    #[serde(with = "crate::float")]
+    pub rms: f64,
+    /// Largest |reference|.
+    #[serde(with = "crate::float")]
+    pub max_ref: f64,
+    /// `max_abs` in ULPs of the budget dtype at `max_ref`.
+    #[serde(with = "crate::float")]
+    pub ulps_at_max: f64,
+}
+
+impl ValueMetrics {
+    /// A value that needs no comparison (a constant, a stage input).
+    pub fn exact(value: String, against: String) -> Self {
+        ValueMetrics {
+            value,
+            against,
+            max_abs: 0.0,
+            rms: 0.0,
+            max_ref: 0.0,
+            ulps_at_max: 0.0,
+        }
+    }
+}
+
+/// The localised region.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Region {
+    /// Oracle tensors of the passing checkpoints it starts from.
+    pub passing: Vec<String>,
+    /// Oracle tensor of the failing checkpoint it ends at.
+    pub failing: String,
+    /// Operations in it (not counting constants).
+    pub ops: usize,
+    /// One line per operation.
+    pub op_list: Vec<String>,
+}
+
+/// One checkpoint and its verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointRecord {
+    /// Oracle tensor name.
+    pub oracle: String,
+    /// SSA name of the value.
+    pub value: String,
+    /// Index of the operation defining it.
+    pub op_index: Option<usize>,
+    /// Location of that operation.
+    pub loc: String,
+    /// A stage output or a scope-named oracle tensor.
+    pub kind: CheckpointKind,
+    /// Its verdict.
+    pub passed: bool,
+    /// Where the verdict comes from.
+    pub verdict_from: VerdictSource,
+    /// Metrics, when a probe measured it.
+    pub metrics: Option<ValueMetrics>,
+}
+
+/// One operation of the region under the f64 shadow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShadowRow {
+    /// Index of the operation.
+    pub op_index: usize,
+    /// e.g. `stablehlo.reduce`.
+    pub op_name: String,
+    /// Its location.
+    pub loc: String,
+    /// Its first result's type.
+    pub result_type: String,
+    /// Production vs shadow, accumulated through the region (ULPs at max).
+    #[serde(with = "crate::float")]
+    pub accumulated_ulps: f64,
+    /// The op alone in production precision on the shadow's inputs vs shadow (ULPs at max).
+    #[serde(with = "crate::float::option")]
+    pub local_ulps: Option<f64>,
+    /// The first operation whose local error exceeds the budget.
+    pub flagged: bool,
+}
+
+/// Where a divergence was localised, as the run record holds it
+/// (`first_divergent_op` of `parity.run-record/2`). JSON: the variant's
+/// fields with `"kind": "op"` or `"kind": "region"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Localisation {
+    /// One operation (oracle or inferred evidence).
+    Op(DivergentOp),
+    /// A region no evidence narrows further.
+    Region(RegionOutcome),
+}
+
+/// A divergence localised to a region only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RegionOutcome {
+    /// The stage.
+    pub stage: String,
+    /// The function in the normalised module.
+    pub function: String,
+    /// The region.
+    pub region: Region,
+    /// Probes spent in all.
+    pub probes: usize,
+    /// Why it stops at a region.
+    pub notes: Vec<String>,
+}
+
+impl Localisation {
+    /// The evidence it rests on.
+    pub fn evidence(&self) -> Evidence {
+        match self {
+            Localisation::Op(op) => op.evidence,
+            Localisation::Region(_) => Evidence::Region,
+        }
+    }
+}
+
+impl BisectRecord {
+    /// An empty record (nothing diverges yet).
+    pub fn new() -> Self {
+        BisectRecord {
+            schema: BISECT_SCHEMA.to_string(),
+            status: Status::Pass,
+            stage: None,
+            case: None,
+            function: None,
+            output: None,
+            strategy: None,
+            first_divergent_op: None,
+            region: None,
+            checkpoints: Vec::new(),
+            shadow: Vec::new(),
+            probes: 0,
+            probe_log: Vec::new(),
+            observer_effect: Vec::new(),
+            reproducer: None,
+            notes: Vec::new(),
+            errors: Vec::new(),
+            node_ids: None,
+        }
+    }
+
+    /// Where the divergence was localised: the operation, else the region
+    /// (when the bisection failed, neither).
+    pub fn localisation(&self) -> Option<Localisation> {
+        if self.status != Status::Fail {
+            return None;
+        }
+        if let Some(op) = &self.first_divergent_op {
+            return Some(Localisation::Op(op.clone()));
+        }
+        let region = self.region.clone()?;
+        Some(Localisation::Region(RegionOutcome {
+            stage: self.stage.clone().unwrap_or_default(),
+            function: self.function.clone().unwrap_or_default(),
+            region,
+            probes: self.probes,
+            notes: self.notes.clone(),
+        }))
+    }
+
+    /// Exit code: 0 nothing diverges, 1 localised, 2 input error, 3 execution error.
+    pub fn exit_code(&self) -> ExitCode {
+        let fail = (self.status == Status::Fail).then_some(ExitCode::Fail);
+        ExitCode::combine(self.errors.iter().map(ErrorRecord::exit_code).chain(fail))
+    }
+}
+
+impl Default for BisectRecord {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,38 @@
+//! parity's records: everything a command measured, as versioned, typed JSON
+//! documents that renderers consume and `parity report` reads back.
+//!
+//! Executors (`parity check`, `parity bisect`, `parity compare`) produce a
+//! [`RunRecord`] (`parity.run-record/2`), a [`BisectRecord`]
+//! (`parity.bisect/2`) or a [`CompareRecord`] (`parity.compare/1`);
+//! [`AnyRecord`] reads any of them back by its `schema` field. Every record
+//! decides its process exit code through the one table in [`ExitCode`].
+//!
+//! This crate executes nothing and knows neither clap nor IREE.
+
+#![deny(missing_docs)]
+
+pub mod any;
+pub mod bisect;
+pub mod common;
+pub mod compare;
+pub mod criterion;
+pub mod error_map;
+pub mod exit;
+pub mod float;
+pub mod run;
+pub mod samples;
+
+pub use any::{AnyRecord, RecordError};
+pub use bisect::{
+    BisectRecord, CheckpointKind, CheckpointRecord, DivergentOp, Evidence, Localisation, OpMetrics,
+    Region, RegionOutcome, ShadowRow, Strategy, ValueMetrics, VerdictSource, BISECT_SCHEMA,
+};
+pub use common::{ErrorKind, ErrorRecord, Location, Mode, Status};
+pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};
+pub use criterion::{Check, CriterionRecord};
+pub use error_map::ErrorMap;
+pub use exit::ExitCode;
+pub use run::{
+    Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,
+    Provenance, RunRecord, StageRecord, TruthRecord, RUN_RECORD_SCHEMA,
+};
