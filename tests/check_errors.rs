@@ -16,6 +16,13 @@ fn edit(path: &Path, from: &str, to: &str) {
 #[test]
 fn unknown_spec_key_is_exit_2_with_line_and_column() {
     let dir = basic_copy();
+    // A previous passing run's reports are in the out dir: they must not
+    // survive to be published as this run's.
+    let (code, _, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(
+        (code, record.unwrap()["status"].clone()),
+        (0, "pass".into())
+    );
     edit(
         &dir.path().join("stages.yaml"),
         "    function: scores\n",
@@ -23,7 +30,27 @@ fn unknown_spec_key_is_exit_2_with_line_and_column() {
     );
     let (code, _, stderr, record) = check(dir.path(), "stages.yaml", &[]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(record.is_none(), "an invalid spec runs nothing");
+    // An invalid spec runs nothing, and says so in an error record and JUnit.
+    let record = record.expect("an error record replaces the previous run.json");
+    assert_eq!(record["status"], "error");
+    assert!(record["stages"].as_array().unwrap().is_empty());
+    let error = &record["errors"][0];
+    assert_eq!(error["kind"], "input");
+    assert!(
+        error["message"].as_str().unwrap().contains("fnuction"),
+        "{error}"
+    );
+    assert!(error["location"]["line"].as_u64().unwrap() > 1, "{error}");
+    assert!(error["location"]["col"].as_u64().is_some(), "{error}");
+    let junit = std::fs::read_to_string(dir.path().join("out/junit.xml")).unwrap();
+    assert!(
+        junit.contains("errors=\"1\"") && junit.contains("fnuction"),
+        "{junit}"
+    );
+    assert!(
+        !junit.contains("<testcase name=\"scores"),
+        "no stale passing cases: {junit}"
+    );
     assert!(stderr.contains("stages.yaml:"), "{stderr}");
     assert!(stderr.contains("fnuction"), "{stderr}");
     // file:line:col
@@ -232,4 +259,57 @@ fn assert_zero_fails_when_padded_positions_are_not_zero() {
     // 3 padded frames x 16 channels, all equal to a non-zero beta.
     assert_eq!(out["metrics"]["padded_nonzero"], 48);
     assert_eq!(crit["observed"], 48.0);
+}
+
+#[test]
+fn an_unwritable_out_dir_shows_the_result_first_and_keeps_a_failure_exit_1() {
+    let dir = basic_copy();
+    // Root ignores permissions: a directory below a regular file cannot be made.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "x").unwrap();
+    let out = blocker.join("reports");
+    let (code, stdout, stderr, _) = common::check_to(
+        dir.path(),
+        "stages-faulty.yaml",
+        &out,
+        &["--mode", "isolated"],
+    );
+    assert_eq!(code, 1, "the parity failure stays exit 1: {stderr}");
+    assert!(stdout.contains("FAIL"), "the verdict is printed: {stdout}");
+    assert!(
+        stdout.contains("first divergence: stage `layer_norm` output `normed`"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("reports not written"), "{stderr}");
+    assert!(stderr.contains("not-a-dir"), "names the path: {stderr}");
+    assert!(
+        stderr.contains("parity failure"),
+        "says the run's own outcome: {stderr}"
+    );
+    // A passing run whose reports cannot be written exits 2, saying it passed.
+    let (code, stdout, stderr, _) =
+        common::check_to(dir.path(), "stages.yaml", &out, &["--mode", "isolated"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.contains("PASS"), "{stdout}");
+    assert!(stderr.contains("the run itself: pass"), "{stderr}");
+}
+
+#[test]
+fn terminal_escapes_in_stage_names_are_shown_escaped() {
+    let dir = basic_copy();
+    edit(
+        &dir.path().join("stages.yaml"),
+        "  - name: proj_bf16\n",
+        "  - name: \"proj_bf16\\e[2J\\e]0;pwned\\a\"\n",
+    );
+    let (_, stdout, stderr, _) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert!(
+        !stdout.contains('\x1b') && !stdout.contains('\x07'),
+        "{stdout:?}"
+    );
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+    assert!(
+        stdout.contains("proj_bf16\\x1b[2J\\x1b]0;pwned\\x07"),
+        "{stdout}{stderr}"
+    );
 }

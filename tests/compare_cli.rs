@@ -23,10 +23,17 @@ fn json(args: &[&str]) -> (i32, serde_json::Value) {
     (out.status.code().unwrap(), value)
 }
 
+/// The metrics of a `parity.compare/1` record.
+fn metrics(v: &serde_json::Value) -> &serde_json::Value {
+    assert_eq!(v["schema"], "parity.compare/1", "{v}");
+    &v["metrics"]
+}
+
 #[test]
 fn identical_tensors_pass_with_zero_error_and_documented_keys() {
-    let (code, v) = json(&[&oracle("normed.npy"), &oracle("normed.npy")]);
+    let (code, record) = json(&[&oracle("normed.npy"), &oracle("normed.npy")]);
     assert_eq!(code, 0);
+    let v = metrics(&record);
     for key in [
         "max_abs",
         "mean_abs",
@@ -43,7 +50,9 @@ fn identical_tensors_pass_with_zero_error_and_documented_keys() {
     assert_eq!(v["max_abs"], 0.0);
     assert_eq!(v["count"], 256);
     assert_eq!(v["masked_out"], 0);
-    assert_eq!(v["passed"], true);
+    assert_eq!(record["status"], "pass");
+    assert_eq!(record["criteria"][0]["passed"], true);
+    assert_eq!(record["actual"]["dtype"], "f32");
 }
 
 #[test]
@@ -52,7 +61,7 @@ fn f32_oracle_vs_f64_truth_from_an_npz_key() {
     let truth = oracle("truth_f64.npz");
     let (code, v) = json(&[&oracle("normed.npy"), &truth, "--key-b", "normed"]);
     assert_eq!(code, 0, "{v}");
-    let max_abs = v["max_abs"].as_f64().unwrap();
+    let max_abs = metrics(&v)["max_abs"].as_f64().unwrap();
     assert!(
         max_abs > 0.0 && max_abs < 1e-6,
         "f32 rounding only: {max_abs}"
@@ -69,7 +78,8 @@ fn f32_oracle_vs_f64_truth_from_an_npz_key() {
         "0",
     ]);
     assert_eq!(code, 1);
-    assert!(v["mismatches"].as_u64().unwrap() > 0);
+    assert_eq!(v["status"], "fail");
+    assert!(metrics(&v)["mismatches"].as_u64().unwrap() > 0);
 }
 
 #[test]
@@ -83,8 +93,9 @@ fn mask_excludes_padded_positions() {
         "0,1",
     ]);
     assert_eq!(code, 0);
-    assert_eq!(v["masked_out"], 48);
-    assert_eq!(v["count"], 256 - 48);
+    assert_eq!(metrics(&v)["masked_out"], 48);
+    assert_eq!(metrics(&v)["count"], 256 - 48);
+    assert_eq!(v["mask"]["file"], oracle("mask.npy"));
 }
 
 #[test]

@@ -63,6 +63,20 @@ pub fn bisect(spec: &Spec, options: &BisectOptions) -> BisectRecord {
     bisect_record(spec, options, &record)
 }
 
+/// `parity check --bisect`: bisects the run's first isolated divergence (when
+/// there is one) and records where it was localised, an operation or a
+/// region, as the run record's `first_divergent_op`. Returns the bisect record.
+pub fn bisect_into_record(
+    spec: &Spec,
+    options: &BisectOptions,
+    record: &mut RunRecord,
+) -> Option<BisectRecord> {
+    record.first_divergence.as_ref()?;
+    let bisected = bisect_record(spec, options, record);
+    record.first_divergent_op = bisected.localisation();
+    Some(bisected)
+}
+
 /// Bisects the first isolated divergence of an existing run record.
 pub fn bisect_record(spec: &Spec, options: &BisectOptions, record: &RunRecord) -> BisectRecord {
     let mut report = BisectRecord::new();

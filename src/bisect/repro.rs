@@ -8,7 +8,7 @@ use super::measure::{max_finite_abs, ulp_at};
 use parity_iree::CompileOptions;
 use parity_mlir::{emit_slices, Function, Module, SliceArg, SliceRequest, ValueId};
 use parity_record::Evidence;
-use parity_spec::Spec;
+use parity_spec::{yaml_quote, Spec};
 use parity_tensor::{write_file_atomic, write_npy, DType, Tensor};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -117,11 +117,11 @@ pub fn write(
     let _ = writeln!(
         sh,
         "iree-compile {} slice.mlir -o slice.vmfb",
-        shell_join(&flags)
+        shell_words::join(&flags)
     );
     let mut run = format!(
-        "iree-run-module --module=slice.vmfb --device={} --function={REPRO_FUNCTION}",
-        spec.subject.driver
+        "iree-run-module --module=slice.vmfb {} --function={REPRO_FUNCTION}",
+        shell_words::quote(&format!("--device={}", spec.subject.driver))
     );
     for a in &arg_names {
         let _ = write!(run, " --input=@{a}.npy");
@@ -142,21 +142,25 @@ pub fn write(
 
     // stages.yaml: the same check inside parity.
     let mut y = String::from("# parity bisect reproducer: `parity check stages.yaml` in this directory.\nversion: 1\nsubject:\n  modules:\n    repro: {mlir: slice.mlir}\n");
-    let _ = writeln!(y, "  target_backend: {}", spec.subject.target_backend);
-    let _ = writeln!(y, "  driver: {}", spec.subject.driver);
+    let _ = writeln!(
+        y,
+        "  target_backend: {}",
+        yaml_quote(&spec.subject.target_backend)
+    );
+    let _ = writeln!(y, "  driver: {}", yaml_quote(&spec.subject.driver));
     let _ = writeln!(
         y,
         "  flags: [{}]",
         spec.subject
             .flags
             .iter()
-            .map(|f| format!("{f:?}"))
+            .map(|f| yaml_quote(f))
             .collect::<Vec<_>>()
             .join(", ")
     );
     y.push_str("oracle: .\ncases: [{name: repro}]\nstages:\n  - name: repro\n    module: repro\n    function: repro\n    args:\n");
     for a in &arg_names {
-        let _ = writeln!(y, "      - {{oracle: {a}}}");
+        let _ = writeln!(y, "      - {{oracle: {}}}", yaml_quote(a));
     }
     y.push_str("    outputs:\n");
     for (k, (_, thr)) in thresholds.iter().enumerate() {
@@ -171,19 +175,4 @@ pub fn write(
 
 fn entry(name: &str, t: &Tensor) -> serde_json::Value {
     serde_json::json!({"file": format!("{name}.npy"), "dtype": t.dtype().name(), "shape": t.shape()})
-}
-
-fn shell_join(args: &[String]) -> String {
-    args.iter()
-        .map(|a| {
-            if a.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_=./,:+".contains(c))
-            {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }

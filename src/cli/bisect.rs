@@ -1,12 +1,11 @@
 //! `parity bisect`: localise the first divergence to one StableHLO operation.
 
 use super::StrategyArg;
-use super::EXIT_INPUT;
 use crate::bisect::{self, BisectOptions};
-use crate::report;
-use crate::report::bisect_text;
+use crate::report::{self, table::Colour, Json, Renderer, Terminal};
 use crate::run::RunOptions;
-use anyhow::Context;
+use parity_record::{AnyRecord, ExitCode};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `parity bisect`.
@@ -28,7 +27,7 @@ pub struct BisectArgs {
     /// Directory for the reproducer (slice.mlir, .npy files, run.sh, stages.yaml).
     #[arg(long, default_value = "reports/bisect")]
     repro_dir: PathBuf,
-    /// Write the JSON report (`parity.bisect/2`) here; the HTML report and
+    /// Write the JSON record (`parity.bisect/2`) here; the HTML report and the
     /// Model Explorer node data go next to it (`.html`, `.node-data.json`).
     #[arg(long, default_value = "reports/bisect.json")]
     json: PathBuf,
@@ -45,8 +44,11 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     let spec = match parity_spec::Spec::load(&args.spec) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("parity: invalid spec: {e}");
-            return Ok(EXIT_INPUT);
+            eprintln!(
+                "parity: invalid spec: {}",
+                report::sanitize::terminal(&e.to_string())
+            );
+            return Ok(ExitCode::Input.code());
         }
     };
     let options = BisectOptions {
@@ -64,25 +66,31 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     write_and_print(&report_, &args.json)
 }
 
-/// Writes the JSON report and the HTML one next to it (`.html`), prints the
-/// text one, returns the exit code.
+/// Prints the bisect record, then writes it as JSON; returns the exit code
+/// (a failed write keeps a localisation's 1, else exits 2; see `check`).
 pub fn write_and_print(r: &bisect::BisectRecord, json: &std::path::Path) -> anyhow::Result<i32> {
-    let body = serde_json::to_string_pretty(r).context("serialising the bisect report")?;
-    report::write_atomic(json, body.as_bytes())
-        .with_context(|| format!("writing {}", json.display()))?;
-    let html = json.with_extension("html");
-    let page = report::html::render(&report::html::HtmlInput {
-        runs: &[],
-        bisects: std::slice::from_ref(r),
-    });
-    report::write_atomic(&html, page.as_bytes())
-        .with_context(|| format!("writing {}", html.display()))?;
-    let node_data = json.with_extension("node-data.json");
-    if let Some(text) = report::node_data::render(r) {
-        report::write_atomic(&node_data, text.as_bytes())
-            .with_context(|| format!("writing {}", node_data.display()))?;
+    let record = AnyRecord::Bisect(r.clone());
+    let terminal = Terminal {
+        colour: Colour::detect(),
+        quiet: false,
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(&terminal.render(&record)?);
+    let mut written = report::write_report(json, &Json, &record).map_err(|e| e.to_string());
+    if written.is_ok() {
+        let _ = writeln!(stdout, "report: {}", json.display());
     }
-    print!("{}", bisect_text::text(r));
-    println!("report: {} {}", json.display(), html.display());
-    Ok(r.exit_code().code())
+    // The HTML page and Model Explorer node data go next to the JSON.
+    let html = json.with_extension("html");
+    if let Err(e) = report::write_report(&html, &report::Html, &record) {
+        written = written.and(Err(e.to_string()));
+    }
+    if let Some(text) = report::node_data::render(r) {
+        let path = json.with_extension("node-data.json");
+        if let Err(e) = report::write_atomic(&path, text.as_bytes()) {
+            written = written.and(Err(format!("cannot write {}: {e}", path.display())));
+        }
+    }
+    drop(stdout);
+    Ok(super::check::exit_with(record.exit_code(), written))
 }

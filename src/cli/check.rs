@@ -1,10 +1,11 @@
-//! `parity check`: run a stage graph and write the table, JSON and JUnit reports.
+//! `parity check`: run a stage graph, print the table, write the JSON, JUnit
+//! (and, when asked, Markdown) reports.
 
-use super::{EXIT_INPUT, EXIT_PASS};
-use crate::report::{self, table::Colour};
-use crate::run::{self, record::Mode, RunOptions};
-use anyhow::Context;
-use std::io::{IsTerminal, Write};
+use super::StrategyArg;
+use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
+use crate::run::{self, RunOptions};
+use parity_record::{AnyRecord, ErrorRecord, ExitCode, Location, Mode, RunRecord};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `parity check`.
@@ -32,6 +33,9 @@ pub struct CheckArgs {
     /// Write JUnit XML here (default: <out-dir>/junit.xml).
     #[arg(long)]
     junit: Option<PathBuf>,
+    /// Also write a Markdown summary here (under 1 MiB), e.g. "$GITHUB_STEP_SUMMARY".
+    #[arg(long)]
+    markdown: Option<PathBuf>,
     /// Write the self-contained HTML report here (default: <out-dir>/report.html).
     #[arg(long)]
     html: Option<PathBuf>,
@@ -47,7 +51,7 @@ pub struct CheckArgs {
     bisect: bool,
     /// With --bisect: tap placement.
     #[arg(long, value_enum, default_value = "auto")]
-    strategy: super::StrategyArg,
+    strategy: StrategyArg,
     /// Print only the closing summary, not the table.
     #[arg(long, short)]
     quiet: bool,
@@ -60,13 +64,40 @@ enum ModeArg {
     Both,
 }
 
-/// Runs `parity check`.
+/// Runs `parity check`: the result is printed first, then the reports are
+/// written, so a failing disk never hides a verdict.
 pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
+    let json_path = args
+        .json
+        .clone()
+        .unwrap_or_else(|| args.out_dir.join("run.json"));
+    let junit_path = args
+        .junit
+        .clone()
+        .unwrap_or_else(|| args.out_dir.join("junit.xml"));
+    let terminal = Terminal {
+        colour: Colour::detect(),
+        quiet: args.quiet,
+    };
     let spec = match parity_spec::Spec::load(&args.spec) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("parity: invalid spec: {e}");
-            return Ok(EXIT_INPUT);
+            // Reports anyway: an error record replaces the previous run's,
+            // which CI would otherwise publish as this run's.
+            let file = args.spec.display().to_string();
+            let message = format!("invalid spec: {e}");
+            let mut record = RunRecord::new(&file, env!("CARGO_PKG_VERSION"), run::now_rfc3339());
+            record.errors.push(
+                ErrorRecord::input(message).at(Location::from_diagnostic(&file, &e.to_string())),
+            );
+            record.status = record.derived_status();
+            eprintln!(
+                "parity: {}",
+                report::sanitize::terminal(&record.errors[0].message)
+            );
+            let record = AnyRecord::Run(record);
+            let outcome = write_reports(&record, &json_path, &junit_path, args.markdown.as_ref());
+            return Ok(exit_with(record.exit_code(), outcome));
         }
     };
     let options = RunOptions {
@@ -80,75 +111,121 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         cases: args.cases,
         stages: args.stages,
     };
-    let show_progress = std::io::stderr().is_terminal();
-    let mut progress = |p: run::Progress| {
-        if show_progress {
-            let mut err = std::io::stderr();
-            let _ = write!(
-                err,
-                "\r\x1b[2K[{}/{}] {} ({}, {}): {}",
-                p.done,
-                p.total,
-                p.stage.name,
-                p.stage.case,
-                p.stage.mode.name(),
-                p.stage.status.name()
-            );
-            if p.done == p.total {
-                let _ = writeln!(err);
-            }
-        }
-    };
-    let mut record = run::execute(&spec, &options, &mut progress);
-    let bisected = if args.bisect && record.first_divergence.is_some() {
-        let b = crate::bisect::bisect_record(
+    let bar = super::progress::Bar::for_stderr();
+    let mut record = run::execute(&spec, &options, &mut |p| bar.update(&p));
+    bar.finish();
+    let bisected = args.bisect.then(|| {
+        crate::bisect::bisect_into_record(
             &spec,
             &crate::bisect::BisectOptions {
                 run: options.clone(),
                 strategy: args.strategy.into(),
                 repro_dir: args.out_dir.join("bisect"),
             },
-            &record,
-        );
-        record.first_divergent_op = b.localisation();
-        Some(b)
-    } else {
-        None
-    };
-
-    // Reports first, so no computed result is lost if printing fails.
-    let json_path = args.json.unwrap_or_else(|| args.out_dir.join("run.json"));
-    let junit_path = args.junit.unwrap_or_else(|| args.out_dir.join("junit.xml"));
-    report::write_atomic(&json_path, report::json::render(&record).as_bytes())
-        .with_context(|| format!("writing {}", json_path.display()))?;
-    report::write_atomic(&junit_path, report::junit::render(&record).as_bytes())
-        .with_context(|| format!("writing {}", junit_path.display()))?;
-    let html_path = args
-        .html
-        .unwrap_or_else(|| args.out_dir.join("report.html"));
-    let page = report::html::render(&report::html::HtmlInput {
-        runs: std::slice::from_ref(&record),
-        bisects: bisected.as_slice(),
+            &mut record,
+        )
     });
-    report::write_atomic(&html_path, page.as_bytes())
-        .with_context(|| format!("writing {}", html_path.display()))?;
+    let record = AnyRecord::Run(record);
 
-    let text = if args.quiet {
-        report::table::summary(&record)
-    } else {
-        report::table::render(&record, Colour::detect())
-    };
-    print!("{text}");
-    println!(
-        "reports: {} {} {}",
-        json_path.display(),
-        junit_path.display(),
-        html_path.display()
-    );
-    if let Some(b) = &bisected {
-        println!();
-        super::bisect::write_and_print(b, &args.out_dir.join("bisect.json"))?;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(&terminal.render(&record)?);
+    let mut outcome = write_reports(&record, &json_path, &junit_path, args.markdown.as_ref());
+    if outcome.is_ok() {
+        let _ = writeln!(
+            stdout,
+            "reports: {} {}",
+            json_path.display(),
+            junit_path.display()
+        );
     }
-    let code = record.exit_code().code();
-    Ok(if code == EXIT_PASS { EXIT_PASS } else { code })
+    let mut code = record.exit_code();
+    if let Some(Some(b)) = &bisected {
+        let _ = writeln!(stdout);
+        let b = AnyRecord::Bisect(b.clone());
+        let _ = stdout.write_all(&terminal.render(&b)?);
+        let path = args.out_dir.join("bisect.json");
+        match report::write_report(&path, &Json, &b) {
+            Ok(()) => {
+                let _ = writeln!(stdout, "report: {}", path.display());
+            }
+            Err(e) => outcome = outcome.and(Err(e.to_string())),
+        }
+        code = code.worst(b.exit_code());
+        if let AnyRecord::Bisect(b) = &b {
+            if let Some(text) = report::node_data::render(b) {
+                let path = args.out_dir.join("bisect.node-data.json");
+                if let Err(e) = report::write_atomic(&path, text.as_bytes()) {
+                    outcome = outcome.and(Err(format!("cannot write {}: {e}", path.display())));
+                }
+            }
+        }
+    }
+    // The HTML page shows the run and, with --bisect, its bisect record.
+    if let AnyRecord::Run(run) = &record {
+        let html_path = args
+            .html
+            .clone()
+            .unwrap_or_else(|| args.out_dir.join("report.html"));
+        let bisects: Vec<_> = bisected.iter().flatten().cloned().collect();
+        let page = report::html::render(&report::html::HtmlInput {
+            runs: std::slice::from_ref(run),
+            bisects: &bisects,
+        });
+        match report::write_atomic(&html_path, page.as_bytes()) {
+            Ok(()) => {
+                let _ = writeln!(stdout, "report: {}", html_path.display());
+            }
+            Err(e) => {
+                outcome = outcome.and(Err(format!("cannot write {}: {e}", html_path.display())))
+            }
+        }
+    }
+    drop(stdout);
+    Ok(exit_with(code, outcome))
+}
+
+/// Writes the JSON record, JUnit and (when asked) Markdown; on failure, the
+/// messages of every write that failed.
+pub(super) fn write_reports(
+    record: &AnyRecord,
+    json: &std::path::Path,
+    junit: &std::path::Path,
+    markdown: Option<&PathBuf>,
+) -> Result<(), String> {
+    let mut jobs: Vec<(&std::path::Path, &dyn Renderer)> = vec![(json, &Json), (junit, &Junit)];
+    let md = Markdown::default();
+    if let Some(path) = markdown {
+        jobs.push((path, &md));
+    }
+    let failures: Vec<String> = jobs
+        .into_iter()
+        .filter_map(|(path, r)| report::write_report(path, r, record).err())
+        .map(|e| e.to_string())
+        .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
+}
+
+/// The exit code of a run whose report writes came out as `written`: the
+/// run's own code when it is not a pass (a FAIL stays 1), else 2 when a
+/// report could not be written. The message says both.
+pub(super) fn exit_with(code: ExitCode, written: Result<(), String>) -> i32 {
+    let Err(why) = written else {
+        return code.code();
+    };
+    let (outcome, exit) = match code {
+        ExitCode::Pass => ("pass", ExitCode::Input),
+        ExitCode::Fail => ("parity failure", code),
+        ExitCode::Input => ("input error", code),
+        ExitCode::Execution => ("execution error", code),
+    };
+    eprintln!(
+        "parity: error: reports not written: {} (the run itself: {outcome}; exit {})",
+        report::sanitize::terminal(&why),
+        exit.code()
+    );
+    exit.code()
 }

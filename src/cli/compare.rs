@@ -1,11 +1,14 @@
 //! `parity compare A B`: the comparison engine on two tensors from files.
 
-use super::{EXIT_FAIL, EXIT_INPUT, EXIT_PASS};
-use crate::report::table::num;
+use crate::report::{self, table::Colour, Json, Renderer, Terminal};
 use parity_compare::{
     compare, default_rtol_atol, evaluate, CompareOptions, Criterion, Mask, UlpDType,
 };
-use parity_tensor::{load_tensor, DType};
+use parity_record::{
+    AnyRecord, Check, CompareRecord, CriterionRecord, ErrorRecord, Status, TensorSource,
+};
+use parity_tensor::{load_tensor, DType, Tensor};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `parity compare`.
@@ -42,32 +45,77 @@ pub struct CompareArgs {
     /// Relative tolerance of the allclose check (default: PyTorch's for the dtype).
     #[arg(long)]
     rtol: Option<f64>,
-    /// Print the metrics as JSON.
+    /// Print the record (`parity.compare/1`) as JSON instead of text.
     #[arg(long)]
     json: bool,
 }
 
-/// Runs `parity compare`.
+/// Runs `parity compare`: builds the compare record and renders it (text or
+/// JSON) on stdout; errors are also named on stderr.
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
-    let load =
-        |path: &PathBuf, key: Option<&str>| load_tensor(path, key).map_err(|e| e.to_string());
-    let actual = match load(&args.actual, args.key.as_deref()) {
-        Ok(t) => t,
-        Err(e) => return input_error(&e),
+    let record = compare_files(&args);
+    let renderer: Box<dyn Renderer> = if args.json {
+        Box::new(Json)
+    } else {
+        Box::new(Terminal {
+            colour: Colour::detect(),
+            quiet: false,
+        })
     };
-    let expected = match load(
-        &args.expected,
-        args.key_b.as_deref().or(args.key.as_deref()),
-    ) {
+    for e in &record.errors {
+        eprintln!("parity: error: {}", report::sanitize::terminal(&e.message));
+    }
+    let record = AnyRecord::Compare(record);
+    let _ = std::io::stdout()
+        .lock()
+        .write_all(&renderer.render(&record)?);
+    Ok(record.exit_code().code())
+}
+
+fn source(file: &std::path::Path, key: Option<&str>) -> TensorSource {
+    TensorSource {
+        file: file.display().to_string(),
+        key: key.map(str::to_string),
+        dtype: None,
+        shape: None,
+    }
+}
+
+fn load(src: &mut TensorSource) -> Result<Tensor, ErrorRecord> {
+    let t = load_tensor(std::path::Path::new(&src.file), src.key.as_deref())
+        .map_err(|e| ErrorRecord::input(e.to_string()))?;
+    src.dtype = Some(t.dtype().name().to_string());
+    src.shape = Some(t.shape().to_vec());
+    Ok(t)
+}
+
+/// The comparison the arguments ask for, as a record (errored when a file
+/// cannot be read or the tensors do not fit together).
+fn compare_files(args: &CompareArgs) -> CompareRecord {
+    let mut record = CompareRecord::new(
+        source(&args.actual, args.key.as_deref()),
+        source(
+            &args.expected,
+            args.key_b.as_deref().or(args.key.as_deref()),
+        ),
+    );
+    let actual = match load(&mut record.actual) {
         Ok(t) => t,
-        Err(e) => return input_error(&e),
+        Err(e) => return record.with_error(e),
+    };
+    let expected = match load(&mut record.expected) {
+        Ok(t) => t,
+        Err(e) => return record.with_error(e),
     };
     let mask = match &args.mask {
         None => None,
         Some(path) => {
-            let tensor = match load(path, args.mask_key.as_deref()) {
+            let mut src = source(path, args.mask_key.as_deref());
+            let tensor = load(&mut src);
+            record.mask = Some(src);
+            let tensor = match tensor {
                 Ok(t) => t,
-                Err(e) => return input_error(&e),
+                Err(e) => return record.with_error(e),
             };
             let axes = args
                 .mask_axes
@@ -75,7 +123,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
                 .unwrap_or_else(|| (0..tensor.shape().len()).collect());
             match Mask::new(&tensor, axes, args.padded, actual.shape()) {
                 Ok(m) => Some(m),
-                Err(e) => return input_error(&format!("mask {}: {e}", path.display())),
+                Err(e) => {
+                    return record
+                        .with_error(ErrorRecord::input(format!("mask {}: {e}", path.display())))
+                }
             }
         }
     };
@@ -90,11 +141,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     let metrics = match compare(&actual, &expected, mask.as_ref(), &options) {
         Ok(m) => m,
         Err(e) => {
-            return input_error(&format!(
+            return record.with_error(ErrorRecord::input(format!(
                 "{} vs {}: {e}",
                 args.actual.display(),
                 args.expected.display()
-            ))
+            )))
         }
     };
     let criterion = if actual.dtype().is_float() || expected.dtype().is_float() {
@@ -107,51 +158,23 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         Criterion::Exact
     };
     let verdict = evaluate(std::slice::from_ref(&criterion), &metrics, None);
-    if args.json {
-        let mut value = serde_json::to_value(&metrics)?;
-        if let serde_json::Value::Object(map) = &mut value {
-            map.insert("passed".into(), verdict.passed.into());
-            map.insert("atol".into(), atol.into());
-            map.insert("rtol".into(), rtol.into());
-        }
-        println!("{}", serde_json::to_string_pretty(&value)?);
+    record.status = if verdict.passed {
+        Status::Pass
     } else {
-        println!(
-            "{} vs {}: {} elements ({} masked out), dtype {} vs {}, shape {:?}",
-            args.actual.display(),
-            args.expected.display(),
-            metrics.count,
-            metrics.masked_out,
-            actual.dtype(),
-            expected.dtype(),
-            actual.shape()
-        );
-        println!(
-            "max_abs {}  mean_abs {}  rms {}  rel_l2 {}  cosine {}  max_ulp {} ({})",
-            num(metrics.max_abs),
-            num(metrics.mean_abs),
-            num(metrics.rms),
-            num(metrics.rel_l2),
-            num(metrics.cosine),
-            metrics.max_ulp.map_or("-".to_string(), |u| u.to_string()),
-            metrics.ulp_dtype.map_or("-", |d| d.name())
-        );
-        println!(
-            "allclose(atol={atol:e}, rtol={rtol:e}): {} mismatches, {} NaN mismatches, {} Inf mismatches",
-            metrics.mismatches, metrics.nan_mismatch, metrics.inf_mismatch
-        );
-        if let Some(v) = &metrics.first_violation {
-            println!(
-                "first violation at {:?}: actual {} expected {}",
-                v.index, v.actual, v.expected
-            );
-        }
-        println!("{}", if verdict.passed { "PASS" } else { "FAIL" });
-    }
-    Ok(if verdict.passed { EXIT_PASS } else { EXIT_FAIL })
-}
-
-fn input_error(message: &str) -> anyhow::Result<i32> {
-    eprintln!("parity: error: {message}");
-    Ok(EXIT_INPUT)
+        Status::Fail
+    };
+    record.criteria = verdict
+        .results
+        .iter()
+        .map(|r| CriterionRecord {
+            criterion: Check::Tolerance(r.criterion.clone()),
+            passed: r.passed,
+            observed: r.observed,
+            threshold: r.threshold,
+            min_passing: r.min_passing,
+            note: r.note.clone(),
+        })
+        .collect();
+    record.metrics = Some(crate::run::metrics_record(&metrics, None));
+    record
 }

@@ -4,6 +4,7 @@
 mod bisect;
 mod check;
 mod compare;
+mod progress;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -29,14 +30,7 @@ impl From<StrategyArg> for parity_record::Strategy {
     }
 }
 
-/// Exit code: everything passed.
-pub const EXIT_PASS: i32 = 0;
-/// Exit code: a parity failure (some output is outside its tolerance).
-pub const EXIT_FAIL: i32 = 1;
-/// Exit code: invalid input or spec (malformed file, missing tensor, bad mask...).
-pub const EXIT_INPUT: i32 = 2;
-/// Exit code: an execution failure (IREE compile, load or runtime error).
-pub const EXIT_EXECUTION: i32 = 3;
+use parity_record::ExitCode;
 
 /// Differential parity testing of IREE-compiled models against an oracle.
 ///
@@ -68,9 +62,9 @@ pub fn main() -> i32 {
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
-                EXIT_INPUT
+                ExitCode::Input.code()
             } else {
-                EXIT_PASS
+                ExitCode::Pass.code()
             };
         }
     };
@@ -83,8 +77,11 @@ pub fn main() -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("parity: error: {e:#}");
-            EXIT_INPUT
+            eprintln!(
+                "parity: error: {}",
+                crate::report::sanitize::terminal(&format!("{e:#}"))
+            );
+            ExitCode::Input.code()
         }
     }
 }

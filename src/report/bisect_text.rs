@@ -1,9 +1,10 @@
 //! The bisect record for people.
 
+use super::sanitize;
 use parity_record::{BisectRecord, Evidence, Status};
 use std::fmt::Write as _;
 
-/// Renders the report as terminal text.
+/// Renders the record as terminal text (controls in names and messages escaped).
 pub fn text(r: &BisectRecord) -> String {
     let mut s = String::new();
     match (&r.stage, &r.case) {
@@ -137,5 +138,5 @@ pub fn text(r: &BisectRecord) -> String {
             _ => "error",
         }
     );
-    s
+    sanitize::terminal(&s).into_owned()
 }

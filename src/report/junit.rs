@@ -1,66 +1,88 @@
-//! JUnit XML: one test suite per case and mode, one test case per stage output.
+//! JUnit XML through quick-junit: per run, one test suite per case and mode
+//! and one test case per stage output; a bisect or compare record is one
+//! suite with one case. Every string is first cut down to what XML 1.0 can
+//! hold ([`sanitize::xml`]), so the file always parses.
 
-use parity_record::{RunRecord, Status};
+use super::sanitize;
+use super::{Renderer, ReportError};
+use parity_record::{AnyRecord, BisectRecord, CompareRecord, ErrorRecord, RunRecord, Status};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::time::Duration;
 
-/// Escapes text for XML attributes and character data.
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 forbids most control characters even when escaped.
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => out.push('?'),
-            c => out.push(c),
-        }
+/// JUnit XML for CI test-report publishers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Junit;
+
+impl Renderer for Junit {
+    fn render(&self, record: &AnyRecord) -> Result<Vec<u8>, ReportError> {
+        let report = match record {
+            AnyRecord::Run(r) => run_report(r),
+            AnyRecord::Bisect(b) => bisect_report(b),
+            AnyRecord::Compare(c) => compare_report(c),
+        };
+        Ok(report.to_string()?.into_bytes())
     }
-    out
 }
 
-/// Renders the record as JUnit XML.
-pub fn render(record: &RunRecord) -> String {
-    let mut suites: BTreeMap<(String, &str), Vec<String>> = BTreeMap::new();
-    let mut counts: BTreeMap<(String, &str), (usize, usize, usize, usize)> = BTreeMap::new();
+fn x(s: &str) -> String {
+    sanitize::xml(s).into_owned()
+}
+
+fn seconds(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or_default()
+}
+
+fn failure(message: &str, description: &str) -> TestCaseStatus {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    status
+        .set_message(x(message))
+        .set_type("parity")
+        .set_description(x(description));
+    status
+}
+
+fn error(e: &ErrorRecord) -> TestCaseStatus {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status
+        .set_message(x(&e.message))
+        .set_type(e.kind.name())
+        .set_description(x(&e.message));
+    status
+}
+
+fn case(name: &str, classname: &str, status: TestCaseStatus, secs: f64) -> TestCase {
+    let mut tc = TestCase::new(x(name), status);
+    tc.set_classname(x(classname)).set_time(seconds(secs));
+    tc
+}
+
+fn run_report(record: &RunRecord) -> Report {
+    let mut suites: BTreeMap<(String, &str), TestSuite> = BTreeMap::new();
     for stage in &record.stages {
-        let key = (stage.case.clone(), stage.mode.name());
-        let cases = suites.entry(key.clone()).or_default();
-        let c = counts.entry(key).or_default();
-        let classname = esc(&format!("parity.{}.{}", stage.case, stage.mode.name()));
-        let time = stage.invoke_ms / 1e3;
+        let mode = stage.mode.name();
+        let suite = suites
+            .entry((stage.case.clone(), mode))
+            .or_insert_with(|| TestSuite::new(x(&format!("{} ({mode})", stage.case))));
+        let classname = format!("parity.{}.{mode}", stage.case);
+        let secs = stage.invoke_ms / 1e3;
         if stage.outputs.is_empty() {
-            c.0 += 1;
-            let body = match stage.status {
-                Status::Skipped => {
-                    c.3 += 1;
-                    format!(
-                        "<skipped message=\"{}\"/>",
-                        esc(stage.skipped_because.as_deref().unwrap_or(""))
-                    )
+            let status = match (&stage.error, stage.status) {
+                (Some(e), _) => error(e),
+                (None, Status::Skipped) => {
+                    let mut s = TestCaseStatus::skipped();
+                    s.set_message(x(stage.skipped_because.as_deref().unwrap_or("")));
+                    s
                 }
-                _ => {
-                    c.2 += 1;
-                    let m = esc(stage.error.as_ref().map_or("error", |e| e.message.as_str()));
-                    format!("<error message=\"{m}\">{m}</error>")
-                }
+                (None, _) => error(&ErrorRecord::execution("no outputs were compared")),
             };
-            cases.push(format!(
-                "    <testcase classname=\"{classname}\" name=\"{}\" time=\"{time:.6}\">{body}</testcase>\n",
-                esc(&stage.name)
-            ));
+            suite.add_test_case(case(&stage.name, &classname, status, secs));
             continue;
         }
         for out in &stage.outputs {
-            c.0 += 1;
-            let name = esc(&format!("{}.{}", stage.name, out.name));
-            let body = match out.status {
-                Status::Pass => String::new(),
+            let status = match out.status {
+                Status::Pass => TestCaseStatus::success(),
                 Status::Fail => {
-                    c.1 += 1;
                     let failed: Vec<String> = out
                         .criteria
                         .iter()
@@ -75,71 +97,77 @@ pub fn render(record: &RunRecord) -> String {
                             )
                         })
                         .collect();
-                    let text = esc(&failed.join("\n"));
-                    format!(
-                        "<failure message=\"{}\" type=\"parity\">{text}</failure>",
-                        esc(&failed.join("; "))
-                    )
+                    failure(&failed.join("; "), &failed.join("\n"))
                 }
-                _ => {
-                    c.2 += 1;
-                    let m = esc(out
-                        .error
-                        .as_ref()
-                        .or(stage.error.as_ref())
-                        .map(|e| e.message.as_str())
-                        .unwrap_or("error"));
-                    format!("<error message=\"{m}\">{m}</error>")
-                }
+                _ => match out.error.as_ref().or(stage.error.as_ref()) {
+                    Some(e) => error(e),
+                    None => error(&ErrorRecord::execution("error")),
+                },
             };
-            cases.push(format!(
-                "    <testcase classname=\"{classname}\" name=\"{name}\" time=\"{time:.6}\">{body}</testcase>\n"
-            ));
+            let name = format!("{}.{}", stage.name, out.name);
+            suite.add_test_case(case(&name, &classname, status, secs));
         }
     }
-    let (tests, failures, errors, skipped) = counts
-        .values()
-        .fold((record.errors.len(), 0, record.errors.len(), 0), |a, c| {
-            (a.0 + c.0, a.1 + c.1, a.2 + c.2, a.3 + c.3)
-        });
-    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        xml,
-        "<testsuites name=\"parity\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{:.6}\">",
-        record.elapsed_s
-    );
-    for ((case, mode), cases) in &suites {
-        let c = counts[&(case.clone(), *mode)];
-        let _ = writeln!(
-            xml,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">",
-            esc(&format!("{case} ({mode})")),
-            c.0,
-            c.1,
-            c.2,
-            c.3
-        );
-        for tc in cases {
-            xml.push_str(tc);
-        }
-        xml.push_str("  </testsuite>\n");
-    }
+    let mut report = Report::new("parity");
+    report.set_time(seconds(record.elapsed_s));
+    report.add_test_suites(suites.into_values());
     if !record.errors.is_empty() {
-        let _ = writeln!(
-            xml,
-            "  <testsuite name=\"run\" tests=\"{n}\" failures=\"0\" errors=\"{n}\" skipped=\"0\">",
-            n = record.errors.len()
-        );
+        let mut suite = TestSuite::new("run");
         for (i, e) in record.errors.iter().enumerate() {
-            let m = esc(&e.message);
-            let _ = writeln!(
-                xml,
-                "    <testcase classname=\"parity.run\" name=\"run-error-{i}\"><error message=\"{m}\" type=\"{:?}\">{m}</error></testcase>",
-                e.kind
-            );
+            suite.add_test_case(case(&format!("run-error-{i}"), "parity.run", error(e), 0.0));
         }
-        xml.push_str("  </testsuite>\n");
+        report.add_test_suite(suite);
     }
-    xml.push_str("</testsuites>\n");
-    xml
+    report
+}
+
+fn bisect_report(b: &BisectRecord) -> Report {
+    let stage = b.stage.as_deref().unwrap_or("-");
+    let status = match (b.errors.first(), b.localisation()) {
+        (Some(e), _) => error(e),
+        (None, Some(l)) => {
+            let text = match &l {
+                parity_record::Localisation::Op(op) => format!(
+                    "#{} {} at {} ({} evidence)",
+                    op.op_index,
+                    op.op_name,
+                    op.loc,
+                    op.evidence.name()
+                ),
+                parity_record::Localisation::Region(r) => format!(
+                    "a region of {} operations ending at {}",
+                    r.region.ops, r.region.failing
+                ),
+            };
+            failure(&format!("localised to {text}"), &text)
+        }
+        (None, None) => TestCaseStatus::success(),
+    };
+    let mut suite = TestSuite::new("bisect");
+    suite.add_test_case(case(stage, "parity.bisect", status, 0.0));
+    let mut report = Report::new("parity");
+    report.add_test_suite(suite);
+    report
+}
+
+fn compare_report(c: &CompareRecord) -> Report {
+    let name = format!("{} vs {}", c.actual.file, c.expected.file);
+    let status = match (c.errors.first(), c.status) {
+        (Some(e), _) => error(e),
+        (None, Status::Fail) => {
+            let failed: Vec<&str> = c
+                .criteria
+                .iter()
+                .filter(|r| !r.passed)
+                .map(|r| r.criterion.name())
+                .collect();
+            failure(&format!("fails {}", failed.join(", ")), "")
+        }
+        _ => TestCaseStatus::success(),
+    };
+    let mut suite = TestSuite::new("compare");
+    suite.add_test_case(case(&name, "parity.compare", status, 0.0));
+    let mut report = Report::new("parity");
+    report.add_test_suite(suite);
+    report
 }

@@ -1,14 +1,63 @@
-//! Renders a run record for people (terminal table) and machines (JSON,
-//! JUnit, HTML). Pure functions of the record: nothing here executes a stage.
+//! Renders records for people (terminal, Markdown, HTML) and machines (JSON,
+//! JUnit, Model Explorer node data). Every renderer is a pure function of a record behind one trait,
+//! [`Renderer`], returning the bytes to print or write: nothing here executes.
 
 pub mod bisect_text;
+pub mod compare_text;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod markdown;
 pub mod node_data;
+pub mod sanitize;
 pub mod table;
+pub mod terminal;
+#[cfg(test)]
+mod tests;
 
-use std::path::Path;
+pub use html::Html;
+pub use json::Json;
+pub use junit::Junit;
+pub use markdown::Markdown;
+pub use terminal::Terminal;
+
+use parity_record::AnyRecord;
+use std::path::{Path, PathBuf};
+
+/// One output format.
+pub trait Renderer {
+    /// The record rendered in this format.
+    fn render(&self, record: &AnyRecord) -> Result<Vec<u8>, ReportError>;
+}
+
+/// Why a report could not be rendered or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// quick-junit could not serialise the report.
+    #[error("rendering JUnit XML: {0}")]
+    Junit(#[from] quick_junit::SerializeError),
+    /// The report file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Renders `record` with `renderer` and writes it to `path` atomically.
+pub fn write_report(
+    path: &Path,
+    renderer: &dyn Renderer,
+    record: &AnyRecord,
+) -> Result<(), ReportError> {
+    let bytes = renderer.render(record)?;
+    write_atomic(path, &bytes).map_err(|source| ReportError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory, synced, then renamed over the target (creating the directory).

@@ -1,8 +1,10 @@
 //! The terminal table: one row per stage output and mode, then a closing line
-//! naming the first divergence.
+//! naming the first divergence. Every user string is shown with its control
+//! characters escaped.
 
+use super::sanitize::terminal as clean;
 use comfy_table::{presets, Cell, Color, ContentArrangement, Table};
-use parity_record::{OutputRecord, RunRecord, StageRecord, Status};
+use parity_record::{Localisation, OutputRecord, RunRecord, StageRecord, Status};
 
 /// Whether to colour the status column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,8 +83,8 @@ fn stage_note(s: &StageRecord) -> &str {
 fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
     if s.outputs.is_empty() {
         table.add_row(vec![
-            Cell::new(&s.name),
-            Cell::new(&s.case),
+            Cell::new(clean(&s.name)),
+            Cell::new(clean(&s.case)),
             Cell::new(s.mode.name()),
             Cell::new("-"),
             status_cell(s.status, colour),
@@ -90,7 +92,7 @@ fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
             Cell::new(""),
             Cell::new(""),
             Cell::new(""),
-            Cell::new(stage_note(s)),
+            Cell::new(clean(stage_note(s))),
         ]);
         return;
     }
@@ -113,16 +115,16 @@ fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
             _ => failed_criteria(out),
         };
         table.add_row(vec![
-            Cell::new(&s.name),
-            Cell::new(&s.case),
+            Cell::new(clean(&s.name)),
+            Cell::new(clean(&s.case)),
             Cell::new(s.mode.name()),
-            Cell::new(&out.name),
+            Cell::new(clean(&out.name)),
             status_cell(out.status, colour),
             Cell::new(max_abs),
             Cell::new(rms),
             Cell::new(ulp),
             Cell::new(mism),
-            Cell::new(note),
+            Cell::new(clean(&note)),
         ]);
     }
 }
@@ -154,7 +156,7 @@ pub fn render(record: &RunRecord, colour: Colour) -> String {
     let mut text = table.to_string();
     text.push('\n');
     for e in &record.errors {
-        text.push_str(&format!("error: {}\n", e.message));
+        text.push_str(&format!("error: {}\n", clean(&e.message)));
     }
     text.push_str(&summary(record));
     text
@@ -189,5 +191,20 @@ pub fn summary(record: &RunRecord) -> String {
             d.stage, d.output, d.case
         ));
     }
-    text
+    match &record.first_divergent_op {
+        Some(Localisation::Op(op)) => text.push_str(&format!(
+            "localised to: #{} {} at {} ({} evidence, {} probes)\n",
+            op.op_index,
+            op.op_name,
+            op.loc,
+            op.evidence.name(),
+            op.probes
+        )),
+        Some(Localisation::Region(r)) => text.push_str(&format!(
+            "localised to: a region of {} operations ending at {} (no evidence narrows it further)\n",
+            r.region.ops, r.region.failing
+        )),
+        None => {}
+    }
+    clean(&text).into_owned()
 }

@@ -40,6 +40,11 @@ impl InputSources {
         })
     }
 
+    /// The oracle manifest's `provenance` object (empty when it has none).
+    pub fn oracle_provenance(&self) -> &serde_json::Value {
+        self.store.provenance()
+    }
+
     /// An oracle tensor by name.
     pub fn oracle(&self, name: &str) -> Result<Tensor, String> {
         self.store.get(name).map_err(|e| e.to_string())

@@ -4,6 +4,7 @@
 pub mod error_map;
 pub(crate) mod inputs;
 mod modules;
+mod provenance;
 pub mod slices;
 mod stage;
 
@@ -20,6 +21,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 pub use parity_record::RUN_RECORD_SCHEMA;
+pub use stage::metrics_record;
 
 /// What to run and where to keep compiled artifacts.
 #[derive(Clone, Debug)]
@@ -157,6 +159,8 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     } else {
         slices::SlicePlan::default()
     };
+    record.provenance =
+        provenance::collect(spec, options, &compiler, &slice_plan.modules, &sources);
     drop(compiler);
 
     // One worker thread per mode, each with its own IREE runtime (runtimes are
@@ -314,27 +318,10 @@ fn finish(mut record: RunRecord, clock: Instant) -> RunRecord {
     record
 }
 
-/// The current UTC time as RFC 3339, without pulling in a date crate.
-fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil-from-days (Howard Hinnant), valid for the proleptic Gregorian calendar.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+/// The current UTC time as RFC 3339, to the second (e.g. `2026-12-01T09:00:00Z`).
+pub fn now_rfc3339() -> String {
+    let now = jiff::Timestamp::now();
+    jiff::Timestamp::from_second(now.as_second())
+        .unwrap_or(now)
+        .to_string()
 }

@@ -32,7 +32,7 @@ pub fn load_compiler(
 }
 
 /// The compile options of a spec module: subject flags, then the module's own.
-fn compile_options(spec: &Spec, module: &parity_spec::Module) -> CompileOptions {
+pub(crate) fn compile_options(spec: &Spec, module: &parity_spec::Module) -> CompileOptions {
     let mut flags = spec.subject.flags.clone();
     flags.extend(module.flags.iter().cloned());
     CompileOptions {

@@ -318,7 +318,8 @@ impl StageContext<'_> {
     }
 }
 
-fn metrics_record(m: &Metrics, vs_f64: Option<TruthRecord>) -> OutputMetrics {
+/// The record form of the comparison engine's metrics.
+pub fn metrics_record(m: &Metrics, vs_f64: Option<TruthRecord>) -> OutputMetrics {
     let element = |e: &parity_compare::ElementDiff| ElementRecord {
         index: e.index.clone(),
         actual: e.actual,

@@ -97,6 +97,27 @@ pub struct Location {
 }
 
 impl Location {
+    /// The `file:line:col` a diagnostic message about `file` starts with
+    /// (parity-spec's messages do), or just the file when it has none.
+    pub fn from_diagnostic(file: &str, message: &str) -> Location {
+        let mut at = Location {
+            file: Some(file.to_string()),
+            ..Location::default()
+        };
+        let mut parts = message
+            .strip_prefix(file)
+            .and_then(|rest| rest.strip_prefix(':'))
+            .unwrap_or("")
+            .splitn(3, ':');
+        if let (Some(line), Some(col), Some(_)) = (parts.next(), parts.next(), parts.next()) {
+            if let (Ok(line), Ok(col)) = (line.parse(), col.parse()) {
+                at.line = Some(line);
+                at.col = Some(col);
+            }
+        }
+        at
+    }
+
     /// Whether nothing is known.
     pub fn is_empty(&self) -> bool {
         self == &Location::default()
@@ -151,5 +172,21 @@ impl ErrorRecord {
 impl fmt::Display for ErrorRecord {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Location;
+
+    #[test]
+    fn diagnostics_give_their_position() {
+        let at =
+            Location::from_diagnostic("a:b/stages.yaml", "a:b/stages.yaml:12:5: unknown key `x`");
+        assert_eq!((at.line, at.col), (Some(12), Some(5)));
+        assert_eq!(at.file.as_deref(), Some("a:b/stages.yaml"));
+        let at = Location::from_diagnostic("s.yaml", "cannot read s.yaml: No such file");
+        assert_eq!((at.line, at.col), (None, None));
+        assert_eq!(at.file.as_deref(), Some("s.yaml"));
     }
 }

@@ -12,6 +12,7 @@ mod reader;
 mod stage;
 mod template;
 mod tolerance;
+mod write;
 mod yaml;
 
 pub use error::{Position, Scope, SpecError, SpecErrorKind};
@@ -23,6 +24,7 @@ pub use parity_compare::Criterion;
 pub use parity_tensor::DType;
 pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET_BACKEND};
 pub use stage::MAX_LITERAL_ELEMENTS;
+pub use write::quote as yaml_quote;
 
 use std::io::Read;
 use std::path::Path;

@@ -14,7 +14,7 @@ pub mod esc;
 mod table;
 
 use esc::{esc, json_script};
-use parity_record::{BisectRecord, Localisation, Mode, RunRecord, Status};
+use parity_record::{AnyRecord, BisectRecord, Localisation, Mode, RunRecord, Status};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
@@ -33,6 +33,34 @@ pub struct HtmlInput<'a> {
     pub runs: &'a [RunRecord],
     /// Bisect records (`parity.bisect/1`).
     pub bisects: &'a [BisectRecord],
+}
+
+/// The HTML page of one record, behind the [`super::Renderer`] trait (several
+/// records on one page: [`render`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Html;
+
+impl super::Renderer for Html {
+    fn render(&self, record: &AnyRecord) -> Result<Vec<u8>, super::ReportError> {
+        let page = match record {
+            AnyRecord::Run(r) => render(&HtmlInput {
+                runs: std::slice::from_ref(r),
+                bisects: &[],
+            }),
+            AnyRecord::Bisect(b) => render(&HtmlInput {
+                runs: &[],
+                bisects: std::slice::from_ref(b),
+            }),
+            AnyRecord::Compare(c) => page(
+                "parity compare",
+                &format!(
+                    "<h1>parity compare</h1><pre class=\"code\">{}</pre>",
+                    esc(&serde_json::to_string_pretty(c).unwrap_or_default())
+                ),
+            ),
+        };
+        Ok(page.into_bytes())
+    }
 }
 
 /// Renders the page.

@@ -1,0 +1,26 @@
+//! The terminal: the run table, the bisect text or the compare summary.
+
+use super::table::Colour;
+use super::{bisect_text, compare_text, table, Renderer, ReportError};
+use parity_record::AnyRecord;
+
+/// Text for a terminal (or a pipe: colour is a choice, see [`Colour::detect`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Terminal {
+    /// Colour the status column.
+    pub colour: Colour,
+    /// Only the closing summary of a run, not the table.
+    pub quiet: bool,
+}
+
+impl Renderer for Terminal {
+    fn render(&self, record: &AnyRecord) -> Result<Vec<u8>, ReportError> {
+        let text = match record {
+            AnyRecord::Run(r) if self.quiet => table::summary(r),
+            AnyRecord::Run(r) => table::render(r, self.colour),
+            AnyRecord::Bisect(b) => bisect_text::text(b),
+            AnyRecord::Compare(c) => compare_text::text(c),
+        };
+        Ok(text.into_bytes())
+    }
+}

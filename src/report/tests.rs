@@ -1,0 +1,196 @@
+//! Snapshot tests of every renderer on hand-built records
+//! (`parity_record::samples`), and the properties each must keep.
+
+use super::markdown::STEP_SUMMARY_LIMIT;
+use super::table::Colour;
+use super::*;
+use parity_record::{samples, AnyRecord, ErrorRecord, Localisation};
+
+fn text(r: &dyn Renderer, record: impl Into<AnyRecord>) -> String {
+    String::from_utf8(r.render(&record.into()).unwrap()).unwrap()
+}
+
+const TERM: Terminal = Terminal {
+    colour: Colour::Off,
+    quiet: false,
+};
+
+fn failing_bisected() -> parity_record::RunRecord {
+    let mut run = samples::failing_run();
+    run.first_divergent_op = samples::bisect_op().localisation();
+    run
+}
+
+#[test]
+fn terminal_snapshots() {
+    insta::assert_snapshot!("terminal_passing_run", text(&TERM, samples::passing_run()));
+    insta::assert_snapshot!("terminal_failing_run", text(&TERM, failing_bisected()));
+    let quiet = Terminal {
+        colour: Colour::Off,
+        quiet: true,
+    };
+    insta::assert_snapshot!(
+        "terminal_failing_run_quiet",
+        text(&quiet, samples::failing_run())
+    );
+    insta::assert_snapshot!("terminal_bisect_op", text(&TERM, samples::bisect_op()));
+    insta::assert_snapshot!(
+        "terminal_bisect_region",
+        text(&TERM, samples::bisect_region())
+    );
+    insta::assert_snapshot!(
+        "terminal_compare_fail",
+        text(&TERM, samples::compare_fail())
+    );
+}
+
+#[test]
+fn json_snapshots() {
+    insta::assert_snapshot!("json_failing_run", text(&Json, failing_bisected()));
+    insta::assert_snapshot!("json_bisect_region", text(&Json, samples::bisect_region()));
+    insta::assert_snapshot!("json_compare_fail", text(&Json, samples::compare_fail()));
+}
+
+#[test]
+fn junit_snapshots() {
+    insta::assert_snapshot!("junit_passing_run", text(&Junit, samples::passing_run()));
+    insta::assert_snapshot!("junit_failing_run", text(&Junit, samples::failing_run()));
+    insta::assert_snapshot!("junit_bisect_op", text(&Junit, samples::bisect_op()));
+    insta::assert_snapshot!("junit_compare_fail", text(&Junit, samples::compare_fail()));
+}
+
+#[test]
+fn markdown_snapshots() {
+    let md = Markdown::default();
+    insta::assert_snapshot!("markdown_passing_run", text(&md, samples::passing_run()));
+    insta::assert_snapshot!("markdown_failing_run", text(&md, failing_bisected()));
+    insta::assert_snapshot!(
+        "markdown_bisect_region",
+        text(&md, samples::bisect_region())
+    );
+    insta::assert_snapshot!("markdown_compare_fail", text(&md, samples::compare_fail()));
+}
+
+/// A record whose names and messages hold what terminals act on and what
+/// XML cannot hold.
+fn hostile_run() -> parity_record::RunRecord {
+    let mut run = samples::failing_run();
+    run.stages[1].name = "norm\u{FFFE}\x1b[2J\u{9b}31m<script>|".into();
+    run.stages[4].error = Some(ErrorRecord::input(
+        "oracle header key `\u{FFFF}\x00\x1b]0;pwned\x07` is not valid",
+    ));
+    run.errors
+        .push(ErrorRecord::execution("bell\x07 and \u{FFFE}"));
+    run
+}
+
+#[test]
+fn junit_is_always_xml_that_a_real_parser_reads() {
+    let xml = text(&Junit, hostile_run());
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(
+        cases.len(),
+        7,
+        "one per output (4), per stage without outputs (2), per run error (1)"
+    );
+    let hostile = cases
+        .iter()
+        .find(|c| c.attribute("name").unwrap().contains("script"))
+        .unwrap();
+    assert_eq!(
+        hostile.attribute("name").unwrap(),
+        "norm\\u{fffe}\\u{1b}[2J\\u{9b}31m<script>|.normed"
+    );
+    let error = doc
+        .descendants()
+        .find(|n| n.has_tag_name("error") && n.attribute("message").unwrap().contains("header key"))
+        .unwrap();
+    assert!(error
+        .attribute("message")
+        .unwrap()
+        .contains("\\u{ffff}\\u{0}\\u{1b}]0;pwned\\u{7}"));
+    let failures = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("failure"))
+        .count();
+    assert_eq!(failures, 2, "norm fails in both modes");
+}
+
+#[test]
+fn terminal_output_escapes_what_a_terminal_would_act_on() {
+    for record in [AnyRecord::Run(hostile_run()), {
+        let mut b = samples::bisect_op();
+        b.notes.push("note \x1b[31m red".into());
+        AnyRecord::Bisect(b)
+    }] {
+        let out = String::from_utf8(TERM.render(&record).unwrap()).unwrap();
+        assert!(
+            !out.contains('\x1b') && !out.contains('\u{9b}') && !out.contains('\x07'),
+            "{out}"
+        );
+        assert!(out.contains("\\x1b"), "{out}");
+    }
+    let quiet = Terminal {
+        colour: Colour::Off,
+        quiet: true,
+    };
+    let mut run = samples::failing_run();
+    run.first_divergence.as_mut().unwrap().stage = "st\x1b[1Age".into();
+    let out = String::from_utf8(quiet.render(&run.into()).unwrap()).unwrap();
+    assert!(out.contains("st\\x1b[1Age"), "{out}");
+}
+
+#[test]
+fn markdown_stays_under_its_budget_and_says_what_it_left_out() {
+    let mut run = samples::failing_run();
+    let failing = run.stages[1].clone();
+    for i in 0..5000 {
+        let mut s = failing.clone();
+        s.name = format!("stage_{i}");
+        run.stages.push(s);
+    }
+    let md = Markdown { budget: 64 << 10 };
+    let out = text(&md, run.clone());
+    assert!(out.len() <= 64 << 10, "{}", out.len());
+    assert!(
+        out.contains("rows left out to stay under 65536 bytes"),
+        "{}",
+        &out[out.len() - 300..]
+    );
+    assert!(
+        out.contains("**First divergence:** stage norm"),
+        "the verdict is never cut"
+    );
+    let full = text(&Markdown::default(), run);
+    assert!(full.len() < STEP_SUMMARY_LIMIT);
+    let hostile = text(&Markdown::default(), hostile_run());
+    assert!(
+        hostile.contains("&lt;script&gt;\\|") && !hostile.contains('\x1b'),
+        "{hostile}"
+    );
+}
+
+#[test]
+fn a_region_localisation_is_never_shown_as_an_op() {
+    let mut run = samples::failing_run();
+    run.first_divergent_op = samples::bisect_region().localisation();
+    assert!(matches!(
+        run.first_divergent_op,
+        Some(Localisation::Region(_))
+    ));
+    let out = text(&TERM, run.clone());
+    assert!(
+        out.contains("localised to: a region of 3 operations"),
+        "{out}"
+    );
+    assert!(!out.contains("stablehlo.divide at"), "{out}");
+    let md = text(&Markdown::default(), run);
+    assert!(
+        md.contains("a region of 3 operations ending at b2/normed"),
+        "{md}"
+    );
+}
