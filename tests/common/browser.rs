@@ -8,7 +8,8 @@
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::AsRawFd;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -34,10 +35,20 @@ pub fn chromium() -> PathBuf {
     path
 }
 
+/// A pipe (read end, write end), both close-on-exec.
+fn pipe() -> (File, File) {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills `fds` with two new descriptors that nothing else owns.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    assert_eq!(rc, 0, "pipe2: {}", std::io::Error::last_os_error());
+    // SAFETY: the descriptors are open and owned by nobody else.
+    unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+}
+
 /// A running browser.
 pub struct Browser {
     child: Child,
-    to_browser: std::io::PipeWriter,
+    to_browser: File,
     from_browser: Receiver<Value>,
     next_id: u64,
     /// Every event received so far.
@@ -54,8 +65,8 @@ impl Browser {
     /// Starts Chromium headless with a fresh profile and no background networking.
     pub fn launch() -> Browser {
         let profile = tempfile::tempdir().expect("profile dir");
-        let (cmd_read, cmd_write) = std::io::pipe().expect("pipe");
-        let (evt_read, evt_write) = std::io::pipe().expect("pipe");
+        let (cmd_read, cmd_write) = pipe();
+        let (evt_read, evt_write) = pipe();
         let (r, w) = (cmd_read.as_raw_fd(), evt_write.as_raw_fd());
         let mut command = Command::new(chromium());
         command
