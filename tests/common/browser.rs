@@ -7,8 +7,8 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
 use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
