@@ -151,6 +151,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
             Err(e) => outcome = outcome.and(Err(e.to_string())),
         }
         code = code.worst(b.exit_code());
+        let html = path.with_extension("html");
+        if let Err(e) = report::write_report(&html, &report::Html, &b) {
+            outcome = outcome.and(Err(e.to_string()));
+        }
         if let AnyRecord::Bisect(b) = &b {
             if let Some(text) = report::node_data::render(b) {
                 let path = args.out_dir.join("bisect.node-data.json");
