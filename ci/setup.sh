@@ -5,7 +5,8 @@
 #   bash ci/setup.sh     # sets up, then prints the two export lines (eval "$(bash ci/setup.sh)")
 #
 # What it does, each step only when needed:
-#   1. apt-get installs libclang-dev (bindgen in eerie-sys), python3-venv and a C/C++
+#   1. apt-get installs libclang-dev (bindgen in eerie-sys), chromium (the HTML report's
+#      browser test), python3-venv and a C/C++
 #      toolchain if any is missing (apt-get update first, then).
 #   2. creates <repo>/.venv and pip-installs ci/requirements.txt into it; a stamp file
 #      holding the sha256 of the requirements and the interpreter version skips pip
@@ -31,7 +32,8 @@ _parity_setup_main() {
     # --- 1. system packages -------------------------------------------------------
     local missing=""
     local pkg
-    for pkg in libclang-dev python3-venv build-essential; do
+    # chromium: tests/html_report.rs checks the HTML report in a real headless browser.
+    for pkg in libclang-dev python3-venv build-essential chromium; do
         if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
             missing="$missing $pkg"
         fi

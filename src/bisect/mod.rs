@@ -15,6 +15,7 @@
 
 mod error;
 mod measure;
+mod node_ids;
 mod oracle;
 mod probe;
 mod repro;
@@ -234,6 +235,7 @@ fn bisect_stage(
         ))
     })?;
     report.function = Some(fn_name.clone());
+    report.node_ids = Some(node_ids::model_explorer_ids(func));
     let store = OracleStore::open(&spec.oracle).map_err(input)?;
     let sources = InputSources::open(spec).map_err(input)?;
     let (inputs, outputs) = stage_values(&module, func, stage)?;

@@ -27,7 +27,8 @@ pub struct BisectArgs {
     /// Directory for the reproducer (slice.mlir, .npy files, run.sh, stages.yaml).
     #[arg(long, default_value = "reports/bisect")]
     repro_dir: PathBuf,
-    /// Write the JSON record (`parity.bisect/2`) here.
+    /// Write the JSON record (`parity.bisect/2`) here; the HTML report and the
+    /// Model Explorer node data go next to it (`.html`, `.node-data.json`).
     #[arg(long, default_value = "reports/bisect.json")]
     json: PathBuf,
     /// Compiled-artifact cache directory.
@@ -75,9 +76,20 @@ pub fn write_and_print(r: &bisect::BisectRecord, json: &std::path::Path) -> anyh
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(&terminal.render(&record)?);
-    let written = report::write_report(json, &Json, &record).map_err(|e| e.to_string());
+    let mut written = report::write_report(json, &Json, &record).map_err(|e| e.to_string());
     if written.is_ok() {
         let _ = writeln!(stdout, "report: {}", json.display());
+    }
+    // The HTML page and Model Explorer node data go next to the JSON.
+    let html = json.with_extension("html");
+    if let Err(e) = report::write_report(&html, &report::Html, &record) {
+        written = written.and(Err(e.to_string()));
+    }
+    if let Some(text) = report::node_data::render(r) {
+        let path = json.with_extension("node-data.json");
+        if let Err(e) = report::write_atomic(&path, text.as_bytes()) {
+            written = written.and(Err(format!("cannot write {}: {e}", path.display())));
+        }
     }
     drop(stdout);
     Ok(super::check::exit_with(record.exit_code(), written))

@@ -24,7 +24,7 @@ pub struct CheckArgs {
     /// Run only this stage (repeatable); in chained mode its upstream must be selected too.
     #[arg(long = "stage")]
     stages: Vec<String>,
-    /// Directory for run.json and junit.xml.
+    /// Directory for run.json, junit.xml and report.html.
     #[arg(long, default_value = "reports")]
     out_dir: PathBuf,
     /// Write the JSON run record here (default: <out-dir>/run.json).
@@ -36,6 +36,9 @@ pub struct CheckArgs {
     /// Also write a Markdown summary here (under 1 MiB), e.g. "$GITHUB_STEP_SUMMARY".
     #[arg(long)]
     markdown: Option<PathBuf>,
+    /// Write the self-contained HTML report here (default: <out-dir>/report.html).
+    #[arg(long)]
+    html: Option<PathBuf>,
     /// Compiled-artifact cache directory.
     #[arg(long, env = "PARITY_CACHE_DIR", default_value = ".parity-cache")]
     cache_dir: PathBuf,
@@ -148,6 +151,38 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
             Err(e) => outcome = outcome.and(Err(e.to_string())),
         }
         code = code.worst(b.exit_code());
+        let html = path.with_extension("html");
+        if let Err(e) = report::write_report(&html, &report::Html, &b) {
+            outcome = outcome.and(Err(e.to_string()));
+        }
+        if let AnyRecord::Bisect(b) = &b {
+            if let Some(text) = report::node_data::render(b) {
+                let path = args.out_dir.join("bisect.node-data.json");
+                if let Err(e) = report::write_atomic(&path, text.as_bytes()) {
+                    outcome = outcome.and(Err(format!("cannot write {}: {e}", path.display())));
+                }
+            }
+        }
+    }
+    // The HTML page shows the run and, with --bisect, its bisect record.
+    if let AnyRecord::Run(run) = &record {
+        let html_path = args
+            .html
+            .clone()
+            .unwrap_or_else(|| args.out_dir.join("report.html"));
+        let bisects: Vec<_> = bisected.iter().flatten().cloned().collect();
+        let page = report::html::render(&report::html::HtmlInput {
+            runs: std::slice::from_ref(run),
+            bisects: &bisects,
+        });
+        match report::write_atomic(&html_path, page.as_bytes()) {
+            Ok(()) => {
+                let _ = writeln!(stdout, "report: {}", html_path.display());
+            }
+            Err(e) => {
+                outcome = outcome.and(Err(format!("cannot write {}: {e}", html_path.display())))
+            }
+        }
     }
     drop(stdout);
     Ok(exit_with(code, outcome))

@@ -1,18 +1,21 @@
-//! Renders records for people (terminal, Markdown) and machines (JSON,
-//! JUnit). Every renderer is a pure function of a record behind one trait,
+//! Renders records for people (terminal, Markdown, HTML) and machines (JSON,
+//! JUnit, Model Explorer node data). Every renderer is a pure function of a record behind one trait,
 //! [`Renderer`], returning the bytes to print or write: nothing here executes.
 
 pub mod bisect_text;
 pub mod compare_text;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod node_data;
 pub mod sanitize;
 pub mod table;
 pub mod terminal;
 #[cfg(test)]
 mod tests;
 
+pub use html::Html;
 pub use json::Json;
 pub use junit::Junit;
 pub use markdown::Markdown;

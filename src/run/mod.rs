@@ -2,6 +2,7 @@
 //! produces a [`RunRecord`]. Nothing here renders output; see `report`.
 
 pub mod divergence;
+pub mod error_map;
 pub(crate) mod inputs;
 mod modules;
 mod provenance;

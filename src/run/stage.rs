@@ -15,6 +15,13 @@ use parity_tensor::Tensor;
 use std::collections::HashMap;
 use std::time::Instant;
 
+/// A comparison's metrics, truth errors, and the oracle tensor and mask it used.
+type Measured = (
+    Metrics,
+    Option<(TruthRecord, TruthErrors)>,
+    (Tensor, Option<Mask>),
+);
+
 /// Production outputs of the current case and mode, keyed by (stage, output).
 pub type Produced = HashMap<(String, String), Tensor>;
 
@@ -271,6 +278,7 @@ impl StageContext<'_> {
             error: None,
             metrics: None,
             criteria: Vec::new(),
+            error_map: None,
         };
         let context = |m: String| {
             format!(
@@ -284,7 +292,7 @@ impl StageContext<'_> {
             .or_else(|| self.spec.tolerances.get(&actual.dtype()).cloned())
             .unwrap_or_else(|| default_tolerance(actual.dtype()));
         match self.measure(spec_out, actual, args, &criteria) {
-            Ok((metrics, truth)) => {
+            Ok((metrics, truth, compared)) => {
                 let truth_errors = truth.as_ref().map(|(_, errors)| *errors);
                 let allow = VerdictOptions {
                     allow_empty: spec_out.allow_empty,
@@ -324,6 +332,10 @@ impl StageContext<'_> {
                         out.status = Status::Fail;
                     }
                 }
+                if out.status == Status::Fail {
+                    out.error_map =
+                        super::error_map::compute(actual, &compared.0, compared.1.as_ref());
+                }
                 out.metrics = Some(metrics_record(&metrics, truth.map(|(r, _)| r)));
             }
             Err(message) => {
@@ -335,14 +347,15 @@ impl StageContext<'_> {
     }
 
     /// Runs the comparison (and the two truth comparisons when a truth is
-    /// named). A truth with a non-finite unmasked element is an input error.
+    /// named); also returns the oracle tensor and mask it compared against.
+    /// A truth with a non-finite unmasked element is an input error.
     fn measure(
         &self,
         spec_out: &OutputSpec,
         actual: &Tensor,
         args: &[Tensor],
         criteria: &[Criterion],
-    ) -> Result<(Metrics, Option<(TruthRecord, TruthErrors)>), String> {
+    ) -> Result<Measured, String> {
         let expected = self.sources.oracle(&spec_out.oracle)?;
         let mask = match &spec_out.mask {
             None => None,
@@ -410,7 +423,7 @@ impl StageContext<'_> {
                 Some((record, errors))
             }
         };
-        Ok((metrics, truth))
+        Ok((metrics, truth, (expected, mask)))
     }
 }
 

@@ -134,6 +134,11 @@ pub struct BisectRecord {
     pub notes: Vec<String>,
     /// What went wrong, with its kind (input: exit 2, execution: exit 3).
     pub errors: Vec<ErrorRecord>,
+    /// Model Explorer's node id of each top-level operation of `function`,
+    /// by op index (its MLIR adapter numbers every operation, nested ones
+    /// included, in program order); the node-data renderer keys values by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_ids: Option<Vec<String>>,
 }
 
 /// `first_divergent_op`: stage, function, op, evidence, probes, metrics.
@@ -323,6 +328,7 @@ impl BisectRecord {
             reproducer: None,
             notes: Vec::new(),
             errors: Vec::new(),
+            node_ids: None,
         }
     }
 

@@ -16,6 +16,7 @@ pub mod bisect;
 pub mod common;
 pub mod compare;
 pub mod criterion;
+pub mod error_map;
 pub mod exit;
 pub mod float;
 pub mod run;
@@ -29,6 +30,7 @@ pub use bisect::{
 pub use common::{ErrorKind, ErrorRecord, Location, Mode, Status};
 pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};
 pub use criterion::{Check, CriterionRecord};
+pub use error_map::ErrorMap;
 pub use exit::ExitCode;
 pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,

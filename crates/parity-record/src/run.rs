@@ -137,6 +137,10 @@ pub struct OutputRecord {
     pub metrics: Option<OutputMetrics>,
     /// Every check made, with the observed value and the smallest passing threshold.
     pub criteria: Vec<CriterionRecord>,
+    /// Failing outputs only: the error downsampled over the two main axes,
+    /// for the HTML report's heatmap (see [`crate::error_map`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_map: Option<crate::error_map::ErrorMap>,
 }
 
 /// Metrics of one comparison, as stored in the record.

@@ -65,6 +65,7 @@ fn output(name: &str, max_abs: f64, threshold: f64) -> OutputRecord {
         error: None,
         metrics: Some(metrics(max_abs, 16, if passed { 0 } else { 3 })),
         criteria: vec![max_abs_check(max_abs, threshold)],
+        error_map: None,
     }
 }
 

@@ -1,0 +1,182 @@
+//! The bisect part of the HTML report: the localised operation (or region),
+//! checkpoints, the f64 shadow's per-operation errors, probes, and the
+//! reproducer's commands ready to copy.
+
+use super::esc::esc;
+use super::table::num;
+use parity_record::{BisectRecord, DivergentOp, Region, ValueMetrics};
+use std::fmt::Write as _;
+
+/// Writes a bisect record's section body.
+pub fn section(out: &mut String, b: &BisectRecord) {
+    let _ = write!(
+        out,
+        "<div class=\"verdict {0}\"><span class=\"badge {0}\">{1}</span> stage <b>{2}</b>, \
+         case {3}, output {4}, function {5}; strategy {6}; {7} probes (exit code {8})</div>",
+        b.status.name(),
+        b.status.name().to_uppercase(),
+        esc(b.stage.as_deref().unwrap_or("-")),
+        esc(b.case.as_deref().unwrap_or("-")),
+        esc(b.output.as_deref().unwrap_or("-")),
+        esc(b.function.as_deref().unwrap_or("-")),
+        b.strategy.map_or("-", |s| s.name()),
+        b.probes,
+        b.exit_code().code()
+    );
+    match &b.first_divergent_op {
+        Some(op) => self::op(out, op),
+        None => out.push_str("<p>No single operation named (see the region and notes).</p>"),
+    }
+    for n in &b.notes {
+        let _ = write!(out, "<p class=\"note\">{}</p>", esc(n));
+    }
+    for e in &b.errors {
+        let _ = write!(
+            out,
+            "<p class=\"errors\">{:?} error: {}</p>",
+            e.kind,
+            esc(&e.message)
+        );
+    }
+    if let Some(r) = &b.region {
+        region(out, r);
+    }
+    if !b.checkpoints.is_empty() {
+        out.push_str(
+            "<h3>Checkpoints</h3><table class=\"small\"><thead><tr><th>oracle</th><th>value</th>\
+             <th>op</th><th>location</th><th>kind</th><th>verdict</th><th>from</th><th>max |err|</th>\
+             <th>ULPs at max</th></tr></thead><tbody>",
+        );
+        for c in &b.checkpoints {
+            let _ =
+                write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td>{}</td><td>{}</td></tr>",
+                esc(&c.oracle),
+                esc(&c.value),
+                c.op_index.map_or("-".into(), |i| format!("#{i}")),
+                esc(&c.loc),
+                c.kind.name(),
+                if c.passed { "pass" } else { "fail" },
+                c.verdict_from.name(),
+                c.metrics.as_ref().map_or("-".into(), |m| num(m.max_abs)),
+                c.metrics.as_ref().map_or("-".into(), |m| num(m.ulps_at_max)),
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    if !b.shadow.is_empty() {
+        out.push_str(
+            "<h3>f64 shadow, per operation of the region</h3><table class=\"small\"><thead><tr>\
+             <th>op</th><th>name</th><th>location</th><th>result</th><th>accumulated ULPs</th>\
+             <th>local ULPs</th><th>flagged</th></tr></thead><tbody>",
+        );
+        for s in &b.shadow {
+            let _ = write!(
+                out,
+                "<tr{}><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                if s.flagged { " class=\"fail\"" } else { "" },
+                s.op_index,
+                esc(&s.op_name),
+                esc(&s.loc),
+                esc(&s.result_type),
+                num(s.accumulated_ulps),
+                s.local_ulps.map_or("-".into(), num),
+                if s.flagged { "yes" } else { "" }
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    if !b.probe_log.is_empty() {
+        let _ = write!(
+            out,
+            "<h3>Probes</h3><pre class=\"code\">{}</pre>",
+            esc(&b.probe_log.join("\n"))
+        );
+    }
+    for o in &b.observer_effect {
+        let _ = write!(out, "<p class=\"errors\">observer effect: {}</p>", esc(o));
+    }
+    if let Some(dir) = &b.reproducer {
+        let q = shell_quote(dir);
+        let cmds = format!("sh {q}/run.sh\nparity check {q}/stages.yaml");
+        let _ = write!(
+            out,
+            "<h3>Reproducer</h3><div class=\"copy\"><pre class=\"code\">{}</pre>\
+             <button type=\"button\" class=\"copy-btn\">copy</button></div>",
+            esc(&cmds)
+        );
+    }
+}
+
+/// Writes a localised region: its bounds and operations.
+pub fn region(out: &mut String, r: &Region) {
+    let _ = write!(
+        out,
+        "<h3>Region: {} operations from {} to {}</h3><pre class=\"code\">{}</pre>",
+        r.ops,
+        if r.passing.is_empty() {
+            "the stage inputs".to_string()
+        } else {
+            esc(&r.passing.join(", "))
+        },
+        esc(&r.failing),
+        esc(&r.op_list.join("\n"))
+    );
+}
+
+/// Writes the localised operation.
+pub fn op(out: &mut String, op: &DivergentOp) {
+    let _ = write!(
+        out,
+        "<div class=\"op\"><p><b>{}</b> (op #{} of <code>{}</code>, stage {}) at <code>{}</code>; \
+         evidence: <b>{}</b>; {} probes.</p><pre class=\"code\">{}</pre>\
+         <p>operands: {}<br>results: {}</p>",
+        esc(&op.op_name),
+        op.op_index,
+        esc(&op.function),
+        esc(&op.stage),
+        esc(&op.loc),
+        op.evidence.name(),
+        op.probes,
+        esc(&op.text),
+        esc(&op.operand_types.join(", ")),
+        esc(&op.result_types.join(", "))
+    );
+    out.push_str(
+        "<table class=\"small\"><thead><tr><th></th><th>value</th><th>against</th><th>max |err|</th>\
+         <th>RMS</th><th>max |ref|</th><th>ULPs at max</th></tr></thead><tbody>",
+    );
+    let line = |out: &mut String, side: &str, m: &ValueMetrics| {
+        let _ = write!(
+            out,
+            "<tr><td>{side}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&m.value),
+            esc(&m.against),
+            num(m.max_abs),
+            num(m.rms),
+            num(m.max_ref),
+            num(m.ulps_at_max)
+        );
+    };
+    for m in &op.metrics.inputs {
+        line(out, "input", m);
+    }
+    for m in &op.metrics.output {
+        line(out, "output", m);
+    }
+    out.push_str("</tbody></table></div>");
+}
+
+/// Quotes `s` for a POSIX shell when it needs quoting.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}

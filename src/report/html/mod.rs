@@ -1,0 +1,465 @@
+//! The HTML report: one self-contained page (inline CSS, JS and SVG; a
+//! Content-Security-Policy that forbids every network fetch and any script
+//! but the page's own) rendered from run and bisect records only.
+//!
+//! Layout: verdict and first divergence; a sortable, filterable table of
+//! every stage output and mode; error against pipeline depth; ULP
+//! histograms; error heatmaps of failing outputs; the `vs_f64` arbitration;
+//! the bisect result; provenance. Large runs are summarised (a bounded
+//! number of histograms and heatmaps) and the page says what it left out.
+
+mod bisect;
+mod charts;
+pub mod esc;
+mod table;
+
+use esc::{esc, json_script};
+use parity_record::{AnyRecord, BisectRecord, Localisation, Mode, RunRecord, Status};
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
+
+/// Most ULP histograms drawn per run (failing outputs first).
+pub const MAX_HISTOGRAMS: usize = 12;
+/// Most error heatmaps drawn per run (the first divergence first).
+pub const MAX_HEATMAPS: usize = 4;
+
+const CSS: &str = include_str!("page.css");
+const JS: &str = include_str!("page.js");
+
+/// What one page shows: any number of run records and bisect records.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HtmlInput<'a> {
+    /// Run records (`parity.run-record/1`), each with its own section.
+    pub runs: &'a [RunRecord],
+    /// Bisect records (`parity.bisect/1`).
+    pub bisects: &'a [BisectRecord],
+}
+
+/// The HTML page of one record, behind the [`super::Renderer`] trait (several
+/// records on one page: [`render`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Html;
+
+impl super::Renderer for Html {
+    fn render(&self, record: &AnyRecord) -> Result<Vec<u8>, super::ReportError> {
+        let page = match record {
+            AnyRecord::Run(r) => render(&HtmlInput {
+                runs: std::slice::from_ref(r),
+                bisects: &[],
+            }),
+            AnyRecord::Bisect(b) => render(&HtmlInput {
+                runs: &[],
+                bisects: std::slice::from_ref(b),
+            }),
+            AnyRecord::Compare(c) => page(
+                "parity compare",
+                &format!(
+                    "<h1>parity compare</h1><pre class=\"code\">{}</pre>",
+                    esc(&serde_json::to_string_pretty(c).unwrap_or_default())
+                ),
+            ),
+        };
+        Ok(page.into_bytes())
+    }
+}
+
+/// Renders the page.
+pub fn render(input: &HtmlInput) -> String {
+    let mut body = String::new();
+    let title = match input.runs.first() {
+        Some(r) => format!("parity {}: {}", r.status.name().to_uppercase(), r.spec),
+        None => match input.bisects.first() {
+            Some(b) => format!("parity bisect {}", b.status.name().to_uppercase()),
+            None => "parity report".to_string(),
+        },
+    };
+    let _ = write!(body, "<h1>{}</h1>", esc(&title));
+    for (i, run) in input.runs.iter().enumerate() {
+        run_section(&mut body, run, i);
+    }
+    for (i, b) in input.bisects.iter().enumerate() {
+        let _ = write!(body, "<section id=\"bisect-{i}\"><h2>Bisect</h2>");
+        bisect::section(&mut body, b);
+        body.push_str("</section>");
+    }
+    if input.runs.is_empty() && input.bisects.is_empty() {
+        body.push_str("<p>No records were given.</p>");
+    }
+    page(&title, &body)
+}
+
+/// The document around `body`: the CSP admits exactly the inline script's hash.
+fn page(title: &str, body: &str) -> String {
+    let hash = base64_std(&Sha256::digest(JS.as_bytes()));
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{hash}'\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <link rel=\"icon\" href=\"data:,\"><title>{}</title><style>{CSS}</style></head>\
+         <body>{body}<script>{JS}</script></body></html>\n",
+        esc(title)
+    )
+}
+
+/// One run record: verdict, table, charts, arbitration, bisect, provenance.
+fn run_section(out: &mut String, run: &RunRecord, i: usize) {
+    let _ = write!(out, "<section class=\"run\" id=\"run-{i}\">");
+    verdict(out, run);
+    let rows = table::rows(run);
+    let data = serde_json::json!({
+        "rows": rows.len(),
+        "status": run.status.name(),
+        "first_divergence": run.first_divergence,
+    });
+    let _ = write!(
+        out,
+        "<script type=\"application/json\" class=\"parity-data\">{}</script>",
+        json_script(&data)
+    );
+    table::render(out, run, &rows);
+    let mut omitted = Vec::new();
+    depth_section(out, run);
+    histograms(out, run, &mut omitted);
+    heatmaps(out, run, &mut omitted);
+    arbitration(out, run);
+    match &run.first_divergent_op {
+        Some(Localisation::Op(op)) => {
+            out.push_str("<h2>Localised operation (<code>parity check --bisect</code>)</h2>");
+            bisect::op(out, op);
+        }
+        Some(Localisation::Region(r)) => {
+            out.push_str("<h2>Localised region (<code>parity check --bisect</code>)</h2>");
+            bisect::region(out, &r.region);
+            for n in &r.notes {
+                let _ = write!(out, "<p class=\"note\">{}</p>", esc(n));
+            }
+        }
+        None => {}
+    }
+    provenance(out, run);
+    if !omitted.is_empty() {
+        out.push_str("<h2>Left out of this page</h2><ul class=\"omitted\">");
+        for line in omitted {
+            let _ = write!(out, "<li>{}</li>", esc(&line));
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("</section>");
+}
+
+fn verdict(out: &mut String, run: &RunRecord) {
+    let status = run.status.name();
+    let (pass, fail, error, skipped) =
+        run.stages.iter().fold((0, 0, 0, 0), |c, s| match s.status {
+            Status::Pass => (c.0 + 1, c.1, c.2, c.3),
+            Status::Fail => (c.0, c.1 + 1, c.2, c.3),
+            Status::Error => (c.0, c.1, c.2 + 1, c.3),
+            Status::Skipped => (c.0, c.1, c.2, c.3 + 1),
+        });
+    let _ = write!(
+        out,
+        "<div class=\"verdict {status}\"><span class=\"badge {status}\">{}</span> \
+         {} stage runs: {pass} pass, {fail} fail, {error} error, {skipped} skipped \
+         (exit code {})</div>",
+        status.to_uppercase(),
+        run.stages.len(),
+        run.exit_code().code()
+    );
+    match &run.first_divergence {
+        Some(d) => {
+            let _ = write!(
+                out,
+                "<p class=\"first-divergence\" data-first-divergence>First divergence: stage \
+                 <b>{}</b>, output <b>{}</b>, case {} ({}).</p>",
+                esc(&d.stage),
+                esc(&d.output),
+                esc(&d.case),
+                d.mode.name()
+            );
+        }
+        None => out.push_str("<p class=\"no-divergence\">No isolated divergence.</p>"),
+    }
+    for d in &run.chained_divergence {
+        let _ = write!(
+            out,
+            "<p class=\"chained\">Chained, case {}: accumulated error first crosses its tolerance at \
+             stage <b>{}</b>, output <b>{}</b>.</p>",
+            esc(&d.case),
+            esc(&d.stage),
+            esc(&d.output)
+        );
+    }
+    if !run.errors.is_empty() {
+        out.push_str("<ul class=\"errors\">");
+        for e in &run.errors {
+            let _ = write!(
+                out,
+                "<li><b>{} error</b>: {}</li>",
+                e.kind.name(),
+                esc(&e.message)
+            );
+        }
+        out.push_str("</ul>");
+    }
+}
+
+fn depth_section(out: &mut String, run: &RunRecord) {
+    let order = table::stage_order(run);
+    let mut points: Vec<charts::DepthPoint> = order
+        .iter()
+        .map(|s| charts::DepthPoint {
+            stage: s.to_string(),
+            isolated: None,
+            chained: None,
+        })
+        .collect();
+    for s in &run.stages {
+        let Some(d) = order.iter().position(|n| *n == s.name) else {
+            continue;
+        };
+        for o in &s.outputs {
+            let Some(r) = table::worst_ratio(o) else {
+                continue;
+            };
+            let slot = match s.mode {
+                Mode::Isolated => &mut points[d].isolated,
+                Mode::Chained => &mut points[d].chained,
+            };
+            *slot = Some(slot.map_or(r, |v: f64| v.max(r)));
+        }
+    }
+    let first = run
+        .first_divergence
+        .as_ref()
+        .and_then(|d| order.iter().position(|n| *n == d.stage));
+    out.push_str("<h2>Error against pipeline depth</h2>");
+    if points
+        .iter()
+        .all(|p| p.isolated.is_none() && p.chained.is_none())
+    {
+        out.push_str("<p>No output was compared.</p>");
+        return;
+    }
+    match charts::depth_chart(&points, first) {
+        Ok(svg) => {
+            let _ = write!(
+                out,
+                "<p class=\"note\">x: pipeline depth (stages in dependency order); y: per stage, the \
+                 worst criterion's observed / threshold over every case and output (log scale; \
+                 above 1 fails; 0 and infinity are drawn at the edges).</p><div class=\"chart\">{svg}</div>"
+            );
+        }
+        Err(e) => {
+            let _ = write!(out, "<p class=\"errors\">{}</p>", esc(&e));
+        }
+    }
+}
+
+fn histograms(out: &mut String, run: &RunRecord, omitted: &mut Vec<String>) {
+    let mut all: Vec<_> = table::rows(run)
+        .into_iter()
+        .filter_map(|r| {
+            let o = r.output?;
+            let m = o.metrics.as_ref()?;
+            (m.ulp_histogram.iter().any(|b| b[2] > 0)).then_some((r.stage, o, m))
+        })
+        .collect();
+    all.sort_by_key(|(_, o, m)| (o.status != Status::Fail, std::cmp::Reverse(m.max_ulp)));
+    if all.is_empty() {
+        return;
+    }
+    out.push_str("<h2>ULP histograms</h2><div class=\"grid\">");
+    for (s, o, m) in all.iter().take(MAX_HISTOGRAMS) {
+        let title = format!("{} . {} ({}, {})", s.name, o.name, s.case, s.mode.name());
+        let _ = write!(
+            out,
+            "<figure><figcaption>{} <span class=\"badge {}\">{}</span> max {} p99 {} ({})</figcaption>{}</figure>",
+            esc(&title),
+            o.status.name(),
+            o.status.name(),
+            opt(m.max_ulp),
+            opt(m.ulp_p99),
+            esc(m.ulp_dtype.as_deref().unwrap_or("-")),
+            charts::ulp_histogram(&m.ulp_histogram, &title)
+        );
+    }
+    out.push_str("</div>");
+    if all.len() > MAX_HISTOGRAMS {
+        omitted.push(format!(
+            "{} of {} ULP histograms (the passing outputs with the smallest max ULP; every ULP \
+             figure is still in the table)",
+            all.len() - MAX_HISTOGRAMS,
+            all.len()
+        ));
+    }
+}
+
+fn heatmaps(out: &mut String, run: &RunRecord, omitted: &mut Vec<String>) {
+    let first = run.first_divergence.as_ref();
+    let mut maps: Vec<_> = table::rows(run)
+        .into_iter()
+        .filter_map(|r| Some((r.stage, r.output?, r.output?.error_map.as_ref()?)))
+        .collect();
+    maps.sort_by_key(|(s, o, _)| {
+        !first.is_some_and(|d| {
+            d.stage == s.name && d.case == s.case && d.output == o.name && d.mode == s.mode
+        })
+    });
+    if maps.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Where the error is (failing outputs)</h2>");
+    for (k, (s, o, map)) in maps.iter().take(MAX_HEATMAPS).enumerate() {
+        let positive = map.max_abs.iter().flatten().copied().filter(|v| *v > 0.0);
+        let (lo, hi) = positive.fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
+        let _ = write!(
+            out,
+            "<figure class=\"heatmap\"><figcaption>{} . {} ({}, {}), shape {:?}: rows = axis {} \
+             ({} in {} cells), columns = axis {} ({} in {} cells), other axes reduced by max; \
+             colour log10 max |error| from {:.3e} (dark blue) to {:.3e} (yellow); hatched = padded, not compared (faint: partly padded)</figcaption>{}</figure>",
+            esc(&s.name),
+            esc(&o.name),
+            esc(&s.case),
+            s.mode.name(),
+            o.shape,
+            map.axes[0],
+            map.dims[0],
+            map.cells[0],
+            map.axes[1],
+            map.dims[1],
+            map.cells[1],
+            lo,
+            hi,
+            charts::heatmap(map, k)
+        );
+    }
+    if maps.len() > MAX_HEATMAPS {
+        omitted.push(format!(
+            "{} of {} error heatmaps of failing outputs",
+            maps.len() - MAX_HEATMAPS,
+            maps.len()
+        ));
+    }
+}
+
+fn arbitration(out: &mut String, run: &RunRecord) {
+    let rows: Vec<_> = table::rows(run)
+        .into_iter()
+        .filter_map(|r| {
+            let o = r.output?;
+            Some((r.stage, o, o.metrics.as_ref()?.vs_f64.as_ref()?))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h2>Who is wrong: production or the oracle (<code>vs_f64</code>)</h2>\
+         <p class=\"note\">Isolated rows judge the stage alone; chained rows include the error \
+         production accumulated upstream.</p><table class=\"small\"><thead><tr><th>stage</th><th>output</th><th>case</th><th>mode</th>\
+         <th>f64 truth</th><th>RMS production vs f64</th><th>RMS oracle vs f64</th><th>ratio</th>\
+         <th>verdict</th></tr></thead><tbody>",
+    );
+    for (s, o, t) in rows {
+        let ratio = t.actual_vs_truth / t.expected_vs_truth;
+        let who = if t.actual_vs_truth <= t.expected_vs_truth * 1.05 {
+            "production is as close to f64 as the oracle (or closer)"
+        } else if t.expected_vs_truth == 0.0 || ratio > 2.0 {
+            "production is wrong: further from f64 than the oracle"
+        } else {
+            "production slightly further from f64 than the oracle"
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{who}</td></tr>",
+            esc(&s.name),
+            esc(&o.name),
+            esc(&s.case),
+            s.mode.name(),
+            esc(&t.truth),
+            table::num(t.actual_vs_truth),
+            table::num(t.expected_vs_truth),
+            table::num(ratio)
+        );
+    }
+    out.push_str("</tbody></table>");
+}
+
+fn provenance(out: &mut String, run: &RunRecord) {
+    let _ = write!(
+        out,
+        "<h2>Provenance</h2><dl class=\"prov\"><dt>spec</dt><dd>{}</dd><dt>parity</dt><dd>{}</dd>\
+         <dt>IREE compiler</dt><dd>{}</dd><dt>started</dt><dd>{}</dd><dt>elapsed</dt><dd>{:.2} s</dd>\
+         <dt>schema</dt><dd>{}</dd>",
+        esc(&run.spec),
+        esc(&run.parity_version),
+        esc(run.compiler_revision.as_deref().unwrap_or("not loaded")),
+        esc(&run.started),
+        run.elapsed_s,
+        esc(&run.schema)
+    );
+    for m in &run.provenance.modules {
+        let _ = write!(
+            out,
+            "<dt>module {}</dt><dd>{}; cache key <code>{}</code></dd>",
+            esc(&m.name),
+            esc(&m.source),
+            esc(m.cache_key.as_deref().unwrap_or("none (not compiled)"))
+        );
+    }
+    match &run.provenance.oracle {
+        Some(o) => {
+            let text = serde_json::to_string_pretty(&o.provenance).unwrap_or_default();
+            let _ = write!(
+                out,
+                "<dt>oracle</dt><dd>{}<pre class=\"code\">{}</pre></dd>",
+                esc(&o.path),
+                esc(&text)
+            );
+        }
+        None => out.push_str("<dt>oracle</dt><dd>no provenance in this record</dd>"),
+    }
+    out.push_str("</dl>");
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+/// Standard base64 with padding (for the CSP script hash).
+fn base64_std(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for k in 0..4 {
+            if k <= chunk.len() {
+                out.push(A[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc_4648_vectors() {
+        assert_eq!(base64_std(b""), "");
+        assert_eq!(base64_std(b"f"), "Zg==");
+        assert_eq!(base64_std(b"fo"), "Zm8=");
+        assert_eq!(base64_std(b"foo"), "Zm9v");
+        assert_eq!(base64_std(b"foobar"), "Zm9vYmFy");
+    }
+}

@@ -1,0 +1,79 @@
+//! Model Explorer node data for a bisect record: per operation of the
+//! bisected function, the error in ULPs, with colour thresholds, so the
+//! module opens in Model Explorer with the error overlaid.
+//!
+//! Format (google-ai-edge/model-explorer, `node_data_builder.py`:
+//! `ModelNodeData`, `GraphNodeData`, `NodeDataResult`, `ThresholdItem`):
+//! `{graphId: {results: {nodeId: {value, bgColor?}}, thresholds: [{value, bgColor}]}}`,
+//! a threshold colouring values up to and including its `value`. The graph id
+//! is the function's name and node ids come from the record's `node_ids`
+//! (see `bisect::node_ids` for how the explorer numbers operations).
+//!
+//! Values: the f64 shadow's accumulated ULPs per operation of the region when
+//! the shadow ran; otherwise each measured checkpoint's ULPs at its max error;
+//! the localised operation's output ULPs in any case. The localised (or
+//! flagged) operation is painted red whatever its value.
+
+use parity_record::BisectRecord;
+use serde_json::{json, Map, Value};
+
+/// Red for the operation bisect names.
+const CULPRIT: &str = "#e53935";
+
+/// Renders the node-data JSON, or `None` when the record names no function
+/// or carries no node ids (nothing was bisected).
+pub fn render(b: &BisectRecord) -> Option<String> {
+    let graph = b.function.as_ref()?;
+    let ids = b.node_ids.as_ref()?;
+    let id = |op: usize| ids.get(op).cloned();
+    let mut results = Map::new();
+    let mut put = |op: usize, value: f64, culprit: bool| {
+        let Some(node) = id(op) else { return };
+        let mut r = json!({ "value": finite(value) });
+        if culprit {
+            r["bgColor"] = json!(CULPRIT);
+        }
+        results.insert(node, r);
+    };
+    if b.shadow.is_empty() {
+        for c in &b.checkpoints {
+            if let (Some(op), Some(m)) = (c.op_index, &c.metrics) {
+                put(op, m.ulps_at_max, false);
+            }
+        }
+    }
+    for s in &b.shadow {
+        put(s.op_index, s.accumulated_ulps, s.flagged);
+    }
+    if let Some(op) = &b.first_divergent_op {
+        let ulps = op
+            .metrics
+            .output
+            .iter()
+            .map(|m| m.ulps_at_max)
+            .fold(0.0f64, f64::max);
+        put(op.op_index, ulps, true);
+    }
+    let data = json!({
+        graph.clone(): {
+            "results": results,
+            "thresholds": [
+                { "value": 1.0, "bgColor": "#c8e6c9" },
+                { "value": 16.0, "bgColor": "#fff59d" },
+                { "value": 64.0, "bgColor": "#ffcc80" },
+                { "value": f64::MAX, "bgColor": "#ef9a9a" },
+            ],
+        }
+    });
+    serde_json::to_string_pretty(&data).ok()
+}
+
+/// JSON has no infinity: clamp onto the largest finite value (NaN to it too,
+/// since a NaN error is the worst there is).
+fn finite(v: f64) -> Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        json!(f64::MAX)
+    }
+}
