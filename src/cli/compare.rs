@@ -5,9 +5,7 @@ use parity_compare::{
     compare, default_rtol_atol, evaluate_with, CompareOptions, Criterion, Mask, UlpDType,
     VerdictOptions,
 };
-use parity_record::{
-    AnyRecord, Check, CompareRecord, CriterionRecord, ErrorRecord, Status, TensorSource,
-};
+use parity_record::{AnyRecord, CompareRecord, ErrorRecord, Status, TensorSource};
 use parity_tensor::{load_tensor, DType, Tensor};
 use std::io::Write;
 use std::path::PathBuf;
@@ -176,18 +174,7 @@ fn compare_files(args: &CompareArgs) -> CompareRecord {
     } else {
         Status::Fail
     };
-    record.criteria = verdict
-        .results
-        .iter()
-        .map(|r| CriterionRecord {
-            criterion: Check::Tolerance(r.criterion.clone()),
-            passed: r.passed,
-            observed: r.observed,
-            threshold: r.threshold,
-            min_passing: r.min_passing,
-            note: r.note.clone(),
-        })
-        .collect();
+    record.criteria = crate::run::criteria_records(&verdict);
     record.metrics = Some(crate::run::metrics_record(&metrics, None));
     record
 }

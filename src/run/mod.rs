@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 pub use parity_record::RUN_RECORD_SCHEMA;
-pub use stage::metrics_record;
+pub use stage::{criteria_records, metrics_record};
 
 /// What to run and where to keep compiled artifacts.
 #[derive(Clone, Debug)]

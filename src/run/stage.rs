@@ -303,18 +303,7 @@ impl StageContext<'_> {
                 } else {
                     Status::Fail
                 };
-                out.criteria = verdict
-                    .results
-                    .iter()
-                    .map(|r| CriterionRecord {
-                        criterion: Check::Tolerance(r.criterion.clone()),
-                        passed: r.passed,
-                        observed: r.observed,
-                        threshold: r.threshold,
-                        min_passing: r.min_passing,
-                        note: r.note.clone(),
-                    })
-                    .collect();
+                out.criteria = criteria_records(&verdict);
                 // `assert_zero` on a mask is a criterion of its own: padded
                 // positions of the production tensor must be exactly zero.
                 if let Some(nonzero) = metrics.padded_nonzero {
@@ -447,6 +436,22 @@ fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
         }
     }
     idx
+}
+
+/// The record form of a verdict's criterion results, in order.
+pub fn criteria_records(verdict: &parity_compare::Verdict) -> Vec<CriterionRecord> {
+    verdict
+        .results
+        .iter()
+        .map(|r| CriterionRecord {
+            criterion: Check::Tolerance(r.criterion.clone()),
+            passed: r.passed,
+            observed: r.observed,
+            threshold: r.threshold,
+            min_passing: r.min_passing,
+            note: r.note.clone(),
+        })
+        .collect()
 }
 
 /// The record form of the comparison engine's metrics.
