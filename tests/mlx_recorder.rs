@@ -48,23 +48,7 @@ fn recorded_store_opens_with_the_recomputed_values() {
     want.sort_unstable();
     assert_eq!(names, want);
     assert!(names.contains(&"case_a/layers.0") && names.contains(&"case_b/cache~1"));
-    for (name, values) in expected {
-        // Every value is exact in f32; serde_json's float parsing may be 1 f64 ulp off.
-        let got: Vec<f32> = opened
-            .get(name)
-            .unwrap()
-            .to_f64_vec()
-            .iter()
-            .map(|&v| v as f32)
-            .collect();
-        let want: Vec<f32> = values
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap() as f32)
-            .collect();
-        assert_eq!(got, want, "{name}");
-    }
+    common::assert_store_matches_json(&opened, expected);
     assert_eq!(opened.entry("case_a/tiny.1").unwrap().dtype.name(), "bf16");
     assert_eq!(opened.provenance()["producer"], "parity_mlx_recorder");
 

@@ -174,23 +174,7 @@ fn npy_files_written_by_mlx_index_and_read_back_equal() {
     let store = OracleStore::open(dir.path()).unwrap();
     let expected = read_json(&dir.path().join("expected.json.txt"));
     let expected = expected.as_object().unwrap();
-    for (name, values) in expected {
-        // Every value is exact in f32; serde_json's float parsing may be 1 f64 ulp off.
-        let got: Vec<f32> = store
-            .get(name)
-            .unwrap()
-            .to_f64_vec()
-            .iter()
-            .map(|&v| v as f32)
-            .collect();
-        let want: Vec<f32> = values
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap() as f32)
-            .collect();
-        assert_eq!(got, want, "{name}");
-    }
+    common::assert_store_matches_json(&store, expected);
     let dtype = |n: &str| store.entry(n).unwrap().dtype.name();
     assert_eq!(dtype("case_mlx/logits"), "bf16");
     assert_eq!(dtype("case_mlx/mask"), "bool");

@@ -89,3 +89,28 @@ pub fn stage<'a>(record: &'a serde_json::Value, name: &str, mode: &str) -> &'a s
         .find(|s| s["name"] == name && s["mode"] == mode)
         .unwrap_or_else(|| panic!("no stage record {name} ({mode})"))
 }
+
+/// Asserts that every tensor of `expected` (name -> list of values, as a
+/// Python test wrote them to JSON) is in `store` with those values, in f32.
+pub fn assert_store_matches_json(
+    store: &parity_tensor::OracleStore,
+    expected: &serde_json::Map<String, serde_json::Value>,
+) {
+    for (name, values) in expected {
+        // Every value is exact in f32; serde_json's float parsing may be 1 f64 ulp off.
+        let got: Vec<f32> = store
+            .get(name)
+            .unwrap()
+            .to_f64_vec()
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        let want: Vec<f32> = values
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap() as f32)
+            .collect();
+        assert_eq!(got, want, "{name}");
+    }
+}
