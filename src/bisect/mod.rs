@@ -469,16 +469,12 @@ fn localise(
     report.notes.extend(outcome.notes);
     match outcome.found {
         Some(f) => {
-            report.first_divergent_op = Some(divergent_op(
-                program,
-                f.op,
-                Evidence::Inferred,
-                f.inputs,
-                f.output,
-            ));
+            report.notes.extend(f.note);
+            report.first_divergent_op =
+                Some(divergent_op(program, f.op, f.evidence, f.inputs, f.output));
             Ok(Localised::Op {
                 op_index: f.op,
-                evidence: Evidence::Inferred,
+                evidence: f.evidence,
                 inputs: f.repro_inputs,
                 expected: f.expected,
             })

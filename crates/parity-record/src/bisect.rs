@@ -39,6 +39,10 @@ pub enum Evidence {
     Oracle,
     /// Named by the f64 shadow: the first operation whose local error exceeds the budget.
     Inferred,
+    /// The first operation whose production result holds NaN or an infinity
+    /// where all its operands are finite and the f64 shadow's result is finite.
+    #[serde(rename = "nonfinite")]
+    NonFinite,
     /// Only a region: no evidence narrows it to one operation.
     Region,
 }
@@ -49,6 +53,7 @@ impl Evidence {
         match self {
             Evidence::Oracle => "oracle",
             Evidence::Inferred => "inferred",
+            Evidence::NonFinite => "nonfinite",
             Evidence::Region => "region",
         }
     }
@@ -199,6 +204,14 @@ pub struct ValueMetrics {
     /// `max_abs` in ULPs of the budget dtype at `max_ref`.
     #[serde(with = "crate::float")]
     pub ulps_at_max: f64,
+    /// Elements that are NaN or infinite in the value where the reference is
+    /// finite (max abs and RMS leave them out; `ulps_at_max` is then inf).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nonfinite: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ValueMetrics {
@@ -211,6 +224,7 @@ impl ValueMetrics {
             rms: 0.0,
             max_ref: 0.0,
             ulps_at_max: 0.0,
+            nonfinite: 0,
         }
     }
 }
