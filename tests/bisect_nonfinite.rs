@@ -166,6 +166,7 @@ fn the_first_nan_or_inf_from_finite_operands_is_named_with_nonfinite_evidence() 
         let repro = dir.path().join(format!("repro-{strategy}"));
         let expected = parity_tensor::read_npy(repro.join("expected_0.npy")).unwrap();
         assert!(expected.to_f64_vec().iter().all(|x| x.is_finite()));
+        assert_eq!(report["reproducer_check"]["reproduces"], true, "{text}");
         let (rc, out) = run_sh(&repro);
         assert_ne!(rc, 0, "{strategy}: the reproducer must fail:\n{out}");
         assert!(out.contains("does not match"), "{strategy}: {out}");

@@ -11,7 +11,7 @@ use super::probe::{dtype_of, narrow, widen, Cut, Prober};
 use super::{Program, Strategy, MARK_ALL_BYTES};
 use parity_mlir::ValueId;
 use parity_record::{Evidence, ShadowRow, ValueMetrics};
-use parity_tensor::{DType, Tensor};
+use parity_tensor::Tensor;
 use std::collections::{BTreeSet, HashMap};
 
 /// What the shadow found.
@@ -39,18 +39,21 @@ pub struct Found {
     pub output: Vec<ValueMetrics>,
     /// Its operands: the shadow's values rounded to the operand types.
     pub repro_inputs: Vec<(ValueId, Tensor)>,
-    /// Its results per the shadow, rounded to the result types.
+    /// Its results per the shadow (f64, unrounded).
     pub expected: Vec<(ValueId, Tensor)>,
 }
 
 /// Runs the shadow over `region` (op indices), fed by `feed` (the oracle's
 /// tensors at the passing checkpoints and the stage's inputs).
+/// `target_nonfinite`: the failing checkpoint holds NaN/Inf where the oracle
+/// is finite, so the bisection strategy first looks for where they begin.
 pub fn run(
     program: &Program,
     prober: &mut Prober,
     region: &[usize],
     feed: &[(ValueId, Tensor)],
     strategy: Strategy,
+    target_nonfinite: bool,
 ) -> Result<ShadowOutcome, BisectError> {
     let func = program.func;
     let bytes: usize = region
@@ -74,13 +77,15 @@ pub fn run(
         notes: Vec::new(),
     };
     let subset = if bisect {
-        let nonfinite = ends_nonfinite(program, prober, region, feed)?;
-        let pick = if nonfinite {
-            Pick::NonFinite
+        let first = if target_nonfinite {
+            match first_drifting(program, prober, region, feed, Pick::NonFinite)? {
+                Some(k) => Some(k),
+                None => first_drifting(program, prober, region, feed, Pick::Drift)?,
+            }
         } else {
-            Pick::Drift
+            first_drifting(program, prober, region, feed, Pick::Drift)?
         };
-        match first_drifting(program, prober, region, feed, pick)? {
+        match first {
             // Nothing drifts from the shadow beyond the budget.
             None => return Ok(outcome),
             Some(k) => {
@@ -154,21 +159,6 @@ fn tap_pair(
     let mut p = prober.run(&[cut()], false, why).map_err(execution)?;
     let mut s = prober.run(&[cut()], true, why).map_err(execution)?;
     Ok((p.remove(0).remove(0), s.remove(0).remove(0)))
-}
-
-/// Whether the region's last float value holds NaN/Inf where the shadow's is finite.
-fn ends_nonfinite(
-    program: &Program,
-    prober: &mut Prober,
-    region: &[usize],
-    feed: &[(ValueId, Tensor)],
-) -> Result<bool, BisectError> {
-    let Some(&(o, v)) = float_values(program, region).last() else {
-        return Ok(false);
-    };
-    let why = format!("shadow: non-finite values at the region's end (op #{o})?");
-    let (p, s) = tap_pair(prober, feed, v, &why)?;
-    Ok(!nonfinite_where_finite(&p, &s).is_empty())
 }
 
 /// Bisection over the region's float values in program order: the first one
@@ -398,12 +388,10 @@ fn examine(
                 budget,
             )?);
         }
-        let dt = func.values[rv]
-            .ty
-            .element()
-            .and_then(dtype_of)
-            .unwrap_or(DType::F32);
-        expected.push((rv, narrow(s, dt).map_err(execution)?));
+        // The unrounded shadow: the reproducer compares with the value the
+        // op should have kept (rounding it to the result type would be
+        // exactly what a rounding fault computes).
+        expected.push((rv, s.clone()));
     }
     Ok((
         rows,
@@ -466,12 +454,10 @@ fn nonfinite_found(
             count += m.nonfinite;
             output.push(m);
         }
-        let dt = func.values[rv]
-            .ty
-            .element()
-            .and_then(dtype_of)
-            .unwrap_or(DType::F32);
-        expected.push((rv, narrow_saturating(s, dt).map_err(execution)?));
+        // The unrounded shadow: the reproducer compares with the value the
+        // op should have kept (rounding it to the result type would be
+        // exactly what a rounding fault computes).
+        expected.push((rv, s.clone()));
     }
     let mut note = format!(
         "non-finite origin: #{o} {} turns finite operands into {count} NaN/Inf element(s) where \
@@ -500,23 +486,4 @@ fn nonfinite_found(
             expected,
         }),
     ))
-}
-
-/// The shadow's value in the result type, with finite values beyond the
-/// type's range held at its largest finite magnitude: the reproducer must
-/// expect a finite result where the shadow is finite (plain rounding would
-/// turn exp(120) into the very infinity the faulty operation produces).
-fn narrow_saturating(t: &Tensor, dtype: DType) -> Result<Tensor, String> {
-    let max = match dtype {
-        DType::F16 => 65504.0,
-        DType::Bf16 => 3.389_531_389_251_535_5e38,
-        DType::F32 => f32::MAX as f64,
-        _ => return narrow(t, dtype),
-    };
-    let v: Vec<f64> = t
-        .to_f64_vec()
-        .into_iter()
-        .map(|x| if x.is_finite() { x.clamp(-max, max) } else { x })
-        .collect();
-    Tensor::from_f64_as(dtype, t.shape().to_vec(), &v).map_err(|e| e.to_string())
 }

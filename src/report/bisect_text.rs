@@ -143,6 +143,31 @@ pub fn text(r: &BisectRecord) -> String {
             "\nreproducer: {dir} (sh {dir}/run.sh, or parity check {dir}/stages.yaml)"
         );
     }
+    if let Some(c) = &r.reproducer_check {
+        let detail = c
+            .outputs
+            .iter()
+            .map(|o| {
+                let rel = if o.fails() { ">" } else { "<=" };
+                let nf = if o.nonfinite > 0 {
+                    format!(", {} NaN/Inf apart", o.nonfinite)
+                } else {
+                    String::new()
+                };
+                format!("max_abs {:.3e} {rel} {:.3e}{nf}", o.max_abs, o.threshold)
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let _ = writeln!(
+            s,
+            "reproducer run by bisect: {} ({detail})",
+            if c.reproduces {
+                "fails as expected"
+            } else {
+                "DOES NOT FAIL"
+            }
+        );
+    }
     let _ = writeln!(
         s,
         "{} probes; result: {}",

@@ -135,6 +135,9 @@ pub struct BisectRecord {
     pub observer_effect: Vec<String>,
     /// The reproducer directory, once written.
     pub reproducer: Option<String>,
+    /// The reproducer run by bisect itself: whether it fails as it should.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproducer_check: Option<ReproducerCheck>,
     /// What people should know (an honest region, a fallback).
     pub notes: Vec<String>,
     /// What went wrong, with its kind (input: exit 2, execution: exit 3).
@@ -340,6 +343,7 @@ impl BisectRecord {
             probe_log: Vec::new(),
             observer_effect: Vec::new(),
             reproducer: None,
+            reproducer_check: None,
             notes: Vec::new(),
             errors: Vec::new(),
             node_ids: None,
@@ -375,5 +379,35 @@ impl BisectRecord {
 impl Default for BisectRecord {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The reproducer's own check (its `@check` on its inputs against its
+/// expected values and thresholds), run by bisect after writing it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReproducerCheck {
+    /// Whether it fails as it should: some result beyond its threshold.
+    pub reproduces: bool,
+    /// One entry per result, in order.
+    pub outputs: Vec<ReproducerOutput>,
+}
+
+/// One reproducer result against its expected value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReproducerOutput {
+    /// Largest absolute difference over elements finite on both sides.
+    #[serde(with = "crate::float")]
+    pub max_abs: f64,
+    /// The threshold it is held to (0 for an exact comparison).
+    #[serde(with = "crate::float")]
+    pub threshold: f64,
+    /// Elements where one side is NaN/Inf and the other is not the same value.
+    pub nonfinite: u64,
+}
+
+impl ReproducerOutput {
+    /// Whether this result is beyond its threshold.
+    pub fn fails(&self) -> bool {
+        self.nonfinite > 0 || self.max_abs > self.threshold
     }
 }
