@@ -1,6 +1,6 @@
 //! `parity report`: re-render saved records without running anything.
 
-use crate::report::{self, table::Colour, Junit, Markdown, Renderer, Terminal};
+use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
 use parity_record::{AnyRecord, ExitCode};
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,6 +12,15 @@ pub struct ReportArgs {
     /// `parity.compare/1`); the HTML page shows them all.
     #[arg(required = true)]
     records: Vec<PathBuf>,
+    /// Merge the run records of every shard of one run (`parity check --shard i/n`)
+    /// into the record of the whole, which the other options then render.
+    /// Refuses (exit 2) shards of different specs or parity versions,
+    /// overlapping shards and missing ones.
+    #[arg(long)]
+    merge: bool,
+    /// Also write the JSON record here (needs exactly one record, e.g. with --merge).
+    #[arg(long)]
+    json: Option<PathBuf>,
     /// Also write JUnit XML here (needs exactly one record).
     #[arg(long)]
     junit: Option<PathBuf>,
@@ -42,10 +51,24 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             Err(e) => return input_error(e.to_string()),
         }
     }
+    if args.merge {
+        let mut runs = Vec::new();
+        for (path, record) in args.records.iter().zip(records) {
+            let file = path.display().to_string();
+            match record {
+                AnyRecord::Run(r) => runs.push((file, r)),
+                _ => return input_error(format!("{file}: --merge takes run records only")),
+            }
+        }
+        match parity_record::merge(&runs) {
+            Ok(merged) => records = vec![AnyRecord::Run(merged)],
+            Err(e) => return input_error(e.to_string()),
+        }
+    }
     let single = || match records.as_slice() {
         [one] => Ok(one),
         _ => Err(format!(
-            "--junit and --markdown need exactly one record ({} given)",
+            "--json, --junit and --markdown need exactly one record ({} given)",
             records.len()
         )),
     };
@@ -61,6 +84,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     }
     let md = Markdown::default();
     let mut jobs: Vec<(&PathBuf, &dyn Renderer)> = Vec::new();
+    if let Some(p) = &args.json {
+        jobs.push((p, &Json));
+    }
     if let Some(p) = &args.junit {
         jobs.push((p, &Junit));
     }

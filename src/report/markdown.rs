@@ -117,6 +117,13 @@ fn run_parts(r: &RunRecord) -> (String, Vec<String>, String) {
         r.elapsed_s,
         md(&r.spec)
     );
+    if let Some(shard) = &r.shard {
+        let _ = writeln!(
+            head,
+            "**Shard {}/{}:** this shard's stage runs only; merge the shards for the whole run's verdict\n",
+            shard.index, shard.count
+        );
+    }
     match &r.first_divergence {
         Some(d) => {
             let _ = writeln!(

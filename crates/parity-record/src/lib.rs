@@ -19,8 +19,10 @@ pub mod criterion;
 pub mod error_map;
 pub mod exit;
 pub mod float;
+pub mod plan;
 pub mod run;
 pub mod samples;
+pub mod shard;
 
 pub use any::{AnyRecord, RecordError};
 pub use bisect::{
@@ -32,7 +34,9 @@ pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};
 pub use criterion::{Check, CriterionRecord};
 pub use error_map::ErrorMap;
 pub use exit::ExitCode;
+pub use plan::{PlanExtent, PlanStage, RunPlan};
 pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,
     Provenance, RunRecord, StageRecord, TruthRecord, RUN_RECORD_SCHEMA,
 };
+pub use shard::{merge, MergeError, Shard, ShardRecord};
