@@ -230,13 +230,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         }
     }
     record.stages = per_mode.into_iter().flatten().collect();
-    let plan = divergence::plan(
-        spec,
-        &options.modes,
-        &cases,
-        &selected,
-        &slice_plan.extents,
-    );
+    let plan = divergence::plan(spec, &options.modes, &cases, &selected, &slice_plan.extents);
     divergence::locate(&plan, &mut record);
     if let Some(shard) = options.shard {
         record.shard = Some(shard_record(spec, shard, plan));

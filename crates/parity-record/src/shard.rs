@@ -134,9 +134,10 @@ pub enum MergeError {
 pub fn merge(records: &[(String, RunRecord)]) -> Result<RunRecord, MergeError> {
     let mut shards: Vec<(&str, &RunRecord, &ShardRecord)> = Vec::new();
     for (file, record) in records {
-        let shard = record.shard.as_ref().ok_or_else(|| MergeError::NotAShard {
-            file: file.clone(),
-        })?;
+        let shard = record
+            .shard
+            .as_ref()
+            .ok_or_else(|| MergeError::NotAShard { file: file.clone() })?;
         shards.push((file, record, shard));
     }
     let &(file0, first, shard0) = shards.first().ok_or(MergeError::Empty)?;
@@ -158,7 +159,10 @@ pub fn merge(records: &[(String, RunRecord)]) -> Result<RunRecord, MergeError> {
         }
         if record.compiler_revision != first.compiler_revision {
             let show = |r: &Option<String>| r.clone().unwrap_or_else(|| "none".into());
-            let (l, r) = (show(&first.compiler_revision), show(&record.compiler_revision));
+            let (l, r) = (
+                show(&first.compiler_revision),
+                show(&record.compiler_revision),
+            );
             return Err(mismatch("compiler revision", l, r));
         }
         if shard.count != shard0.count {
@@ -207,7 +211,9 @@ pub fn merge(records: &[(String, RunRecord)]) -> Result<RunRecord, MergeError> {
     let mut stages: Vec<(&str, &StageRecord)> = Vec::new();
     let mut owner: HashMap<(&str, &str, Mode), &str> = HashMap::new();
     for &(file, record, _) in &shards {
-        push_new(&mut merged.errors, &record.errors, |a: &ErrorRecord, b| a == b);
+        push_new(&mut merged.errors, &record.errors, |a: &ErrorRecord, b| {
+            a == b
+        });
         push_new(&mut merged.warnings, &record.warnings, |a, b| a == b);
         push_new(
             &mut merged.provenance.modules,
