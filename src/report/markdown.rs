@@ -34,6 +34,7 @@ impl Renderer for Markdown {
             AnyRecord::Run(r) => run_parts(r),
             AnyRecord::Bisect(b) => (bisect_head(b), Vec::new(), String::new()),
             AnyRecord::Compare(c) => (compare_head(c), Vec::new(), String::new()),
+            AnyRecord::Baseline(b) => (super::baseline::markdown(b), Vec::new(), String::new()),
         };
         Ok(assemble(self.budget, head, &rows, &tail).into_bytes())
     }

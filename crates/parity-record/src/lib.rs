@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod any;
+pub mod baseline;
 pub mod bisect;
 pub mod common;
 pub mod compare;
@@ -25,6 +26,9 @@ pub mod samples;
 pub mod shard;
 
 pub use any::{AnyRecord, RecordError};
+pub use baseline::{
+    Band, BaselineRecord, Change, Metric, MetricChange, OutputChange, BASELINE_SCHEMA,
+};
 pub use bisect::{
     BisectRecord, CheckpointKind, CheckpointRecord, DivergentOp, Evidence, Localisation, OpMetrics,
     Region, RegionOutcome, ShadowRow, Strategy, ValueMetrics, VerdictSource, BISECT_SCHEMA,

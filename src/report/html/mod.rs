@@ -14,7 +14,9 @@ pub mod esc;
 mod table;
 
 use esc::{esc, json_script};
-use parity_record::{AnyRecord, BisectRecord, Localisation, Mode, RunRecord, Status};
+use parity_record::{
+    AnyRecord, BaselineRecord, BisectRecord, Localisation, Mode, RunRecord, Status,
+};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
@@ -33,6 +35,8 @@ pub struct HtmlInput<'a> {
     pub runs: &'a [RunRecord],
     /// Bisect records (`parity.bisect/1`).
     pub bisects: &'a [BisectRecord],
+    /// Baseline comparisons (`parity.baseline/1`).
+    pub baselines: &'a [BaselineRecord],
 }
 
 /// The HTML page of one record, behind the [`super::Renderer`] trait (several
@@ -45,11 +49,15 @@ impl super::Renderer for Html {
         let page = match record {
             AnyRecord::Run(r) => render(&HtmlInput {
                 runs: std::slice::from_ref(r),
-                bisects: &[],
+                ..HtmlInput::default()
             }),
             AnyRecord::Bisect(b) => render(&HtmlInput {
-                runs: &[],
                 bisects: std::slice::from_ref(b),
+                ..HtmlInput::default()
+            }),
+            AnyRecord::Baseline(b) => render(&HtmlInput {
+                baselines: std::slice::from_ref(b),
+                ..HtmlInput::default()
             }),
             AnyRecord::Compare(c) => page(
                 "parity compare",
@@ -82,7 +90,10 @@ pub fn render(input: &HtmlInput) -> String {
         bisect::section(&mut body, b);
         body.push_str("</section>");
     }
-    if input.runs.is_empty() && input.bisects.is_empty() {
+    for b in input.baselines {
+        super::baseline::html(&mut body, b);
+    }
+    if input.runs.is_empty() && input.bisects.is_empty() && input.baselines.is_empty() {
         body.push_str("<p>No records were given.</p>");
     }
     page(&title, &body)
