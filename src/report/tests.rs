@@ -229,3 +229,12 @@ fn baseline_renderers() {
     assert_eq!(back.regressions().count(), 2);
     assert_eq!(back.only_in_run, b.only_in_run);
 }
+
+#[test]
+fn every_metric_a_spec_accepts_is_one_the_ratchet_knows() {
+    let names: Vec<_> = parity_record::Metric::ALL
+        .iter()
+        .map(|m| m.name())
+        .collect();
+    assert_eq!(names, parity_spec::BASELINE_METRICS);
+}
