@@ -107,7 +107,17 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
                 report::sanitize::terminal(&record.errors[0].message)
             );
             let record = AnyRecord::Run(record);
-            let outcome = write_reports(&record, &json_path, &junit_path, args.markdown.as_ref());
+            let mut outcome =
+                write_reports(&record, &json_path, &junit_path, args.markdown.as_ref());
+            // The HTML page too: it says what is wrong and where, and replaces
+            // a previous run's page.
+            let html_path = args
+                .html
+                .clone()
+                .unwrap_or_else(|| args.out_dir.join("report.html"));
+            if let Err(e) = report::write_report(&html_path, &report::Html, &record) {
+                outcome = outcome.and(Err(e.to_string()));
+            }
             return Ok(exit_with(record.exit_code(), outcome));
         }
     };
