@@ -79,8 +79,8 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
 
     let sources = match InputSources::open(spec) {
         Ok(s) => s,
-        Err(message) => {
-            record.errors.push(ErrorRecord::input(message));
+        Err(e) => {
+            record.errors.push(ErrorRecord::input(e.to_string()));
             return finish(record, clock);
         }
     };
