@@ -130,6 +130,18 @@ fn three_shards_of_the_faulty_spec_merge_into_the_unsharded_record() {
         serde_json::from_str(&std::fs::read_to_string(&merged_path).unwrap()).unwrap();
     assert_eq!(merged["first_divergence"]["stage"], "layer_norm");
     assert_eq!(untimed(merged), untimed(whole));
+
+    // The merged shards compare with a baseline like any run: against the
+    // unsharded run nothing changed, and the run's own failure still decides the exit.
+    let mut args = vec!["report", "--merge"];
+    args.extend(files.iter().map(String::as_str));
+    let whole_file = dir.path().join("whole/run.json").display().to_string();
+    args.extend(["--baseline", whole_file.as_str()]);
+    let out = parity(dir.path(), &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("BASELINE PASS: 14 outputs"), "{stdout}");
+    assert!(stdout.contains(" 0 regressed"), "{stdout}");
 }
 
 #[test]

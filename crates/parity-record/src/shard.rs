@@ -264,6 +264,105 @@ fn push_new<T: Clone>(into: &mut Vec<T>, from: &[T], same: impl Fn(&T, &T) -> bo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::PlanStage;
+    use crate::samples;
+
+    /// samples::failing_run in plan order, and its plan.
+    fn whole() -> (RunRecord, RunPlan) {
+        let up = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
+        let stage = |name: &str, upstream: Vec<String>| PlanStage {
+            name: name.into(),
+            upstream,
+        };
+        let plan = RunPlan {
+            modes: vec![Mode::Isolated, Mode::Chained],
+            cases: vec!["b2".into()],
+            stages: vec![
+                stage("embed", up(&[])),
+                stage("norm", up(&["embed"])),
+                stage("proj", up(&["embed", "norm"])),
+                stage("head", up(&["embed", "norm", "proj"])),
+            ],
+            extents: Vec::new(),
+        };
+        let mut run = samples::failing_run();
+        run.stages.sort_by_key(|s| plan.position(s));
+        plan.locate(&mut run);
+        (run, plan)
+    }
+
+    /// The records of shards 1..=count of `run`, as `(file, record)`.
+    fn split(run: &RunRecord, plan: &RunPlan, count: usize) -> Vec<(String, RunRecord)> {
+        (1..=count)
+            .map(|index| {
+                let shard = Shard { index, count };
+                let mut r = run.clone();
+                r.stages.retain(|s| {
+                    let (_, case, rank) = plan.position(s);
+                    shard.owns(s.mode, case, rank, plan.stages.len())
+                });
+                plan.locate(&mut r);
+                r.status = r.derived_status();
+                r.shard = Some(ShardRecord {
+                    index,
+                    count,
+                    spec_sha256: "ab".repeat(32),
+                    plan: plan.clone(),
+                });
+                (format!("shard{index}.json"), r)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shards_merge_back_into_the_whole_in_any_order() {
+        let (run, plan) = whole();
+        for count in 1..=4 {
+            let mut shards = split(&run, &plan, count);
+            shards.reverse();
+            assert_eq!(merge(&shards), Ok(run.clone()), "{count} shards");
+        }
+        // With 3 shards, shard 2 holds only norm (isolated): its own first divergence.
+        let shards = split(&run, &plan, 3);
+        assert_eq!(shards[1].1.stages.len(), 1);
+        assert_eq!(run.first_divergence.as_ref().unwrap().stage, "norm");
+    }
+
+    #[test]
+    fn refuses_what_is_not_one_whole_run() {
+        let (run, plan) = whole();
+        let shards = split(&run, &plan, 2);
+        let err = |records: &[(String, RunRecord)]| merge(records).unwrap_err().to_string();
+        assert_eq!(
+            err(&[shards[0].clone(), shards[0].clone()]),
+            "shard1.json and shard1.json: overlapping shards (both are shard 1/2)"
+        );
+        assert_eq!(
+            err(&shards[1..]),
+            "shards 1 of 2 missing (given: shard2.json)"
+        );
+        let mut other = shards[1].clone();
+        other.1.parity_version = "9.9.9".into();
+        assert_eq!(
+            err(&[shards[0].clone(), other]),
+            "shard1.json and shard2.json: shards of different runs (parity version differs: `0.1.0` vs `9.9.9`)"
+        );
+        let mut other = shards[1].clone();
+        other.1.compiler_revision = None;
+        assert!(err(&[shards[0].clone(), other]).contains("compiler revision differs"));
+        let mut other = shards[1].clone();
+        other.1.stages.push(shards[0].1.stages[0].clone());
+        assert!(err(&[shards[0].clone(), other]).contains(
+            "shard1.json and shard2.json: overlapping shards (both hold stage `embed` of case `b2` (isolated))"
+        ));
+        let mut plain = shards[1].clone();
+        plain.1.shard = None;
+        assert_eq!(
+            err(&[shards[0].clone(), plain]),
+            "shard2.json: not a shard record (no `shard`; written without `parity check --shard`)"
+        );
+        assert_eq!(merge(&[]), Err(MergeError::Empty));
+    }
 
     #[test]
     fn parses_and_rejects_shard_arguments() {
