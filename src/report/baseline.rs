@@ -92,7 +92,7 @@ pub fn text(b: &BaselineRecord) -> String {
     for (o, m) in &rows {
         table.add_row([
             o.label(),
-            m.metric.name().to_string(),
+            m.metric.label().to_string(),
             value(m.metric, m.baseline),
             value(m.metric, m.current),
             percent(m),
@@ -147,7 +147,7 @@ pub fn markdown(b: &BaselineRecord) -> String {
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} |",
                 md(&o.label()),
-                m.metric.name(),
+                m.metric.label(),
                 value(m.metric, m.baseline),
                 value(m.metric, m.current),
                 percent(m),
@@ -186,39 +186,44 @@ pub fn html(out: &mut String, b: &BaselineRecord) {
          <th data-kind=\"n\">now</th><th data-kind=\"n\">change</th>\
          <th data-kind=\"n\">limit</th><th>verdict</th></tr></thead><tbody>",
     );
-    for o in &b.outputs {
-        for m in &o.metrics {
-            let ratio = if m.baseline == 0.0 {
-                if m.current == 0.0 {
-                    0.0
-                } else {
-                    f64::MAX
-                }
+    // Regressions first, then every other metric in the run's order.
+    let mut rows: Vec<_> = b
+        .outputs
+        .iter()
+        .flat_map(|o| o.metrics.iter().map(move |m| (o, m)))
+        .collect();
+    rows.sort_by_key(|(_, m)| m.change != Change::Regressed);
+    for (o, m) in rows {
+        let ratio = if m.baseline == 0.0 {
+            if m.current == 0.0 {
+                0.0
             } else {
-                m.current / m.baseline - 1.0
-            };
-            let class = match m.change {
-                Change::Regressed => "fail",
-                Change::Improved => "pass",
-                _ => "",
-            };
-            let _ = write!(
-                out,
-                "<tr class=\"{class}\"><td>{}</td><td>{}</td>\
+                f64::MAX
+            }
+        } else {
+            m.current / m.baseline - 1.0
+        };
+        let class = match m.change {
+            Change::Regressed => "fail",
+            Change::Improved => "pass",
+            _ => "",
+        };
+        let _ = write!(
+            out,
+            "<tr class=\"{class}\"><td>{}</td><td>{}</td>\
                  <td data-v=\"{}\">{}</td><td data-v=\"{}\">{}</td>\
                  <td data-v=\"{ratio}\">{}</td><td data-v=\"{}\">{}</td><td>{}</td></tr>",
-                esc(&o.label()),
-                m.metric.name(),
-                sort_key(m.baseline),
-                value(m.metric, m.baseline),
-                sort_key(m.current),
-                value(m.metric, m.current),
-                percent(m),
-                sort_key(m.limit),
-                num(m.limit),
-                m.change.name()
-            );
-        }
+            esc(&o.label()),
+            m.metric.label(),
+            sort_key(m.baseline),
+            value(m.metric, m.baseline),
+            sort_key(m.current),
+            value(m.metric, m.current),
+            percent(m),
+            sort_key(m.limit),
+            num(m.limit),
+            m.change.name()
+        );
     }
     out.push_str("</tbody></table></div>");
     let mut t = String::new();

@@ -75,6 +75,14 @@ impl Metric {
         }
     }
 
+    /// Its label in tables: the name, except `1 - cosine` for the cosine.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Cosine => "1 - cosine",
+            m => m.name(),
+        }
+    }
+
     /// The metric named `name`.
     pub fn parse(name: &str) -> Option<Metric> {
         Metric::ALL.into_iter().find(|m| m.name() == name)

@@ -82,6 +82,10 @@ pub fn render(input: &HtmlInput) -> String {
         },
     };
     let _ = write!(body, "<h1>{}</h1>", esc(&title));
+    // A baseline comparison first: it is what decides a ratchet's verdict.
+    for b in input.baselines {
+        super::baseline::html(&mut body, b);
+    }
     for (i, run) in input.runs.iter().enumerate() {
         run_section(&mut body, run, i);
     }
@@ -89,9 +93,6 @@ pub fn render(input: &HtmlInput) -> String {
         let _ = write!(body, "<section id=\"bisect-{i}\"><h2>Bisect</h2>");
         bisect::section(&mut body, b);
         body.push_str("</section>");
-    }
-    for b in input.baselines {
-        super::baseline::html(&mut body, b);
     }
     if input.runs.is_empty() && input.bisects.is_empty() && input.baselines.is_empty() {
         body.push_str("<p>No records were given.</p>");
