@@ -13,7 +13,7 @@ pub enum InputError {
     /// The oracle store, a weights file or a tensor in them could not be read
     /// (the tensor layer's message names the file and tensor).
     #[error(transparent)]
-    Tensor(#[from] TensorError),
+    Tensor(Box<TensorError>),
     /// One weight name in two weights files.
     #[error("weight `{name}` is defined in both {} and {}", first.display(), second.display())]
     DuplicateWeight {
@@ -34,6 +34,12 @@ pub struct InputSources {
     store: OracleStore,
     weights: Vec<SafetensorsFile>,
     weight_index: HashMap<String, usize>,
+}
+
+impl From<TensorError> for InputError {
+    fn from(e: TensorError) -> Self {
+        InputError::Tensor(Box::new(e))
+    }
 }
 
 impl InputSources {

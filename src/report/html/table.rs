@@ -93,41 +93,6 @@ fn ratio(c: &CriterionRecord) -> f64 {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::ratio;
-    use parity_compare::Criterion;
-    use parity_record::{Check, CriterionRecord};
-
-    fn crit(criterion: Criterion, observed: f64, threshold: f64, passed: bool) -> CriterionRecord {
-        CriterionRecord {
-            criterion: Check::Tolerance(criterion),
-            passed,
-            observed,
-            threshold,
-            min_passing: observed,
-            note: None,
-        }
-    }
-
-    #[test]
-    fn cosine_min_is_drawn_by_its_distance_from_one() {
-        // cosine 0.99 against min 0.9999: 100x too far from 1, a failure above the line.
-        let fail = ratio(&crit(Criterion::CosineMin(0.9999), 0.99, 0.9999, false));
-        assert!((fail - 100.0).abs() < 1e-6, "{fail}");
-        let pass = ratio(&crit(Criterion::CosineMin(0.9999), 0.99999, 0.9999, true));
-        assert!((pass - 0.1).abs() < 1e-6, "{pass}");
-        // An upper bound stays observed / threshold.
-        assert_eq!(
-            ratio(&crit(Criterion::MaxAbs(1e-3), 2e-3, 1e-3, false)),
-            2.0
-        );
-        // A NaN cosine fails and is drawn at the top.
-        let nan = ratio(&crit(Criterion::CosineMin(0.9), f64::NAN, 0.9, false));
-        assert_eq!(nan, f64::INFINITY);
-    }
-}
-
 /// Formats a float compactly (as the terminal table does).
 pub fn num(x: f64) -> String {
     if x.is_infinite() {
@@ -288,5 +253,40 @@ fn status_rank(s: Status) -> u8 {
         Status::Skipped => 1,
         Status::Fail => 2,
         Status::Error => 3,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ratio;
+    use parity_compare::Criterion;
+    use parity_record::{Check, CriterionRecord};
+
+    fn crit(criterion: Criterion, observed: f64, threshold: f64, passed: bool) -> CriterionRecord {
+        CriterionRecord {
+            criterion: Check::Tolerance(criterion),
+            passed,
+            observed,
+            threshold,
+            min_passing: observed,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn cosine_min_is_drawn_by_its_distance_from_one() {
+        // cosine 0.99 against min 0.9999: 100x too far from 1, a failure above the line.
+        let fail = ratio(&crit(Criterion::CosineMin(0.9999), 0.99, 0.9999, false));
+        assert!((fail - 100.0).abs() < 1e-6, "{fail}");
+        let pass = ratio(&crit(Criterion::CosineMin(0.9999), 0.99999, 0.9999, true));
+        assert!((pass - 0.1).abs() < 1e-6, "{pass}");
+        // An upper bound stays observed / threshold.
+        assert_eq!(
+            ratio(&crit(Criterion::MaxAbs(1e-3), 2e-3, 1e-3, false)),
+            2.0
+        );
+        // A NaN cosine fails and is drawn at the top.
+        let nan = ratio(&crit(Criterion::CosineMin(0.9), f64::NAN, 0.9, false));
+        assert_eq!(nan, f64::INFINITY);
     }
 }
