@@ -4,6 +4,7 @@
 pub mod divergence;
 pub mod error_map;
 pub(crate) mod inputs;
+mod measure_error;
 mod modules;
 mod provenance;
 pub mod slices;

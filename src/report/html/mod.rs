@@ -10,6 +10,7 @@
 
 mod bisect;
 mod charts;
+mod error_page;
 pub mod esc;
 mod table;
 
@@ -114,44 +115,13 @@ fn page(title: &str, body: &str) -> String {
     )
 }
 
-/// A run that stopped before any stage: each error with where it is, and what to do.
-fn error_page(out: &mut String, run: &RunRecord) {
-    out.push_str(
-        "<h2>Nothing ran</h2><p class=\"note\" data-error-page>The errors above stopped the \
-         run before any stage: no output was compared and no verdict on parity exists. \
-         Fix them and run again.</p><table class=\"error-locations\"><thead><tr><th>kind</th>\
-         <th>file</th><th>line</th><th>column</th><th>message</th></tr></thead><tbody>",
-    );
-    for e in &run.errors {
-        let at = e.location.as_deref().cloned().unwrap_or_default();
-        let n = |x: Option<u64>| x.map_or(String::new(), |x| x.to_string());
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            e.kind.name(),
-            esc(at.file.as_deref().unwrap_or(&run.spec)),
-            n(at.line),
-            n(at.col),
-            esc(&e.message)
-        );
-    }
-    out.push_str("</tbody></table>");
-    let _ = write!(
-        out,
-        "<p class=\"note\">spec {}, parity {}, started {}.</p>",
-        esc(&run.spec),
-        esc(&run.parity_version),
-        esc(&run.started)
-    );
-}
-
 /// One run record: verdict, table, charts, arbitration, bisect, provenance.
 fn run_section(out: &mut String, run: &RunRecord, i: usize) {
     let _ = write!(out, "<section class=\"run\" id=\"run-{i}\">");
     verdict(out, run);
     if run.stages.is_empty() && !run.errors.is_empty() {
         // An invalid spec (or a store that cannot be opened): nothing ran.
-        error_page(out, run);
+        error_page::render(out, run);
         out.push_str("</section>");
         return;
     }
