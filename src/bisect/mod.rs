@@ -709,8 +709,8 @@ fn isolated_args(
     let mut out = Vec::new();
     for (i, a) in stage.args.iter().enumerate() {
         let t = match a {
-            Arg::Oracle(n) => sources.oracle(n),
-            Arg::Weight(n) => sources.weight(n),
+            Arg::Oracle(n) => sources.oracle(n).map_err(|e| e.to_string()),
+            Arg::Weight(n) => sources.weight(n).map_err(|e| e.to_string()),
             Arg::Literal {
                 dtype,
                 shape,
@@ -721,7 +721,7 @@ fn isolated_args(
                 .find(|s| &s.name == up)
                 .and_then(|s| s.outputs.iter().find(|o| &o.name == output))
                 .ok_or_else(|| format!("unknown upstream `{up}.{output}`"))
-                .and_then(|o| sources.oracle(&o.oracle)),
+                .and_then(|o| sources.oracle(&o.oracle).map_err(|e| e.to_string())),
         }
         .map_err(|e| input(format!("stage `{}` argument {i}: {e}", stage.name)))?;
         out.push(t);
