@@ -22,6 +22,7 @@
 //!   ([`UlpDType`]); integer/bool comparisons have no ULP metrics and use
 //!   `exact` (bitwise for equal dtypes, value equality otherwise).
 
+pub mod baseline;
 pub mod criterion;
 mod elem;
 pub mod error;
