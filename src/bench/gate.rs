@@ -115,7 +115,11 @@ fn edit_one_function(
         let ModuleSource::Mlir(path) = &module.source else {
             continue;
         };
-        let text = std::fs::read_to_string(path).map_err(io(path))?;
+        // Read as the runner reads modules (a .mlir.gz is inflated).
+        let bytes = parity_tensor::read_module_bytes(path).map_err(io(path))?;
+        let Ok(text) = String::from_utf8(bytes) else {
+            continue;
+        };
         let Some((func, at)) = find_public_function(&text, function) else {
             continue;
         };
@@ -124,9 +128,10 @@ fn edit_one_function(
         changed.push_str("    // parity bench: this function was edited\n");
         changed.push_str(&text[at..]);
         std::fs::create_dir_all(work).map_err(io(work))?;
-        let file = path
-            .file_name()
-            .map_or("module.mlir".into(), |f| f.to_owned());
+        // Written as plain text: the edited copy of a .mlir.gz is a .mlir.
+        let file = path.file_name().map_or("module.mlir".into(), |f| {
+            f.to_string_lossy().trim_end_matches(".gz").to_string()
+        });
         let copy = work.join(file);
         std::fs::write(&copy, changed).map_err(io(&copy))?;
         let mut edited = spec.clone();

@@ -294,7 +294,7 @@ proptest! {
         let (a, e) = f32_pairs(seed, n, rare);
         let at = Tensor::from_f32(vec![rows, cols], &a).unwrap();
         let et = Tensor::from_f32(vec![rows, cols], &e).unwrap();
-        let bits: Vec<f64> = (0..rows).map(|i| ((i as u64 ^ seed) % 4 == 0) as u8 as f64).collect();
+        let bits: Vec<f64> = (0..rows).map(|i| (i as u64 ^ seed).is_multiple_of(4) as u8 as f64).collect();
         let mt = Tensor::from_f64_as(DType::Bool, vec![rows], &bits).unwrap();
         let mask = Mask::new(&mt, vec![0], true, &[rows, cols]).unwrap();
         let m = masked.then_some(&mask);
