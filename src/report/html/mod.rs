@@ -10,11 +10,14 @@
 
 mod bisect;
 mod charts;
+mod error_page;
 pub mod esc;
 mod table;
 
 use esc::{esc, json_script};
-use parity_record::{AnyRecord, BisectRecord, Localisation, Mode, RunRecord, Status};
+use parity_record::{
+    AnyRecord, BaselineRecord, BisectRecord, Localisation, Mode, RunRecord, Status,
+};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
@@ -33,6 +36,8 @@ pub struct HtmlInput<'a> {
     pub runs: &'a [RunRecord],
     /// Bisect records (`parity.bisect/1`).
     pub bisects: &'a [BisectRecord],
+    /// Baseline comparisons (`parity.baseline/1`).
+    pub baselines: &'a [BaselineRecord],
 }
 
 /// The HTML page of one record, behind the [`super::Renderer`] trait (several
@@ -45,11 +50,15 @@ impl super::Renderer for Html {
         let page = match record {
             AnyRecord::Run(r) => render(&HtmlInput {
                 runs: std::slice::from_ref(r),
-                bisects: &[],
+                ..HtmlInput::default()
             }),
             AnyRecord::Bisect(b) => render(&HtmlInput {
-                runs: &[],
                 bisects: std::slice::from_ref(b),
+                ..HtmlInput::default()
+            }),
+            AnyRecord::Baseline(b) => render(&HtmlInput {
+                baselines: std::slice::from_ref(b),
+                ..HtmlInput::default()
             }),
             AnyRecord::Compare(c) => page(
                 "parity compare",
@@ -74,6 +83,10 @@ pub fn render(input: &HtmlInput) -> String {
         },
     };
     let _ = write!(body, "<h1>{}</h1>", esc(&title));
+    // A baseline comparison first: it is what decides a ratchet's verdict.
+    for b in input.baselines {
+        super::baseline::html(&mut body, b);
+    }
     for (i, run) in input.runs.iter().enumerate() {
         run_section(&mut body, run, i);
     }
@@ -82,7 +95,7 @@ pub fn render(input: &HtmlInput) -> String {
         bisect::section(&mut body, b);
         body.push_str("</section>");
     }
-    if input.runs.is_empty() && input.bisects.is_empty() {
+    if input.runs.is_empty() && input.bisects.is_empty() && input.baselines.is_empty() {
         body.push_str("<p>No records were given.</p>");
     }
     page(&title, &body)
@@ -106,6 +119,12 @@ fn page(title: &str, body: &str) -> String {
 fn run_section(out: &mut String, run: &RunRecord, i: usize) {
     let _ = write!(out, "<section class=\"run\" id=\"run-{i}\">");
     verdict(out, run);
+    if run.stages.is_empty() && !run.errors.is_empty() {
+        // An invalid spec (or a store that cannot be opened): nothing ran.
+        error_page::render(out, run);
+        out.push_str("</section>");
+        return;
+    }
     let rows = table::rows(run);
     let data = serde_json::json!({
         "rows": rows.len(),
@@ -166,6 +185,15 @@ fn verdict(out: &mut String, run: &RunRecord) {
         run.stages.len(),
         run.exit_code().code()
     );
+    if let Some(shard) = &run.shard {
+        let _ = write!(
+            out,
+            "<p class=\"note\">Shard {}/{}: only this shard's stage runs; the verdict and \
+             first divergence below are this shard's (<code>parity report --merge</code> \
+             gives the whole run's).</p>",
+            shard.index, shard.count
+        );
+    }
     match &run.first_divergence {
         Some(d) => {
             let _ = write!(
@@ -246,8 +274,9 @@ fn depth_section(out: &mut String, run: &RunRecord) {
             let _ = write!(
                 out,
                 "<p class=\"note\">x: pipeline depth (stages in dependency order); y: per stage, the \
-                 worst criterion's observed / threshold over every case and output (log scale; \
-                 above 1 fails; 0 and infinity are drawn at the edges).</p><div class=\"chart\">{svg}</div>"
+                 worst criterion's observed / threshold over every case and output (for \
+                 cosine_min: (1 - cosine) / (1 - min); log scale; above 1 fails; 0 and \
+                 infinity are drawn at the edges).</p><div class=\"chart\">{svg}</div>"
             );
         }
         Err(e) => {
