@@ -69,6 +69,7 @@ pub fn measure(
         compiler_lib,
         cases: vec![],
         stages: vec![],
+        shard: None,
     };
     let (edited, edit) = edit_one_function(spec, work, function)?;
     let mut rows = Vec::new();
