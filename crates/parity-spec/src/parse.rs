@@ -18,6 +18,7 @@ const TOP_KEYS: &[&str] = &[
     "cases",
     "tolerances",
     "stages",
+    "tokens",
 ];
 const SUBJECT_KEYS: &[&str] = &["modules", "target_backend", "driver", "flags"];
 const MODULE_KEYS: &[&str] = &["mlir", "vmfb", "flags"];
@@ -76,15 +77,33 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         Some(t) => parse_tolerances(&cx, t)?,
         None => HashMap::new(),
     };
-    let stages_node = top.req(&cx, "stages")?;
-    let stage_nodes = cx.list(stages_node, "stages")?;
-    if stage_nodes.is_empty() {
-        return Err(SpecErrorKind::NoStages {
-            at: cx.at(stages_node),
-        }
-        .into());
-    }
     let mut literal_budget = crate::stage::MAX_LITERAL_ELEMENTS;
+    let tokens = match top.opt("tokens") {
+        Some(t) => Some(crate::tokens_parse::parse_tokens(
+            &cx,
+            t,
+            &mut literal_budget,
+        )?),
+        None => None,
+    };
+    // A spec with a `tokens:` section may leave out `stages` (a token-only spec).
+    let stage_nodes: &[std::rc::Rc<Node>] = match (top.opt("stages"), &tokens) {
+        (None, Some(_)) => &[],
+        (stages, _) => {
+            let stages_node = match stages {
+                Some(n) => n,
+                None => top.req(&cx, "stages")?,
+            };
+            let nodes = cx.list(stages_node, "stages")?;
+            if nodes.is_empty() {
+                return Err(SpecErrorKind::NoStages {
+                    at: cx.at(stages_node),
+                }
+                .into());
+            }
+            nodes
+        }
+    };
     let stages = stage_nodes
         .iter()
         .map(|n| parse_stage(&cx, n, &mut literal_budget))
@@ -99,6 +118,7 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         cases,
         tolerances,
         stages,
+        tokens,
     })
 }
 
@@ -179,7 +199,7 @@ fn parse_module(cx: &Cx<'_>, name: &str, node: &Node, base: &Path) -> Result<Mod
     })
 }
 
-fn parse_cases(cx: &Cx<'_>, node: &Node) -> Result<Vec<Case>, SpecError> {
+pub(crate) fn parse_cases(cx: &Cx<'_>, node: &Node) -> Result<Vec<Case>, SpecError> {
     let items = cx.list(node, "cases")?;
     if items.is_empty() {
         return Err(cx.invalid(
