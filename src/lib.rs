@@ -8,3 +8,4 @@ pub mod bisect;
 pub mod cli;
 pub mod report;
 pub mod run;
+pub mod tokens;

@@ -174,6 +174,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         let page = report::html::render(&report::html::HtmlInput {
             runs: std::slice::from_ref(run),
             bisects: &bisects,
+            tokens: &[],
         });
         match report::write_atomic(&html_path, page.as_bytes()) {
             Ok(()) => {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
     /// JSON records written by parity (`parity.run-record/2`, `parity.bisect/2`,
-    /// `parity.compare/1`); the HTML page shows them all.
+    /// `parity.compare/1`, `parity.tokens/1`); the HTML page shows them all.
     #[arg(required = true)]
     records: Vec<PathBuf>,
     /// Also write JUnit XML here (needs exactly one record).
@@ -93,10 +93,18 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             _ => None,
         })
         .collect();
+    let tokens: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            AnyRecord::Tokens(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
     if let Some(path) = &args.html {
         let page = report::html::render(&report::html::HtmlInput {
             runs: &runs,
             bisects: &bisects,
+            tokens: &tokens,
         });
         if let Err(e) = report::write_atomic(path, page.as_bytes()) {
             failures.push(format!("cannot write {}: {e}", path.display()));

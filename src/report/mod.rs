@@ -14,6 +14,7 @@ pub mod table;
 pub mod terminal;
 #[cfg(test)]
 mod tests;
+pub mod tokens_text;
 
 pub use html::Html;
 pub use json::Json;

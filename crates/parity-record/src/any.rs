@@ -4,11 +4,17 @@ use crate::bisect::{BisectRecord, BISECT_SCHEMA};
 use crate::compare::{CompareRecord, COMPARE_SCHEMA};
 use crate::exit::ExitCode;
 use crate::run::{RunRecord, RUN_RECORD_SCHEMA};
+use crate::tokens::{TokensRecord, TOKENS_SCHEMA};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// Every schema this parity reads.
-pub const KNOWN_SCHEMAS: [&str; 3] = [RUN_RECORD_SCHEMA, BISECT_SCHEMA, COMPARE_SCHEMA];
+pub const KNOWN_SCHEMAS: [&str; 4] = [
+    RUN_RECORD_SCHEMA,
+    BISECT_SCHEMA,
+    COMPARE_SCHEMA,
+    TOKENS_SCHEMA,
+];
 
 /// Why a record file could not be read; every message names the file.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +64,8 @@ pub enum AnyRecord {
     Bisect(BisectRecord),
     /// `parity.compare/1`.
     Compare(CompareRecord),
+    /// `parity.tokens/1`.
+    Tokens(TokensRecord),
 }
 
 #[derive(Deserialize)]
@@ -92,6 +100,7 @@ impl AnyRecord {
             RUN_RECORD_SCHEMA => serde_json::from_str(text).map(AnyRecord::Run),
             BISECT_SCHEMA => serde_json::from_str(text).map(AnyRecord::Bisect),
             COMPARE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Compare),
+            TOKENS_SCHEMA => serde_json::from_str(text).map(AnyRecord::Tokens),
             _ => {
                 return Err(RecordError::UnknownSchema {
                     path: path.to_path_buf(),
@@ -108,6 +117,7 @@ impl AnyRecord {
             AnyRecord::Run(r) => &r.schema,
             AnyRecord::Bisect(r) => &r.schema,
             AnyRecord::Compare(r) => &r.schema,
+            AnyRecord::Tokens(r) => &r.schema,
         }
     }
 
@@ -117,6 +127,7 @@ impl AnyRecord {
             AnyRecord::Run(r) => r.exit_code(),
             AnyRecord::Bisect(r) => r.exit_code(),
             AnyRecord::Compare(r) => r.exit_code(),
+            AnyRecord::Tokens(r) => r.exit_code(),
         }
     }
 
@@ -126,6 +137,7 @@ impl AnyRecord {
             AnyRecord::Run(r) => serde_json::to_string_pretty(r),
             AnyRecord::Bisect(r) => serde_json::to_string_pretty(r),
             AnyRecord::Compare(r) => serde_json::to_string_pretty(r),
+            AnyRecord::Tokens(r) => serde_json::to_string_pretty(r),
         };
         // Records hold only strings, numbers, and maps with string keys:
         // serialising them cannot fail.
@@ -148,5 +160,11 @@ impl From<BisectRecord> for AnyRecord {
 impl From<CompareRecord> for AnyRecord {
     fn from(r: CompareRecord) -> Self {
         AnyRecord::Compare(r)
+    }
+}
+
+impl From<TokensRecord> for AnyRecord {
+    fn from(r: TokensRecord) -> Self {
+        AnyRecord::Tokens(r)
     }
 }

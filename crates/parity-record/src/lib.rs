@@ -3,7 +3,8 @@
 //!
 //! Executors (`parity check`, `parity bisect`, `parity compare`) produce a
 //! [`RunRecord`] (`parity.run-record/2`), a [`BisectRecord`]
-//! (`parity.bisect/2`) or a [`CompareRecord`] (`parity.compare/1`);
+//! (`parity.bisect/2`) a [`CompareRecord`] (`parity.compare/1`) or a [`TokensRecord`]
+//! (`parity.tokens/1`);
 //! [`AnyRecord`] reads any of them back by its `schema` field. Every record
 //! decides its process exit code through the one table in [`ExitCode`].
 //!
@@ -21,6 +22,7 @@ pub mod exit;
 pub mod float;
 pub mod run;
 pub mod samples;
+pub mod tokens;
 
 pub use any::{AnyRecord, RecordError};
 pub use bisect::{
@@ -35,4 +37,8 @@ pub use exit::ExitCode;
 pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,
     Provenance, RunRecord, StageRecord, TruthRecord, RUN_RECORD_SCHEMA,
+};
+pub use tokens::{
+    DivergentToken, StepLocalisation, StepMetrics, TeacherForcedSummary, TokenCaseRecord,
+    TokenLogit, TokenMode, TokenVerdict, TokensRecord, TOKENS_SCHEMA,
 };
