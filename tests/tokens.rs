@@ -176,6 +176,22 @@ fn late_fault_is_divergent_at_step_10_and_localised_to_layer_1() {
     let op = &r["first_divergent_op"];
     assert!(op["kind"] == "op" || op["kind"] == "region", "{op}");
     assert_eq!(op["stage"], "layer_1");
+    // The fault is the window's mask: a semantic difference the f64 shadow
+    // cannot name, so bisect stops at the region ending at the masked scores,
+    // which holds the mask's compare and select.
+    assert_eq!(op["kind"], "region", "{op}");
+    assert_eq!(
+        op["region"]["failing"],
+        "clean_a.s10/layer_1_attention_masked"
+    );
+    let ops = op["region"]["op_list"].as_array().unwrap();
+    assert!(
+        ops.iter().any(|o| o
+            .as_str()
+            .unwrap()
+            .contains("stablehlo.select @ layer_1/attention/masked")),
+        "{ops:?}"
+    );
     assert!(
         stdout.contains("first divergent layer: layer_1"),
         "{stdout}"

@@ -107,14 +107,15 @@ def layer(xp, h, pos, kc, vc, w, i, fault=False, scope=lambda n: _null(), tap=No
         else:
             kc, vc = kc.copy(), vc.copy()
             kc[i, pos:pos + L], vc[i, pos:pos + L] = k[0], v[0]
-        with scope(f"layer_{i}/attention/scores"):
-            s = tap(f"layer_{i}_attention_scores",
-                    (q[0] @ kc[i].T) * xp.asarray(1.0 / np.sqrt(D), dtype=h.dtype))
+        with scope("scores"):
+            # No oracle tensor here: rows past the position differ between the
+            # oracle's cache at this step and the whole-run cache isolated mode feeds.
+            s = (q[0] @ kc[i].T) * xp.asarray(1.0 / np.sqrt(D), dtype=h.dtype)
         window = None if fault else WINDOW[i]
-        with scope(f"layer_{i}/attention/masked"):
+        with scope("masked"):
             s = tap(f"layer_{i}_attention_masked",
                     xp.where(allowed(xp, pos, L, window), s, xp.asarray(-1e30, dtype=h.dtype)))
-        with scope(f"layer_{i}/attention/probs"):
+        with scope("probs"):
             e = xp.exp(s - s.max(axis=-1, keepdims=True))
             pr = tap(f"layer_{i}_attention_probs", e / e.sum(axis=-1, keepdims=True))
         attn = tap(f"layer_{i}_attention", (pr @ vc[i])[None] @ w["wo"])

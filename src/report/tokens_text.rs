@@ -30,7 +30,6 @@ pub fn text(r: &TokensRecord) -> String {
         None => {}
         Some(d) => {
             let _ = writeln!(t, "first divergent token: {}", token_line(d));
-            evidence(&mut t, d, "  ");
         }
     }
     for l in localisation_lines(r) {
@@ -222,6 +221,10 @@ fn case_text(t: &mut String, c: &TokenCaseRecord) {
             num(s.max_abs_delta_p),
             num(s.max_abs_delta_logit)
         );
+    }
+    if let Some(d) = &c.first_divergent_token {
+        let _ = writeln!(t, "  first mismatch: {}", token_line(d));
+        evidence(t, d, "    ");
     }
     for d in &c.later_mismatches {
         let _ = writeln!(t, "  later teacher-forced mismatch: {}", token_line(d));

@@ -22,6 +22,7 @@ pub mod exit;
 pub mod float;
 pub mod run;
 pub mod samples;
+pub mod samples_tokens;
 pub mod tokens;
 
 pub use any::{AnyRecord, RecordError};
