@@ -96,7 +96,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let tokens: Vec<_> = records
         .iter()
         .filter_map(|r| match r {
-            AnyRecord::Tokens(t) => Some(t.clone()),
+            AnyRecord::Tokens(t) => Some((**t).clone()),
             _ => None,
         })
         .collect();

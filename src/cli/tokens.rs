@@ -90,7 +90,7 @@ pub fn run(args: TokensArgs) -> anyhow::Result<i32> {
             record
         }
     };
-    let record = AnyRecord::Tokens(record);
+    let record = AnyRecord::Tokens(Box::new(record));
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let _ = writeln!(stdout, "{}", record.to_json());

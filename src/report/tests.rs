@@ -58,9 +58,9 @@ fn tokens_snapshots() {
     // The JSON reads back as the same record, with the same exit code.
     let json = text(&Json, tokens_divergent());
     let back = AnyRecord::parse(&json, std::path::Path::new("tokens.json")).unwrap();
-    assert_eq!(back, AnyRecord::Tokens(tokens_divergent()));
+    assert_eq!(back, AnyRecord::from(tokens_divergent()));
     assert_eq!(back.exit_code(), parity_record::ExitCode::Fail);
-    assert_eq!(AnyRecord::Tokens(tokens_pass()).exit_code().code(), 0);
+    assert_eq!(AnyRecord::from(tokens_pass()).exit_code().code(), 0);
     // The HTML page holds the aligned streams, the chart and the op.
     let html = text(&Html, tokens_divergent());
     assert!(html.contains("class=\"mismatch\""), "mismatch cells");

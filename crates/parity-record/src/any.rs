@@ -65,7 +65,7 @@ pub enum AnyRecord {
     /// `parity.compare/1`.
     Compare(CompareRecord),
     /// `parity.tokens/1`.
-    Tokens(TokensRecord),
+    Tokens(Box<TokensRecord>),
 }
 
 #[derive(Deserialize)]
@@ -100,7 +100,7 @@ impl AnyRecord {
             RUN_RECORD_SCHEMA => serde_json::from_str(text).map(AnyRecord::Run),
             BISECT_SCHEMA => serde_json::from_str(text).map(AnyRecord::Bisect),
             COMPARE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Compare),
-            TOKENS_SCHEMA => serde_json::from_str(text).map(AnyRecord::Tokens),
+            TOKENS_SCHEMA => serde_json::from_str(text).map(|r| AnyRecord::Tokens(Box::new(r))),
             _ => {
                 return Err(RecordError::UnknownSchema {
                     path: path.to_path_buf(),
@@ -165,6 +165,6 @@ impl From<CompareRecord> for AnyRecord {
 
 impl From<TokensRecord> for AnyRecord {
     fn from(r: TokensRecord) -> Self {
-        AnyRecord::Tokens(r)
+        AnyRecord::Tokens(Box::new(r))
     }
 }

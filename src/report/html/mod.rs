@@ -55,7 +55,7 @@ impl super::Renderer for Html {
                 ..HtmlInput::default()
             }),
             AnyRecord::Tokens(t) => render(&HtmlInput {
-                tokens: std::slice::from_ref(t),
+                tokens: std::slice::from_ref(&**t),
                 ..HtmlInput::default()
             }),
             AnyRecord::Compare(c) => page(
