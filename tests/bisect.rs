@@ -226,8 +226,14 @@ fn reproducer_commands_fail_on_the_faulty_slice_and_pass_on_the_fixed_one() {
         .expect("rel_shift fault");
     let spec = format!("subject/gemma3n/faults/{}", fault["spec"].as_str().unwrap());
     let dir = tempfile::tempdir().unwrap();
-    let (code, stdout, _) = bisect(&spec, dir.path(), &[]);
+    let (code, stdout, report) = bisect(&spec, dir.path(), &[]);
     assert_eq!(code, 1, "{stdout}");
+    // bisect ran its own reproducer and saw it fail.
+    assert_eq!(report["reproducer_check"]["reproduces"], true, "{stdout}");
+    assert!(
+        stdout.contains("reproducer run by bisect: fails as expected"),
+        "{stdout}"
+    );
     let repro = dir.path().join("repro");
     for f in [
         "slice.mlir",

@@ -288,3 +288,44 @@ fn stage_and_case_selection() {
         assert!(msg.contains(name) && msg.contains("stages.yaml"), "{msg}");
     }
 }
+
+#[test]
+fn a_gzip_compressed_module_runs_like_the_plain_one_and_a_damaged_one_is_exit_2() {
+    use std::io::Write;
+    let dir = basic_copy();
+    let (code, stdout, _, plain) = check(dir.path(), "stages.yaml", &[]);
+    assert_eq!(code, 0, "{stdout}");
+    let text = std::fs::read(dir.path().join("model.mlir")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&text).unwrap();
+    let gz = gz.finish().unwrap();
+    std::fs::write(dir.path().join("model.mlir.gz"), &gz).unwrap();
+    let spec = std::fs::read_to_string(dir.path().join("stages.yaml"))
+        .unwrap()
+        .replace("{mlir: model.mlir}", "{mlir: model.mlir.gz}");
+    std::fs::write(dir.path().join("stages-gz.yaml"), spec).unwrap();
+    let (code, stdout, _, gzipped) = check(dir.path(), "stages-gz.yaml", &[]);
+    assert_eq!(code, 0, "{stdout}");
+    // Same text, same cache key, same numbers.
+    let (plain, gzipped) = (plain.unwrap(), gzipped.unwrap());
+    for (a, b) in plain["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(gzipped["stages"].as_array().unwrap())
+    {
+        assert_eq!(a["outputs"], b["outputs"]);
+    }
+    assert_eq!(
+        plain["provenance"]["modules"][0]["cache_key"],
+        gzipped["provenance"]["modules"][0]["cache_key"]
+    );
+    // A truncated stream names the file and is an input error.
+    std::fs::write(dir.path().join("model.mlir.gz"), &gz[..gz.len() / 2]).unwrap();
+    let (code, stdout, stderr, _) = check(dir.path(), "stages-gz.yaml", &[]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        format!("{stdout}{stderr}").contains("model.mlir.gz"),
+        "{stdout}\n{stderr}"
+    );
+}

@@ -66,6 +66,7 @@ pub fn value_metrics(
     let m = compare(actual, reference, None, &CompareOptions::default())
         .map_err(|e| input(format!("comparing {name} with {against}: {e}")))?;
     let max_ref = max_finite_abs(reference);
+    let nonfinite = nonfinite_where_finite(actual, reference).len() as u64;
     let ulps_at_max = if m.nan_mismatch > 0 || m.inf_mismatch > 0 {
         f64::INFINITY
     } else {
@@ -78,7 +79,29 @@ pub fn value_metrics(
         rms: m.rms,
         max_ref,
         ulps_at_max,
+        nonfinite,
     })
+}
+
+/// Indices where `actual` is NaN or infinite and `reference` is finite
+/// (all of them when the shapes differ in element count: nothing lines up).
+pub fn nonfinite_where_finite(actual: &Tensor, reference: &Tensor) -> Vec<usize> {
+    let a = actual.to_f64_vec();
+    let r = reference.to_f64_vec();
+    if a.len() != r.len() {
+        return (0..a.len()).filter(|&i| !a[i].is_finite()).collect();
+    }
+    a.iter()
+        .zip(&r)
+        .enumerate()
+        .filter(|(_, (x, y))| !x.is_finite() && y.is_finite())
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Whether every element is finite.
+pub fn all_finite(t: &Tensor) -> bool {
+    t.to_f64_vec().iter().all(|x| x.is_finite())
 }
 
 /// Shape without unit dimensions.
@@ -142,6 +165,17 @@ mod tests {
         assert_eq!(ulp_at(40.0, DType::F32), 2f64.powi(-23) * 32.0);
         assert_eq!(ulp_at(0.25, DType::Bf16), 2f64.powi(-9));
         assert!(ulp_at(0.0, DType::F32) > 0.0);
+    }
+
+    #[test]
+    fn nonfinite_positions_count_only_where_the_reference_is_finite() {
+        let a = Tensor::from_f32(vec![4], &[f32::NAN, 1.0, f32::INFINITY, f32::NAN]).unwrap();
+        let r = Tensor::from_f32(vec![4], &[0.0, 1.0, 2.0, f32::NAN]).unwrap();
+        assert_eq!(nonfinite_where_finite(&a, &r), vec![0, 2]);
+        assert!(!all_finite(&a));
+        assert!(all_finite(
+            &Tensor::from_f32(vec![2], &[1.0, -3.0]).unwrap()
+        ));
     }
 
     #[test]

@@ -27,7 +27,9 @@ pub use parity_record::{BisectRecord, DivergentOp, Strategy, BISECT_SCHEMA};
 use crate::run::inputs::InputSources;
 use crate::run::{self, RunOptions};
 use error::{execution, input};
-use measure::{budget_dtype, loc_label, op_line, oracle_as, LOCAL_ULP_BUDGET};
+use measure::{
+    budget_dtype, loc_label, max_finite_abs, op_line, oracle_as, ulp_at, LOCAL_ULP_BUDGET,
+};
 use oracle::OracleSearch;
 use parity_iree::{ArtifactCache, CompileOptions, IreeCompiler, IreeRuntime};
 use parity_mlir::{Function, Module, SliceRequest, ValueId};
@@ -323,6 +325,7 @@ fn bisect_stage(
             expected,
         } => (ops.clone(), inputs, expected, Evidence::Region),
     };
+    let thresholds = repro_thresholds(&program, expected, evidence);
     match repro::write(
         &options.repro_dir,
         &module,
@@ -330,12 +333,43 @@ fn bisect_stage(
         &ops,
         inputs,
         expected,
+        &thresholds,
         spec,
         &prober.options,
         &source_name,
         evidence,
     ) {
-        Ok(()) => report.reproducer = Some(options.repro_dir.display().to_string()),
+        Ok(written) => {
+            report.reproducer = Some(options.repro_dir.display().to_string());
+            match repro::verify(&prober, &written) {
+                Ok(check) => {
+                    if !check.reproduces {
+                        report.notes.push(format!(
+                            "the reproducer in {} does not fail on its own: {}; the evidence \
+                             above stands, but the slice alone does not show it",
+                            options.repro_dir.display(),
+                            check
+                                .outputs
+                                .iter()
+                                .map(|o| format!(
+                                    "max_abs {:.3e} <= {:.3e}",
+                                    o.max_abs, o.threshold
+                                ))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                    report.reproducer_check = Some(check);
+                }
+                Err(e) => report.errors.push(
+                    execution(format!(
+                        "running the reproducer in {}: {e}",
+                        options.repro_dir.display()
+                    ))
+                    .to_record(),
+                ),
+            }
+        }
         Err(e) => report.errors.push(
             execution(format!(
                 "writing the reproducer in {}: {e}",
@@ -345,6 +379,50 @@ fn bisect_stage(
         ),
     }
     Ok(())
+}
+
+/// The absolute threshold of each expected value in the reproducer: what
+/// bisect judged it by. A stage output with a `max_abs` criterion keeps the
+/// spec's bound; otherwise the ULP budget (checkpoint budget for oracle
+/// evidence, local budget for the shadow's) of the budget dtype at the
+/// expected value's largest magnitude (floored at the dtype's smallest
+/// normal, so an all-zero value still gets a usable threshold).
+fn repro_thresholds(
+    program: &Program,
+    expected: &[(ValueId, Tensor)],
+    evidence: Evidence,
+) -> Vec<f64> {
+    let by_oracle = matches!(evidence, Evidence::Oracle | Evidence::Region);
+    expected
+        .iter()
+        .map(|(v, t)| {
+            let spec_max_abs = program
+                .outputs
+                .iter()
+                .position(|o| o == v)
+                .filter(|_| by_oracle)
+                .and_then(|i| program.stage.outputs.get(i))
+                .and_then(|o| o.tolerance.as_ref())
+                .and_then(|c| {
+                    c.iter().find_map(|c| match c {
+                        parity_compare::Criterion::MaxAbs(x) => Some(*x),
+                        _ => None,
+                    })
+                });
+            spec_max_abs.unwrap_or_else(|| {
+                let ulps = if by_oracle {
+                    measure::CHECKPOINT_ULP_BUDGET
+                } else {
+                    LOCAL_ULP_BUDGET
+                };
+                let floor = match program.budget {
+                    DType::F16 => 6.103_515_625e-5,
+                    _ => f32::MIN_POSITIVE as f64,
+                };
+                ulps * ulp_at(max_finite_abs(t).max(floor), program.budget)
+            })
+        })
+        .collect()
 }
 
 /// Where the evidence led, with what the reproducer needs.
@@ -394,6 +472,7 @@ fn localise(
         .and_then(|name| program.stage.outputs.iter().position(|o| &o.name == name))
         .map(|i| program.outputs[i])
         .ok_or_else(|| input("the failing output is not among the stage's outputs"))?;
+    let baseline_outputs = baseline.clone();
     let mut search = OracleSearch::new(program, statuses, case, baseline);
     let located = search.locate(prober, start, strategy);
     report.checkpoints = search.records();
@@ -464,21 +543,28 @@ fn localise(
         });
     }
 
-    let outcome = shadow::run(program, prober, &region, &feed, strategy)?;
+    // NaN/Inf at the failing checkpoint where the oracle is finite (known
+    // from the search's metrics or the untapped build's outputs: no probe).
+    let target_nonfinite = match search.metrics_of(target) {
+        Some(m) => m.nonfinite > 0,
+        None => program
+            .outputs
+            .iter()
+            .position(|&o| o == target)
+            .and_then(|i| baseline_outputs.get(i))
+            .is_some_and(|p| !measure::nonfinite_where_finite(p, &expected[0].1).is_empty()),
+    };
+    let outcome = shadow::run(program, prober, &region, &feed, strategy, target_nonfinite)?;
     report.shadow = outcome.rows;
     report.notes.extend(outcome.notes);
     match outcome.found {
         Some(f) => {
-            report.first_divergent_op = Some(divergent_op(
-                program,
-                f.op,
-                Evidence::Inferred,
-                f.inputs,
-                f.output,
-            ));
+            report.notes.extend(f.note);
+            report.first_divergent_op =
+                Some(divergent_op(program, f.op, f.evidence, f.inputs, f.output));
             Ok(Localised::Op {
                 op_index: f.op,
-                evidence: Evidence::Inferred,
+                evidence: f.evidence,
                 inputs: f.repro_inputs,
                 expected: f.expected,
             })

@@ -4,12 +4,14 @@
 //! shows the error it adds by itself.
 
 use super::error::{execution, BisectError};
-use super::measure::{loc_label, value_metrics, LOCAL_ULP_BUDGET};
+use super::measure::{
+    all_finite, loc_label, nonfinite_where_finite, value_metrics, LOCAL_ULP_BUDGET,
+};
 use super::probe::{dtype_of, narrow, widen, Cut, Prober};
 use super::{Program, Strategy, MARK_ALL_BYTES};
 use parity_mlir::ValueId;
-use parity_record::{ShadowRow, ValueMetrics};
-use parity_tensor::{DType, Tensor};
+use parity_record::{Evidence, ShadowRow, ValueMetrics};
+use parity_tensor::Tensor;
 use std::collections::{BTreeSet, HashMap};
 
 /// What the shadow found.
@@ -26,24 +28,32 @@ pub struct ShadowOutcome {
 pub struct Found {
     /// Its index.
     pub op: usize,
+    /// `Inferred` (its own error exceeds rounding) or `NonFinite` (the first
+    /// NaN/Inf from finite operands where the shadow is finite).
+    pub evidence: Evidence,
+    /// What the evidence does not settle, for the report's notes.
+    pub note: Option<String>,
     /// Production vs shadow at its operands.
     pub inputs: Vec<ValueMetrics>,
     /// The op alone vs shadow at its results.
     pub output: Vec<ValueMetrics>,
     /// Its operands: the shadow's values rounded to the operand types.
     pub repro_inputs: Vec<(ValueId, Tensor)>,
-    /// Its results per the shadow, rounded to the result types.
+    /// Its results per the shadow (f64, unrounded).
     pub expected: Vec<(ValueId, Tensor)>,
 }
 
 /// Runs the shadow over `region` (op indices), fed by `feed` (the oracle's
 /// tensors at the passing checkpoints and the stage's inputs).
+/// `target_nonfinite`: the failing checkpoint holds NaN/Inf where the oracle
+/// is finite, so the bisection strategy first looks for where they begin.
 pub fn run(
     program: &Program,
     prober: &mut Prober,
     region: &[usize],
     feed: &[(ValueId, Tensor)],
     strategy: Strategy,
+    target_nonfinite: bool,
 ) -> Result<ShadowOutcome, BisectError> {
     let func = program.func;
     let bytes: usize = region
@@ -67,7 +77,15 @@ pub fn run(
         notes: Vec::new(),
     };
     let subset = if bisect {
-        match first_drifting(program, prober, region, feed)? {
+        let first = if target_nonfinite {
+            match first_drifting(program, prober, region, feed, Pick::NonFinite)? {
+                Some(k) => Some(k),
+                None => first_drifting(program, prober, region, feed, Pick::Drift)?,
+            }
+        } else {
+            first_drifting(program, prober, region, feed, Pick::Drift)?
+        };
+        match first {
             // Nothing drifts from the shadow beyond the budget.
             None => return Ok(outcome),
             Some(k) => {
@@ -100,17 +118,19 @@ pub fn run(
     Ok(outcome)
 }
 
-/// Bisection over the region's float values in program order: the first one
-/// whose accumulated error against the shadow exceeds the budget (one tap per
-/// probe, production and shadow).
-fn first_drifting(
-    program: &Program,
-    prober: &mut Prober,
-    region: &[usize],
-    feed: &[(ValueId, Tensor)],
-) -> Result<Option<usize>, BisectError> {
+/// What the shadow bisection looks for.
+#[derive(Clone, Copy)]
+enum Pick {
+    /// Accumulated error against the shadow over the budget.
+    Drift,
+    /// NaN/Inf in production where the shadow is finite.
+    NonFinite,
+}
+
+/// The region's float values in program order (the first float result of each op).
+fn float_values(program: &Program, region: &[usize]) -> Vec<(usize, ValueId)> {
     let func = program.func;
-    let floats: Vec<(usize, ValueId)> = region
+    region
         .iter()
         .filter_map(|&o| {
             func.ops[o]
@@ -120,22 +140,54 @@ fn first_drifting(
                 .find(|&r| func.values[r].ty.is_float())
                 .map(|r| (o, r))
         })
-        .collect();
+        .collect()
+}
+
+/// Production and shadow values of `v` (one tap each).
+fn tap_pair(
+    prober: &mut Prober,
+    feed: &[(ValueId, Tensor)],
+    v: ValueId,
+    why: &str,
+) -> Result<(Tensor, Tensor), BisectError> {
     let given: Vec<(ValueId, &Tensor)> = feed.iter().map(|(v, t)| (*v, t)).collect();
+    let cut = || Cut {
+        name: "tap".into(),
+        given: given.clone(),
+        want: vec![v],
+    };
+    let mut p = prober.run(&[cut()], false, why).map_err(execution)?;
+    let mut s = prober.run(&[cut()], true, why).map_err(execution)?;
+    Ok((p.remove(0).remove(0), s.remove(0).remove(0)))
+}
+
+/// Bisection over the region's float values in program order: the first one
+/// whose accumulated error against the shadow exceeds the budget, or (for
+/// `Pick::NonFinite`) that holds NaN/Inf where the shadow is finite (one tap
+/// per probe, production and shadow).
+fn first_drifting(
+    program: &Program,
+    prober: &mut Prober,
+    region: &[usize],
+    feed: &[(ValueId, Tensor)],
+    pick: Pick,
+) -> Result<Option<usize>, BisectError> {
+    let func = program.func;
+    let floats = float_values(program, region);
     let (mut lo, mut hi) = (0, floats.len());
     while lo < hi {
         let mid = (lo + hi) / 2;
         let (o, v) = floats[mid];
-        let cut = || Cut {
-            name: "tap".into(),
-            given: given.clone(),
-            want: vec![v],
-        };
         let why = format!("shadow bisection: tap op #{o}");
-        let p = prober.run(&[cut()], false, &why).map_err(execution)?;
-        let s = prober.run(&[cut()], true, &why).map_err(execution)?;
-        let acc = value_metrics(func, v, &p[0][0], &s[0][0], "shadow", program.budget)?;
-        if acc.ulps_at_max > LOCAL_ULP_BUDGET {
+        let (p, s) = tap_pair(prober, feed, v, &why)?;
+        let hit = match pick {
+            Pick::Drift => {
+                value_metrics(func, v, &p, &s, "shadow", program.budget)?.ulps_at_max
+                    > LOCAL_ULP_BUDGET
+            }
+            Pick::NonFinite => !nonfinite_where_finite(&p, &s).is_empty(),
+        };
+        if hit {
             hi = mid;
         } else {
             lo = mid + 1;
@@ -231,8 +283,31 @@ fn examine(
     };
     let local_of: HashMap<usize, Vec<Tensor>> = alone.iter().map(|(o, _)| *o).zip(local).collect();
 
+    // Exact evidence first: the first op turning finite operands into NaN/Inf
+    // where the shadow stays finite.
+    let production_of = |v: ValueId| {
+        prod_of
+            .get(&v)
+            .or_else(|| feed.iter().find(|(f, _)| *f == v).map(|(_, t)| t))
+    };
+    let origin = ops.iter().copied().find(|&o| {
+        let op = &func.ops[o];
+        let makes_nonfinite = op.results.iter().any(|r| {
+            func.values[*r].ty.is_float()
+                && matches!((prod_of.get(r), shadow_of.get(r)),
+                    (Some(p), Some(s)) if !nonfinite_where_finite(p, s).is_empty())
+        });
+        makes_nonfinite
+            && op
+                .operands
+                .iter()
+                .chain(&op.captures)
+                .filter(|&&v| !func.is_constant(v) && func.values[v].ty.is_float())
+                .all(|&v| production_of(v).is_some_and(all_finite))
+    });
+
     let mut rows = Vec::new();
-    let mut flagged: Option<usize> = None;
+    let mut flagged: Option<usize> = origin;
     for &o in ops {
         let op = &func.ops[o];
         let r = op.results[0];
@@ -255,7 +330,10 @@ fn examine(
                 Some(worst)
             }
         };
-        let is_flagged = flagged.is_none() && local_ulps.is_some_and(|l| l > LOCAL_ULP_BUDGET);
+        let is_flagged = match origin {
+            Some(x) => x == o,
+            None => flagged.is_none() && local_ulps.is_some_and(|l| l > LOCAL_ULP_BUDGET),
+        };
         if is_flagged {
             flagged = Some(o);
         }
@@ -273,6 +351,9 @@ fn examine(
     let Some(o) = flagged else {
         return Ok((rows, None));
     };
+    if origin == Some(o) {
+        return nonfinite_found(program, o, rows, &prod_of, &shadow_of, feed);
+    }
     let op = &func.ops[o];
     let repro_inputs = alone
         .iter()
@@ -307,17 +388,98 @@ fn examine(
                 budget,
             )?);
         }
-        let dt = func.values[rv]
-            .ty
-            .element()
-            .and_then(dtype_of)
-            .unwrap_or(DType::F32);
-        expected.push((rv, narrow(s, dt).map_err(execution)?));
+        // The unrounded shadow: the reproducer compares with the value the
+        // op should have kept (rounding it to the result type would be
+        // exactly what a rounding fault computes).
+        expected.push((rv, s.clone()));
     }
     Ok((
         rows,
         Some(Found {
             op: o,
+            evidence: Evidence::Inferred,
+            note: None,
+            inputs,
+            output,
+            repro_inputs,
+            expected,
+        }),
+    ))
+}
+
+/// The non-finite origin `o`: production vs shadow at its operands and
+/// results; the reproducer runs it on production's own (finite) operands and
+/// expects the shadow's (finite) results.
+fn nonfinite_found(
+    program: &Program,
+    o: usize,
+    rows: Vec<ShadowRow>,
+    prod_of: &HashMap<ValueId, Tensor>,
+    shadow_of: &HashMap<ValueId, Tensor>,
+    feed: &[(ValueId, Tensor)],
+) -> Result<(Vec<ShadowRow>, Option<Found>), BisectError> {
+    let func = program.func;
+    let budget = program.budget;
+    let op = &func.ops[o];
+    let mut inputs = Vec::new();
+    let mut repro_inputs = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut worst_drift: f64 = 0.0;
+    for &v in op.operands.iter().chain(&op.captures) {
+        if func.is_constant(v) || !seen.insert(v) {
+            continue;
+        }
+        let Some(p) = prod_of
+            .get(&v)
+            .or_else(|| feed.iter().find(|(f, _)| *f == v).map(|(_, t)| t))
+        else {
+            continue;
+        };
+        repro_inputs.push((v, p.clone()));
+        if let (true, Some(s)) = (func.values[v].ty.is_float(), shadow_of.get(&v)) {
+            let m = value_metrics(func, v, p, s, "shadow", budget)?;
+            worst_drift = worst_drift.max(m.ulps_at_max);
+            inputs.push(m);
+        }
+    }
+    let mut output = Vec::new();
+    let mut expected = Vec::new();
+    let mut count = 0;
+    for &rv in &op.results {
+        let (Some(p), Some(s)) = (prod_of.get(&rv), shadow_of.get(&rv)) else {
+            continue;
+        };
+        if func.values[rv].ty.is_float() {
+            let m = value_metrics(func, rv, p, s, "shadow", budget)?;
+            count += m.nonfinite;
+            output.push(m);
+        }
+        // The unrounded shadow: the reproducer compares with the value the
+        // op should have kept (rounding it to the result type would be
+        // exactly what a rounding fault computes).
+        expected.push((rv, s.clone()));
+    }
+    let mut note = format!(
+        "non-finite origin: #{o} {} turns finite operands into {count} NaN/Inf element(s) where \
+         the f64 shadow is finite",
+        op.name
+    );
+    if worst_drift > LOCAL_ULP_BUDGET {
+        note.push_str(&format!(
+            "; its operands already differ from the shadow by up to {worst_drift:.1} ULPs of {}, \
+             so the values that overflow or leave the domain here come from earlier operations \
+             (see the accumulated column)",
+            budget.name()
+        ));
+    } else {
+        note.push_str("; its operands agree with the shadow within rounding");
+    }
+    Ok((
+        rows,
+        Some(Found {
+            op: o,
+            evidence: Evidence::NonFinite,
+            note: Some(note),
             inputs,
             output,
             repro_inputs,

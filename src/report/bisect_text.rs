@@ -17,8 +17,11 @@ pub fn text(r: &BisectRecord) -> String {
                 r.strategy.map_or("-", |s| s.name())
             );
         }
-        _ => {
+        _ if r.errors.is_empty() => {
             let _ = writeln!(s, "bisect: nothing diverges");
+        }
+        _ => {
+            let _ = writeln!(s, "bisect: stopped before choosing a stage (errors below)");
         }
     }
     if !r.checkpoints.is_empty() {
@@ -95,15 +98,27 @@ pub fn text(r: &BisectRecord) -> String {
         for m in &d.metrics.inputs {
             let _ = writeln!(
                 s,
-                "  input  {:<8} vs {:<40} max_abs {:.3e} ({:.1} ULP at max)",
-                m.value, m.against, m.max_abs, m.ulps_at_max
+                "  input  {:<8} vs {:<40} max_abs {:.3e} ({})",
+                m.value,
+                m.against,
+                m.max_abs,
+                ulps_text(m)
             );
         }
         for m in &d.metrics.output {
             let _ = writeln!(
                 s,
-                "  output {:<8} vs {:<40} max_abs {:.3e} ({:.1} ULP at max)",
-                m.value, m.against, m.max_abs, m.ulps_at_max
+                "  output {:<8} vs {:<40} max_abs {:.3e} ({})",
+                m.value,
+                m.against,
+                m.max_abs,
+                ulps_text(m)
+            );
+        }
+        if d.evidence == Evidence::NonFinite {
+            let _ = writeln!(
+                s,
+                "  (nonfinite: the first operation whose result holds NaN/Inf from finite operands, where the f64 shadow's is finite)"
             );
         }
         if d.evidence == Evidence::Inferred {
@@ -128,6 +143,31 @@ pub fn text(r: &BisectRecord) -> String {
             "\nreproducer: {dir} (sh {dir}/run.sh, or parity check {dir}/stages.yaml)"
         );
     }
+    if let Some(c) = &r.reproducer_check {
+        let detail = c
+            .outputs
+            .iter()
+            .map(|o| {
+                let rel = if o.fails() { ">" } else { "<=" };
+                let nf = if o.nonfinite > 0 {
+                    format!(", {} NaN/Inf apart", o.nonfinite)
+                } else {
+                    String::new()
+                };
+                format!("max_abs {:.3e} {rel} {:.3e}{nf}", o.max_abs, o.threshold)
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let _ = writeln!(
+            s,
+            "reproducer run by bisect: {} ({detail})",
+            if c.reproduces {
+                "fails as expected"
+            } else {
+                "DOES NOT FAIL"
+            }
+        );
+    }
     let _ = writeln!(
         s,
         "{} probes; result: {}",
@@ -139,4 +179,14 @@ pub fn text(r: &BisectRecord) -> String {
         }
     );
     sanitize::terminal(&s).into_owned()
+}
+
+/// "1.5 ULP at max", or the non-finite count (max abs leaves those out, so
+/// an "inf ULP" beside a max abs of 0 would say nothing).
+fn ulps_text(m: &parity_record::ValueMetrics) -> String {
+    if m.nonfinite > 0 {
+        format!("{} NaN/Inf where the reference is finite", m.nonfinite)
+    } else {
+        format!("{:.1} ULP at max", m.ulps_at_max)
+    }
 }

@@ -59,7 +59,7 @@ pub fn compile_all(
     let mut compiled = BTreeMap::new();
     for (name, module) in &spec.subject.modules {
         let read = |path: &std::path::Path| {
-            parity_tensor::read_regular(path).map_err(|e| {
+            parity_tensor::read_module_bytes(path).map_err(|e| {
                 (
                     ErrorKind::Input,
                     format!("module `{name}`: cannot read {}: {e}", path.display()),

@@ -33,9 +33,12 @@ pub fn collect(
         .map(|(name, module)| {
             let (source, cache_key) = match &module.source {
                 ModuleSource::Vmfb(path) => (path, None),
-                ModuleSource::Mlir(path) => {
-                    (path, std::fs::read(path).ok().and_then(|m| key(&m, module)))
-                }
+                ModuleSource::Mlir(path) => (
+                    path,
+                    parity_tensor::read_module_bytes(path)
+                        .ok()
+                        .and_then(|m| key(&m, module)),
+                ),
             };
             ModuleProvenance {
                 name: name.clone(),

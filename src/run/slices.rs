@@ -145,7 +145,7 @@ pub fn read_normalised(
     path: &std::path::Path,
 ) -> Result<(parity_mlir::Module, String), ErrorRecord> {
     let source_name = path.display().to_string();
-    let bytes = std::fs::read(path)
+    let bytes = parity_tensor::read_module_bytes(path)
         .map_err(|e| ErrorRecord::input(format!("cannot read {source_name}: {e}")))?;
     let normal = compiler
         .normalize(&source_name, &bytes)

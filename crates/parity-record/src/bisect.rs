@@ -39,6 +39,10 @@ pub enum Evidence {
     Oracle,
     /// Named by the f64 shadow: the first operation whose local error exceeds the budget.
     Inferred,
+    /// The first operation whose production result holds NaN or an infinity
+    /// where all its operands are finite and the f64 shadow's result is finite.
+    #[serde(rename = "nonfinite")]
+    NonFinite,
     /// Only a region: no evidence narrows it to one operation.
     Region,
 }
@@ -49,6 +53,7 @@ impl Evidence {
         match self {
             Evidence::Oracle => "oracle",
             Evidence::Inferred => "inferred",
+            Evidence::NonFinite => "nonfinite",
             Evidence::Region => "region",
         }
     }
@@ -130,6 +135,9 @@ pub struct BisectRecord {
     pub observer_effect: Vec<String>,
     /// The reproducer directory, once written.
     pub reproducer: Option<String>,
+    /// The reproducer run by bisect itself: whether it fails as it should.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproducer_check: Option<ReproducerCheck>,
     /// What people should know (an honest region, a fallback).
     pub notes: Vec<String>,
     /// What went wrong, with its kind (input: exit 2, execution: exit 3).
@@ -199,6 +207,14 @@ pub struct ValueMetrics {
     /// `max_abs` in ULPs of the budget dtype at `max_ref`.
     #[serde(with = "crate::float")]
     pub ulps_at_max: f64,
+    /// Elements that are NaN or infinite in the value where the reference is
+    /// finite (max abs and RMS leave them out; `ulps_at_max` is then inf).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nonfinite: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ValueMetrics {
@@ -211,6 +227,7 @@ impl ValueMetrics {
             rms: 0.0,
             max_ref: 0.0,
             ulps_at_max: 0.0,
+            nonfinite: 0,
         }
     }
 }
@@ -326,6 +343,7 @@ impl BisectRecord {
             probe_log: Vec::new(),
             observer_effect: Vec::new(),
             reproducer: None,
+            reproducer_check: None,
             notes: Vec::new(),
             errors: Vec::new(),
             node_ids: None,
@@ -361,5 +379,35 @@ impl BisectRecord {
 impl Default for BisectRecord {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The reproducer's own check (its `@check` on its inputs against its
+/// expected values and thresholds), run by bisect after writing it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReproducerCheck {
+    /// Whether it fails as it should: some result beyond its threshold.
+    pub reproduces: bool,
+    /// One entry per result, in order.
+    pub outputs: Vec<ReproducerOutput>,
+}
+
+/// One reproducer result against its expected value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReproducerOutput {
+    /// Largest absolute difference over elements finite on both sides.
+    #[serde(with = "crate::float")]
+    pub max_abs: f64,
+    /// The threshold it is held to (0 for an exact comparison).
+    #[serde(with = "crate::float")]
+    pub threshold: f64,
+    /// Elements where one side is NaN/Inf and the other is not the same value.
+    pub nonfinite: u64,
+}
+
+impl ReproducerOutput {
+    /// Whether this result is beyond its threshold.
+    pub fn fails(&self) -> bool {
+        self.nonfinite > 0 || self.max_abs > self.threshold
     }
 }

@@ -28,7 +28,8 @@ pub mod tokens;
 pub use any::{AnyRecord, RecordError};
 pub use bisect::{
     BisectRecord, CheckpointKind, CheckpointRecord, DivergentOp, Evidence, Localisation, OpMetrics,
-    Region, RegionOutcome, ShadowRow, Strategy, ValueMetrics, VerdictSource, BISECT_SCHEMA,
+    Region, RegionOutcome, ReproducerCheck, ReproducerOutput, ShadowRow, Strategy, ValueMetrics,
+    VerdictSource, BISECT_SCHEMA,
 };
 pub use common::{ErrorKind, ErrorRecord, Location, Mode, Status};
 pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};

@@ -200,6 +200,7 @@ pub fn bisect_op() -> BisectRecord {
         rms: max_abs / 2.0,
         max_ref: 1.0,
         ulps_at_max: max_abs * 8.4e6,
+        nonfinite: 0,
     };
     b.first_divergent_op = Some(DivergentOp {
         stage: "norm".into(),

@@ -57,6 +57,34 @@ pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Largest MLIR text parity inflates from a `.gz` module (a corrupt or
+/// hostile stream stops here instead of filling memory).
+pub const MAX_INFLATED_MODULE: u64 = 1 << 31;
+
+/// A module file's bytes: as stored, or inflated when the name ends in `.gz`
+/// (gzip; MLIR text compresses about tenfold, which keeps committed fixtures
+/// small). A damaged stream, or one inflating past [`MAX_INFLATED_MODULE`],
+/// is an `InvalidData` error.
+pub fn read_module_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let raw = read_regular(path)?;
+    if path.extension().and_then(|e| e.to_str()) != Some("gz") {
+        return Ok(raw);
+    }
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(raw.as_slice())
+        .take(MAX_INFLATED_MODULE + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("gzip: {e}")))?;
+    if out.len() as u64 > MAX_INFLATED_MODULE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("gzip: inflates past {MAX_INFLATED_MODULE} bytes"),
+        ));
+    }
+    Ok(out)
+}
+
 /// What a non-regular file is, for error messages.
 fn describe_kind(kind: std::fs::FileType) -> &'static str {
     #[cfg(unix)]
@@ -259,5 +287,30 @@ mod tests {
             .set_modified(old)
             .unwrap();
         assert_eq!(remove_stale_temp_files(dir.path()).unwrap(), vec![no_pid]);
+    }
+}
+
+#[cfg(test)]
+mod module_bytes_tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn gz_modules_inflate_and_plain_ones_pass_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = b"module {}\n".repeat(100);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&text).unwrap();
+        let gz = gz.finish().unwrap();
+        std::fs::write(dir.path().join("m.mlir.gz"), &gz).unwrap();
+        std::fs::write(dir.path().join("m.mlir"), &text).unwrap();
+        assert_eq!(
+            read_module_bytes(&dir.path().join("m.mlir.gz")).unwrap(),
+            text
+        );
+        assert_eq!(read_module_bytes(&dir.path().join("m.mlir")).unwrap(), text);
+        std::fs::write(dir.path().join("bad.mlir.gz"), &gz[..gz.len() - 9]).unwrap();
+        let e = read_module_bytes(&dir.path().join("bad.mlir.gz")).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
     }
 }

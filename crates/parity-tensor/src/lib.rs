@@ -30,8 +30,8 @@ pub mod tensor;
 pub use dtype::{DType, UnknownDType};
 pub use error::TensorError;
 pub use fsio::{
-    open_regular, read_regular, remove_stale_temp_files, write_file_atomic, STALE_TEMP_AGE,
-    TEMP_PREFIX,
+    open_regular, read_module_bytes, read_regular, remove_stale_temp_files, write_file_atomic,
+    STALE_TEMP_AGE, TEMP_PREFIX,
 };
 pub use load::{load_tensor, open_tensor_file, TensorFile};
 pub use npy::{parse_npy_bytes, read_npy, write_npy};
