@@ -273,7 +273,10 @@ fn bad_input_is_exit_2_naming_the_tensor_and_other_cases_still_run() {
     );
 
     // `parity check` refuses a token-only spec instead of passing zero stages.
-    let o = parity(dir.path(), &["check", "stages.yaml", "--out-dir", out.to_str().unwrap()]);
+    let o = parity(
+        dir.path(),
+        &["check", "stages.yaml", "--out-dir", out.to_str().unwrap()],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stdout).contains("run it with `parity tokens`"));
 

@@ -92,7 +92,44 @@ pub fn localisation_lines(r: &TokensRecord) -> Vec<String> {
         None => {}
     }
     lines.extend(r.notes.iter().map(|n| format!("note: {n}")));
+    for f in r.findings.iter().skip(1) {
+        lines.push(format!("another finding: {}", finding_line(f)));
+        lines.extend(f.notes.iter().map(|n| format!("  note: {n}")));
+    }
     lines
+}
+
+/// One finding in a line: its step, layer and op.
+pub fn finding_line(f: &parity_record::TokenFinding) -> String {
+    let layer = f
+        .first_divergent_layer
+        .as_ref()
+        .map_or("no layer".to_string(), |d| {
+            format!(
+                "first divergent layer {} (output {}, {})",
+                d.stage, d.output, d.case
+            )
+        });
+    let op = match &f.first_divergent_op {
+        Some(Localisation::Op(op)) => format!(
+            "op #{} {} at {} ({} evidence)",
+            op.op_index,
+            op.op_name,
+            op.loc,
+            op.evidence.name()
+        ),
+        Some(Localisation::Region(g)) => format!(
+            "a region of {} operations ending at {}",
+            g.region.ops, g.region.failing
+        ),
+        None => "no op".to_string(),
+    };
+    format!(
+        "case {}, step {} ({}): {layer}; {op}",
+        f.case,
+        f.step,
+        f.verdict.name()
+    )
 }
 
 fn evidence(t: &mut String, d: &DivergentToken, indent: &str) {
@@ -183,11 +220,10 @@ fn case_text(t: &mut String, c: &TokenCaseRecord) {
         }
         line.trim_end().to_string()
     };
-    let _ = writeln!(
-        t,
-        "{}",
-        row("step", (0..n).map(|s| s.to_string()).collect())
-    );
+    if n > 0 {
+        let steps = (0..n).map(|s| s.to_string()).collect();
+        let _ = writeln!(t, "{}", row("step", steps));
+    }
     for (label, stream) in &streams {
         let _ = writeln!(
             t,

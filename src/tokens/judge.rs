@@ -60,10 +60,10 @@ pub fn judge_step(ev: &Evidence<'_>, step: usize) -> DivergentToken {
         .zip(&ev.oracle.tokens)
         .map(|(l, &t)| argmax(l) == Some(t as usize))
         .collect();
-    // Teacher-forced steps after a mismatch still see the oracle's inputs;
-    // greedy steps after one do not, so only teacher-forced may look ahead.
-    let (measured, noise_steps) =
-        noise_before(&deltas, &agree, step, ev.mode == TokenMode::TeacherForced);
+    // Only steps before: agreeing steps after a divergence may carry the very
+    // error that caused it (a wrong oracle agrees by chance on some steps), so
+    // they would make any flip look like noise.
+    let (measured, noise_steps) = noise_before(&deltas, &agree, step);
     let noise = measured
         .map(|n| n.max(verdict_spec.noise_floor))
         .or((verdict_spec.noise_floor > 0.0).then_some(verdict_spec.noise_floor));

@@ -5,24 +5,33 @@
 
 use crate::bisect::{self, BisectOptions};
 use crate::run::{self, RunOptions};
-use parity_record::{Mode, StepLocalisation, TokensRecord};
+use parity_record::{Mode, StepLocalisation, TokenFinding, TokenVerdict};
 use parity_spec::Spec;
 
-/// Runs the chain for (`case`, `step`) and fills in the record's
-/// localisation, first divergent layer and op, or notes saying why not.
+/// Runs the chain for (`case`, `step`): the finding's localisation, first
+/// divergent layer and op, or notes saying why not.
 pub fn localise(
     spec: &Spec,
     options: &BisectOptions,
     case: &str,
     step: usize,
-    record: &mut TokensRecord,
-) {
+    verdict: TokenVerdict,
+) -> TokenFinding {
+    let mut record = TokenFinding {
+        case: case.to_string(),
+        step,
+        verdict,
+        localisation: None,
+        first_divergent_layer: None,
+        first_divergent_op: None,
+        notes: Vec::new(),
+    };
     let Some(step_spec) = spec.step_spec(case, step) else {
         let which = if step == 0 { "prefill" } else { "decode" };
         record.notes.push(format!(
             "step {step} of case `{case}` not localised: the spec has no `tokens.step_stages.{which}` chain"
         ));
-        return;
+        return record;
     };
     let step_case = step_spec.cases[0].name.clone();
     let run_options = RunOptions {
@@ -82,4 +91,5 @@ pub fn localise(
         chained_divergence: run_record.chained_divergence.clone(),
         run: Box::new(run_record),
     });
+    record
 }

@@ -152,24 +152,13 @@ pub fn judge(
 }
 
 /// The logit noise before `step`: max |Δlogit| over the steps before it whose
-/// top-1 agree, with those steps. `deltas[s]` is step s's max |Δlogit| and
-/// `agree[s]` whether its top-1 agree. When no step before it agrees (a
-/// divergence at step 0), the agreeing steps after it, when `after` allows.
-pub fn noise_before(
-    deltas: &[f64],
-    agree: &[bool],
-    step: usize,
-    after: bool,
-) -> (Option<f64>, Vec<usize>) {
-    let pick = |range: std::ops::Range<usize>| -> Vec<usize> {
-        range
-            .filter(|&s| agree.get(s).copied().unwrap_or(false) && deltas.get(s).is_some())
-            .collect()
-    };
-    let mut steps = pick(0..step.min(deltas.len()));
-    if steps.is_empty() && after {
-        steps = pick(step + 1..deltas.len());
-    }
+/// top-1 agree, with those steps (None and no steps when none agrees, e.g. at
+/// step 0). `deltas[s]` is step s's max |Δlogit| and `agree[s]` whether its
+/// top-1 agree.
+pub fn noise_before(deltas: &[f64], agree: &[bool], step: usize) -> (Option<f64>, Vec<usize>) {
+    let steps: Vec<usize> = (0..step.min(deltas.len()))
+        .filter(|&s| agree.get(s).copied().unwrap_or(false))
+        .collect();
     let noise = steps
         .iter()
         .map(|&s| deltas[s])

@@ -117,25 +117,40 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
         .cases
         .iter()
         .find_map(|c| c.first_divergent_token.clone());
-    // Localise the first `divergent` mismatch; without one, the first near tie.
+    // Localise the first `divergent` mismatch at prefill and the first at
+    // decode (two causes, two findings); without any, the first near tie.
     let all: Vec<_> = record
         .cases
         .iter()
         .flat_map(|c| c.first_divergent_token.iter().chain(&c.later_mismatches))
         .map(|t| (t.case.clone(), t.step, t.verdict))
         .collect();
-    let target = all
-        .iter()
-        .find(|t| t.2 == TokenVerdict::Divergent)
-        .or(all.first());
-    if let Some((case, step, _)) = target {
-        if options.localise {
-            localise::localise(spec, &options.bisect, case, *step, &mut record);
-        } else {
-            record
-                .notes
-                .push("localisation skipped (--no-localise)".to_string());
+    let divergent = |decode: bool| {
+        all.iter()
+            .find(|t| t.2 == TokenVerdict::Divergent && (t.1 > 0) == decode)
+    };
+    let mut targets: Vec<_> = [divergent(false), divergent(true)]
+        .into_iter()
+        .flatten()
+        .collect();
+    if targets.is_empty() {
+        targets.extend(all.first());
+    }
+    if !options.localise && !targets.is_empty() {
+        record
+            .notes
+            .push("localisation skipped (--no-localise)".to_string());
+        targets.clear();
+    }
+    for (case, step, verdict) in targets {
+        let finding = localise::localise(spec, &options.bisect, case, *step, *verdict);
+        if record.findings.is_empty() {
+            record.localisation = finding.localisation.clone();
+            record.first_divergent_layer = finding.first_divergent_layer.clone();
+            record.first_divergent_op = finding.first_divergent_op.clone();
+            record.notes.extend(finding.notes.iter().cloned());
         }
+        record.findings.push(finding);
     }
     finish(record, clock)
 }

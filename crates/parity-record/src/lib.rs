@@ -42,5 +42,5 @@ pub use run::{
 };
 pub use tokens::{
     DivergentToken, StepLocalisation, StepMetrics, TeacherForcedSummary, TokenCaseRecord,
-    TokenLogit, TokenMode, TokenVerdict, TokensRecord, TOKENS_SCHEMA,
+    TokenFinding, TokenLogit, TokenMode, TokenVerdict, TokensRecord, TOKENS_SCHEMA,
 };

@@ -169,5 +169,25 @@ pub fn tokens_divergent() -> TokensRecord {
     r.first_divergent_layer = Some(layer);
     r.first_divergent_op = bisect_op().localisation();
     r.notes.push("sample note".into());
+    r.findings = vec![
+        TokenFinding {
+            case: "clean_a".into(),
+            step: 4,
+            verdict: TokenVerdict::Divergent,
+            localisation: r.localisation.clone(),
+            first_divergent_layer: r.first_divergent_layer.clone(),
+            first_divergent_op: r.first_divergent_op.clone(),
+            notes: vec!["sample note".into()],
+        },
+        TokenFinding {
+            case: "clean_a".into(),
+            step: 0,
+            verdict: TokenVerdict::Divergent,
+            localisation: None,
+            first_divergent_layer: None,
+            first_divergent_op: None,
+            notes: vec!["step 0 of case `clean_a` not localised: the spec has no `tokens.step_stages.prefill` chain".into()],
+        },
+    ];
     r
 }

@@ -88,6 +88,13 @@ pub struct TokensRecord {
     pub first_divergent_op: Option<Localisation>,
     /// Why localisation stopped where it did (no chain, nothing diverges, ...).
     pub notes: Vec<String>,
+    /// Every localised step: the first `divergent` mismatch at prefill (step 0)
+    /// and the first at decode (steps >= 1), so two causes (one in the prompt's
+    /// embedding, one in the decode layers) are two findings; without a
+    /// `divergent` mismatch, the first near tie. The first finding is also the
+    /// top-level `localisation`, `first_divergent_layer`, `first_divergent_op`.
+    #[serde(default)]
+    pub findings: Vec<TokenFinding>,
     /// Problems not tied to one step.
     pub errors: Vec<ErrorRecord>,
     /// Problems that did not change the result.
@@ -240,6 +247,25 @@ pub struct TokenLogit {
     pub logit: f64,
 }
 
+/// One localised mismatching step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenFinding {
+    /// Token case.
+    pub case: String,
+    /// Step.
+    pub step: usize,
+    /// The mismatch's verdict.
+    pub verdict: TokenVerdict,
+    /// The step-stage run, when the spec has a chain for the step.
+    pub localisation: Option<StepLocalisation>,
+    /// The first divergent stage (layer) of that run, isolated mode.
+    pub first_divergent_layer: Option<Divergence>,
+    /// bisect's localisation of that stage.
+    pub first_divergent_op: Option<Localisation>,
+    /// Why localisation stopped where it did.
+    pub notes: Vec<String>,
+}
+
 /// The step-stage run of the localised step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepLocalisation {
@@ -278,6 +304,7 @@ impl TokensRecord {
             first_divergent_layer: None,
             first_divergent_op: None,
             notes: Vec::new(),
+            findings: Vec::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
         }
@@ -289,6 +316,13 @@ impl TokensRecord {
             .iter()
             .chain(self.cases.iter().flat_map(|c| c.errors.iter()))
             .chain(self.localisation.iter().flat_map(|l| l.run.all_errors()))
+            // The first finding is the top-level localisation, already counted.
+            .chain(
+                self.findings
+                    .iter()
+                    .skip(1)
+                    .flat_map(|f| f.localisation.iter().flat_map(|l| l.run.all_errors())),
+            )
     }
 
     /// Whether some mismatch counts against the run.

@@ -186,6 +186,13 @@ impl Spec {
         )];
         spec.stages = stages.clone();
         spec.tokens = None;
+        // Only the modules the chain calls (all when a module name is templated),
+        // so localising a step compiles nothing else.
+        if !stages.iter().any(|s| s.module.contains('{')) {
+            spec.subject
+                .modules
+                .retain(|name, _| stages.iter().any(|s| &s.module == name));
+        }
         Some(spec)
     }
 }
