@@ -172,3 +172,43 @@ fn the_first_nan_or_inf_from_finite_operands_is_named_with_nonfinite_evidence() 
         assert!(out.contains("does not match"), "{strategy}: {out}");
     }
 }
+
+/// `x * 3.3 + sin(x)` where the oracle holds `x * 3.3 - sin(x)`: a wrong
+/// operation (add for subtract) that none of the repair edits undoes.
+const WRONG_OP: &str = r#"
+func.func @wrong(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %k = stablehlo.constant dense<3.3> : tensor<64xf32>
+  %y = stablehlo.multiply %x, %k : tensor<64xf32>
+  %s = stablehlo.sine %x : tensor<64xf32>
+  %z = stablehlo.add %y, %s : tensor<64xf32>
+  %h = stablehlo.tanh %z : tensor<64xf32>
+  return %h : tensor<64xf32>
+}
+"#;
+
+#[test]
+fn a_semantic_fault_no_edit_repairs_stays_an_honest_region() {
+    let dir = tempfile::tempdir().unwrap();
+    write_subject(dir.path());
+    std::fs::write(dir.path().join("model.mlir"), WRONG_OP).unwrap();
+    let spec = SPEC.replace("softplus", "wrong");
+    std::fs::write(dir.path().join("stages.yaml"), spec).unwrap();
+    let x: Vec<f32> = (0..64).map(|i| (i as f32 - 31.5) * 0.05).collect();
+    let out: Vec<f32> = x.iter().map(|&v| (v * 3.3 - v.sin()).tanh()).collect();
+    for (name, data) in [("x", &x), ("out", &out)] {
+        write_npy(
+            dir.path().join(format!("oracle/{name}.npy")),
+            &Tensor::from_f32(vec![64], data).unwrap(),
+        )
+        .unwrap();
+    }
+    let (report, text) = bisect(dir.path(), "mark-all");
+    assert!(
+        report["first_divergent_op"].is_null(),
+        "no op claimed: {text}"
+    );
+    assert!(report["region"]["ops"].as_u64().unwrap() >= 3, "{text}");
+    let notes = report["notes"].to_string();
+    assert!(notes.contains("repair search: none of"), "{notes}");
+    assert!(notes.contains("semantic"), "{notes}");
+}

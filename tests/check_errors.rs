@@ -51,6 +51,19 @@ fn unknown_spec_key_is_exit_2_with_line_and_column() {
         !junit.contains("<testcase name=\"scores"),
         "no stale passing cases: {junit}"
     );
+    // The HTML page is replaced by an error page naming the file, line and column.
+    let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(html.contains("data-error-page"), "{html}");
+    assert!(
+        html.contains("Nothing ran") && html.contains("fnuction"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("class=\"results sortable\""),
+        "no stale table: {html}"
+    );
+    let line = error["location"]["line"].as_u64().unwrap();
+    assert!(html.contains(&format!("<td>{line}</td>")), "{html}");
     assert!(stderr.contains("stages.yaml:"), "{stderr}");
     assert!(stderr.contains("fnuction"), "{stderr}");
     // file:line:col

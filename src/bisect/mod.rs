@@ -18,6 +18,7 @@ mod measure;
 mod node_ids;
 mod oracle;
 mod probe;
+mod repair;
 mod repro;
 mod shadow;
 
@@ -323,6 +324,7 @@ fn bisect_stage(
             ops,
             inputs,
             expected,
+            ..
         } => (ops.clone(), inputs, expected, Evidence::Region),
     };
     let thresholds = repro_thresholds(&program, expected, evidence);
@@ -434,7 +436,8 @@ enum Localised {
         inputs: Vec<(ValueId, Tensor)>,
         expected: Vec<(ValueId, Tensor)>,
     },
-    /// A region the evidence cannot narrow.
+    /// A region the evidence cannot narrow, or the one the repair search
+    /// narrowed (the reproducer is then still the region).
     Region {
         ops: Vec<usize>,
         inputs: Vec<(ValueId, Tensor)>,
@@ -570,6 +573,24 @@ fn localise(
             })
         }
         None => {
+            if region.len() <= repair::MAX_REGION_OPS {
+                match repair::search(program, prober, &region, &feed, target, &expected[0].1) {
+                    Ok(found) => {
+                        if repaired(program, &found, report) {
+                            // The op is named; the reproducer stays the region
+                            // (the oracle has a tensor only at its end).
+                            return Ok(Localised::Region {
+                                ops: region,
+                                inputs: feed,
+                                expected,
+                            });
+                        }
+                    }
+                    Err(e) => report
+                        .notes
+                        .push(format!("the repair search could not run: {e}")),
+                }
+            }
             let passing_names = if passing.is_empty() {
                 "the stage inputs".to_string()
             } else {
@@ -595,6 +616,61 @@ fn localise(
             })
         }
     }
+}
+
+/// Reads the repair search into the report: the op when every surviving
+/// edit is on one op (evidence `repair`), else the ranked list in a note.
+fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut BisectRecord) -> bool {
+    let list = |n: usize| {
+        found
+            .repairs
+            .iter()
+            .take(n)
+            .map(|r| {
+                format!(
+                    "{} ({}, {:.1} ULP)",
+                    op_line(program.func, r.op),
+                    r.edit,
+                    r.ulps
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let Some(first) = found.repairs.first() else {
+        report.notes.push(format!(
+            "repair search: none of {} edits (swapped operands, comparison directions, \
+             off-by-one slices and pads, fitted splat constants) makes the region match \
+             the oracle",
+            found.tried
+        ));
+        return false;
+    };
+    let one_op = found.repairs.iter().all(|r| r.op == first.op);
+    if !one_op {
+        report.notes.push(format!(
+            "repair search: {} of {} edits make the region match the oracle, on different \
+             operations, so it does not name one (ambiguous): {}",
+            found.repairs.len(),
+            found.tried,
+            list(8)
+        ));
+        return false;
+    }
+    report.notes.push(format!(
+        "repair search: {} of {} edits make the region match the oracle, all on one operation: {}",
+        found.repairs.len(),
+        found.tried,
+        list(4)
+    ));
+    report.first_divergent_op = Some(divergent_op(
+        program,
+        first.op,
+        Evidence::Repair,
+        Vec::new(),
+        Vec::new(),
+    ));
+    true
 }
 
 fn divergent_op(
@@ -633,8 +709,8 @@ fn isolated_args(
     let mut out = Vec::new();
     for (i, a) in stage.args.iter().enumerate() {
         let t = match a {
-            Arg::Oracle(n) => sources.oracle(n),
-            Arg::Weight(n) => sources.weight(n),
+            Arg::Oracle(n) => sources.oracle(n).map_err(|e| e.to_string()),
+            Arg::Weight(n) => sources.weight(n).map_err(|e| e.to_string()),
             Arg::Literal {
                 dtype,
                 shape,
@@ -645,7 +721,7 @@ fn isolated_args(
                 .find(|s| &s.name == up)
                 .and_then(|s| s.outputs.iter().find(|o| &o.name == output))
                 .ok_or_else(|| format!("unknown upstream `{up}.{output}`"))
-                .and_then(|o| sources.oracle(&o.oracle)),
+                .and_then(|o| sources.oracle(&o.oracle).map_err(|e| e.to_string())),
         }
         .map_err(|e| input(format!("stage `{}` argument {i}: {e}", stage.name)))?;
         out.push(t);

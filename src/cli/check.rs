@@ -24,6 +24,11 @@ pub struct CheckArgs {
     /// Run only this stage (repeatable); in chained mode its upstream must be selected too.
     #[arg(long = "stage")]
     stages: Vec<String>,
+    /// Run only shard I of N (e.g. 2/3): a deterministic part of the
+    /// (stage, case, mode) runs; isolated runs are dealt round-robin, chained
+    /// runs go by case. `parity report --merge` puts the shards' run.json back together.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<parity_record::Shard>,
     /// Directory for run.json, junit.xml and report.html.
     #[arg(long, default_value = "reports")]
     out_dir: PathBuf,
@@ -91,15 +96,39 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
                 ErrorRecord::input(message).at(Location::from_diagnostic(&file, &e.to_string())),
             );
             record.status = record.derived_status();
+            record.shard = args.shard.map(|s| parity_record::ShardRecord {
+                index: s.index,
+                count: s.count,
+                spec_sha256: run::spec_sha256(&args.spec),
+                plan: parity_record::RunPlan::default(),
+            });
             eprintln!(
                 "parity: {}",
                 report::sanitize::terminal(&record.errors[0].message)
             );
             let record = AnyRecord::Run(record);
-            let outcome = write_reports(&record, &json_path, &junit_path, args.markdown.as_ref());
+            let mut outcome =
+                write_reports(&record, &json_path, &junit_path, args.markdown.as_ref());
+            // The HTML page too: it says what is wrong and where, and replaces
+            // a previous run's page.
+            let html_path = args
+                .html
+                .clone()
+                .unwrap_or_else(|| args.out_dir.join("report.html"));
+            if let Err(e) = report::write_report(&html_path, &report::Html, &record) {
+                outcome = outcome.and(Err(e.to_string()));
+            }
             return Ok(exit_with(record.exit_code(), outcome));
         }
     };
+    if args.bisect && args.shard.is_some() {
+        eprintln!(
+            "parity: error: --bisect cannot be combined with --shard: a shard does not know \
+             the whole run's first divergence; merge the shards (`parity report --merge`) and \
+             run `parity bisect` on it"
+        );
+        return Ok(ExitCode::Input.code());
+    }
     let options = RunOptions {
         modes: match args.mode {
             ModeArg::Isolated => vec![Mode::Isolated],
@@ -110,6 +139,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         compiler_lib: args.iree_compiler_lib,
         cases: args.cases,
         stages: args.stages,
+        shard: args.shard,
     };
     let bar = super::progress::Bar::for_stderr();
     let mut record = run::execute(&spec, &options, &mut |p| bar.update(&p));
@@ -174,7 +204,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         let page = report::html::render(&report::html::HtmlInput {
             runs: std::slice::from_ref(run),
             bisects: &bisects,
-            tokens: &[],
+            ..Default::default()
         });
         match report::write_atomic(&html_path, page.as_bytes()) {
             Ok(()) => {

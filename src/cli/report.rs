@@ -1,22 +1,32 @@
-//! `parity report`: re-render saved records without running anything.
+//! `parity report`: re-render saved records without running anything; merge
+//! shards; compare a run with a baseline.
 
-use crate::report::{self, table::Colour, Junit, Markdown, Renderer, Terminal};
-use parity_record::{AnyRecord, ExitCode};
+use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
+use parity_record::{AnyRecord, Band, BaselineRecord, ExitCode, Metric, RunRecord};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `parity report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
     /// JSON records written by parity (`parity.run-record/2`, `parity.bisect/2`,
-    /// `parity.compare/1`, `parity.tokens/1`); the HTML page shows them all.
+    /// `parity.compare/1`, `parity.baseline/1`, `parity.tokens/1`); the HTML page shows them all.
     #[arg(required = true)]
     records: Vec<PathBuf>,
+    /// Merge the run records of every shard of one run (`parity check --shard i/n`)
+    /// into the record of the whole, which the other options then render.
+    /// Refuses (exit 2) shards of different specs or parity versions,
+    /// overlapping shards and missing ones.
+    #[arg(long)]
+    merge: bool,
+    /// Also write the JSON record here (needs exactly one record, e.g. with --merge).
+    #[arg(long)]
+    json: Option<PathBuf>,
     /// Also write JUnit XML here (needs exactly one record).
     #[arg(long)]
     junit: Option<PathBuf>,
     /// Also write a Markdown summary here (under 1 MiB), e.g. "$GITHUB_STEP_SUMMARY"
-    /// (needs exactly one record).
+    /// (needs exactly one record; with --baseline, the comparison follows it).
     #[arg(long)]
     markdown: Option<PathBuf>,
     /// Also write the self-contained HTML report of every record here.
@@ -26,15 +36,41 @@ pub struct ReportArgs {
     /// node ids) for the bisect record here (needs exactly one bisect record).
     #[arg(long)]
     node_data: Option<PathBuf>,
+    /// Compare the run (exactly one run record, or the merged shards) with this
+    /// earlier run record: every watched metric's change, exit 1 when an error
+    /// grew past the noise band even within tolerance (a ratchet).
+    #[arg(long, value_name = "BASE.json")]
+    baseline: Option<PathBuf>,
+    /// With --baseline: relative growth allowed, as a fraction of the baseline
+    /// value (default: the spec's `baseline.band`, else 0.1).
+    #[arg(long, value_name = "FRACTION")]
+    band: Option<f64>,
+    /// With --baseline: absolute growth allowed on top (default: the spec's
+    /// `baseline.band_abs`, else 0).
+    #[arg(long, value_name = "ABS")]
+    band_abs: Option<f64>,
+    /// With --baseline: a metric to watch (repeatable; default: the spec's
+    /// `baseline.metrics`, else max_abs, rms, rel_l2, cosine, max_ulp, mismatches).
+    #[arg(long = "metric", value_name = "NAME")]
+    metrics: Vec<String>,
+    /// With --baseline: the spec whose `baseline:` section sets band and metrics
+    /// (default: the run record's `spec`, when that file exists).
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// With --baseline: also write the comparison (`parity.baseline/1`) here.
+    #[arg(long, value_name = "OUT.json")]
+    baseline_json: Option<PathBuf>,
+}
+
+fn input_error(message: String) -> anyhow::Result<i32> {
+    eprintln!("parity: error: {}", report::sanitize::terminal(&message));
+    Ok(ExitCode::Input.code())
 }
 
 /// Runs `parity report`; the exit code is the worst of the records' own
-/// (input over execution over parity failure over pass).
+/// (input over execution over parity failure over pass), the baseline
+/// comparison's included.
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
-    let input_error = |message: String| {
-        eprintln!("parity: error: {}", report::sanitize::terminal(&message));
-        Ok(ExitCode::Input.code())
-    };
     let mut records = Vec::new();
     for path in &args.records {
         match AnyRecord::read(path) {
@@ -42,10 +78,31 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             Err(e) => return input_error(e.to_string()),
         }
     }
+    if args.merge {
+        let mut runs = Vec::new();
+        for (path, record) in args.records.iter().zip(records) {
+            let file = path.display().to_string();
+            match record {
+                AnyRecord::Run(r) => runs.push((file, r)),
+                _ => return input_error(format!("{file}: --merge takes run records only")),
+            }
+        }
+        match parity_record::merge(&runs) {
+            Ok(merged) => records = vec![AnyRecord::Run(merged)],
+            Err(e) => return input_error(e.to_string()),
+        }
+    }
+    let baseline = match &args.baseline {
+        None => None,
+        Some(path) => match compare_with_baseline(&args, &records, path) {
+            Ok(b) => Some(b),
+            Err(m) => return input_error(m),
+        },
+    };
     let single = || match records.as_slice() {
         [one] => Ok(one),
         _ => Err(format!(
-            "--junit and --markdown need exactly one record ({} given)",
+            "--json, --junit and --markdown need exactly one record ({} given)",
             records.len()
         )),
     };
@@ -55,20 +112,19 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     };
     {
         let mut stdout = std::io::stdout().lock();
-        for r in &records {
+        for r in records.iter().chain(baseline.as_ref()) {
             let _ = stdout.write_all(&terminal.render(r)?);
         }
     }
-    let md = Markdown::default();
+    let mut failures: Vec<String> = Vec::new();
     let mut jobs: Vec<(&PathBuf, &dyn Renderer)> = Vec::new();
+    if let Some(p) = &args.json {
+        jobs.push((p, &Json));
+    }
     if let Some(p) = &args.junit {
         jobs.push((p, &Junit));
     }
-    if let Some(p) = &args.markdown {
-        jobs.push((p, &md));
-    }
-    let mut failures: Vec<String> = Vec::new();
-    if !jobs.is_empty() {
+    if !jobs.is_empty() || args.markdown.is_some() {
         let record = match single() {
             Ok(r) => r,
             Err(m) => return input_error(m),
@@ -78,8 +134,23 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
                 .filter_map(|(p, r)| report::write_report(p, r, record).err())
                 .map(|e| e.to_string()),
         );
+        if let Some(path) = &args.markdown {
+            let mut text = Markdown::default().render(record)?;
+            if let Some(AnyRecord::Baseline(b)) = &baseline {
+                text.push(b'\n');
+                text.extend_from_slice(report::baseline::markdown(b).as_bytes());
+            }
+            if let Err(e) = report::write_atomic(path, &text) {
+                failures.push(format!("cannot write {}: {e}", path.display()));
+            }
+        }
     }
-    let runs: Vec<_> = records
+    if let (Some(path), Some(b)) = (&args.baseline_json, &baseline) {
+        if let Err(e) = report::write_report(path, &Json, b) {
+            failures.push(e.to_string());
+        }
+    }
+    let runs: Vec<RunRecord> = records
         .iter()
         .filter_map(|r| match r {
             AnyRecord::Run(r) => Some(r.clone()),
@@ -100,11 +171,20 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             _ => None,
         })
         .collect();
+    let baselines: Vec<BaselineRecord> = records
+        .iter()
+        .chain(baseline.as_ref())
+        .filter_map(|r| match r {
+            AnyRecord::Baseline(b) => Some(b.clone()),
+            _ => None,
+        })
+        .collect();
     if let Some(path) = &args.html {
         let page = report::html::render(&report::html::HtmlInput {
             runs: &runs,
             bisects: &bisects,
             tokens: &tokens,
+            baselines: &baselines,
         });
         if let Err(e) = report::write_atomic(path, page.as_bytes()) {
             failures.push(format!("cannot write {}: {e}", path.display()));
@@ -129,6 +209,86 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     } else {
         Err(failures.join("; "))
     };
-    let code = ExitCode::combine(records.iter().map(AnyRecord::exit_code));
+    let code = ExitCode::combine(
+        records
+            .iter()
+            .chain(baseline.as_ref())
+            .map(AnyRecord::exit_code),
+    );
     Ok(super::check::exit_with(code, written))
+}
+
+/// The baseline comparison of the one run record in `records` with the run
+/// record in `path`; band and metrics from the flags, else the spec's
+/// `baseline:` section, else the defaults.
+fn compare_with_baseline(
+    args: &ReportArgs,
+    records: &[AnyRecord],
+    path: &Path,
+) -> Result<AnyRecord, String> {
+    let (run_file, run) = match (records, args.records.as_slice()) {
+        ([AnyRecord::Run(r)], [file]) => (file.display().to_string(), r),
+        ([AnyRecord::Run(r)], files) if args.merge => (
+            files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            r,
+        ),
+        _ => return Err("--baseline needs exactly one run record (or --merge)".into()),
+    };
+    let base = match AnyRecord::read(path).map_err(|e| e.to_string())? {
+        AnyRecord::Run(b) => b,
+        other => {
+            return Err(format!(
+                "{}: --baseline needs a run record, not {}",
+                path.display(),
+                other.schema()
+            ))
+        }
+    };
+    let spec_path = args
+        .spec
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&run.spec));
+    let section = if args.spec.is_some() || spec_path.is_file() {
+        parity_spec::Spec::load(&spec_path)
+            .map_err(|e| format!("--baseline reads the `baseline:` section of the spec: {e}"))?
+            .baseline
+    } else {
+        parity_spec::BaselineSpec::default()
+    };
+    let defaults = Band::default();
+    let band = Band {
+        rel: args.band.or(section.band).unwrap_or(defaults.rel),
+        abs: args.band_abs.or(section.band_abs).unwrap_or(defaults.abs),
+    };
+    for (flag, x) in [("--band", band.rel), ("--band-abs", band.abs)] {
+        if !(x.is_finite() && x >= 0.0) {
+            return Err(format!("{flag} must be a finite number >= 0, not {x}"));
+        }
+    }
+    let names = if args.metrics.is_empty() {
+        section.metrics.unwrap_or_default()
+    } else {
+        args.metrics.clone()
+    };
+    let metrics = if names.is_empty() {
+        Metric::DEFAULT.to_vec()
+    } else {
+        names
+            .iter()
+            .map(|n| {
+                Metric::parse(n).ok_or_else(|| {
+                    let known: Vec<_> = Metric::ALL.iter().map(|m| m.name()).collect();
+                    format!("unknown metric `{n}` (known: {})", known.join(", "))
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let base_file = path.display().to_string();
+    Ok(AnyRecord::Baseline(BaselineRecord::compare(
+        run, &run_file, &base, &base_file, band, &metrics,
+    )))
 }

@@ -5,7 +5,9 @@
 
 use super::sanitize;
 use super::{Renderer, ReportError};
-use parity_record::{AnyRecord, BisectRecord, CompareRecord, ErrorRecord, RunRecord, Status};
+use parity_record::{
+    AnyRecord, BaselineRecord, BisectRecord, CompareRecord, ErrorRecord, RunRecord, Status,
+};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -21,6 +23,7 @@ impl Renderer for Junit {
             AnyRecord::Bisect(b) => bisect_report(b),
             AnyRecord::Compare(c) => compare_report(c),
             AnyRecord::Tokens(t) => tokens_report(t),
+            AnyRecord::Baseline(b) => baseline_report(b),
         };
         Ok(report.to_string()?.into_bytes())
     }
@@ -200,6 +203,45 @@ fn tokens_report(t: &parity_record::TokensRecord) -> Report {
         .collect();
     if let Some(e) = run_errors.first() {
         suite.add_test_case(case("run", "parity.tokens", error(e), t.elapsed_s));
+    }
+    let mut report = Report::new("parity");
+    report.add_test_suite(suite);
+    report
+}
+
+/// One suite, one test case per output compared: a failure names the metrics that regressed.
+fn baseline_report(b: &BaselineRecord) -> Report {
+    let mut suite = TestSuite::new("baseline");
+    for o in &b.outputs {
+        let regressed: Vec<String> = o
+            .metrics
+            .iter()
+            .filter(|m| m.change == parity_record::Change::Regressed)
+            .map(|m| {
+                format!(
+                    "{} {} -> {} (limit {})",
+                    m.metric.name(),
+                    super::baseline::value(m.metric, m.baseline),
+                    super::baseline::value(m.metric, m.current),
+                    super::table::num(m.limit)
+                )
+            })
+            .collect();
+        let status = if regressed.is_empty() {
+            TestCaseStatus::success()
+        } else {
+            failure(
+                &format!("regressed against {}: {}", b.baseline, regressed.join("; ")),
+                "",
+            )
+        };
+        let classname = format!("parity.baseline.{}.{}", o.case, o.mode.name());
+        suite.add_test_case(case(
+            &format!("{}/{}", o.stage, o.output),
+            &classname,
+            status,
+            0.0,
+        ));
     }
     let mut report = Report::new("parity");
     report.add_test_suite(suite);

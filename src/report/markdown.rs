@@ -35,6 +35,7 @@ impl Renderer for Markdown {
             AnyRecord::Bisect(b) => (bisect_head(b), Vec::new(), String::new()),
             AnyRecord::Compare(c) => (compare_head(c), Vec::new(), String::new()),
             AnyRecord::Tokens(t) => (tokens_head(t), Vec::new(), String::new()),
+            AnyRecord::Baseline(b) => (super::baseline::markdown(b), Vec::new(), String::new()),
         };
         Ok(assemble(self.budget, head, &rows, &tail).into_bytes())
     }
@@ -118,6 +119,13 @@ fn run_parts(r: &RunRecord) -> (String, Vec<String>, String) {
         r.elapsed_s,
         md(&r.spec)
     );
+    if let Some(shard) = &r.shard {
+        let _ = writeln!(
+            head,
+            "**Shard {}/{}:** this shard's stage runs only; merge the shards for the whole run's verdict\n",
+            shard.index, shard.count
+        );
+    }
     match &r.first_divergence {
         Some(d) => {
             let _ = writeln!(

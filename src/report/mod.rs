@@ -2,6 +2,7 @@
 //! JUnit, Model Explorer node data). Every renderer is a pure function of a record behind one trait,
 //! [`Renderer`], returning the bytes to print or write: nothing here executes.
 
+pub mod baseline;
 pub mod bisect_text;
 pub mod compare_text;
 pub mod html;

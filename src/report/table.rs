@@ -183,6 +183,13 @@ pub fn summary(record: &RunRecord) -> String {
         count(Status::Skipped),
         record.elapsed_s
     );
+    if let Some(shard) = &record.shard {
+        text.push_str(&format!(
+            "shard {}/{}: this record holds only its shard's stage runs; the first divergence \
+             below is that of this shard (merge the shards with `parity report --merge`)\n",
+            shard.index, shard.count
+        ));
+    }
     match &record.first_divergence {
         Some(d) => text.push_str(&format!(
             "first divergence: stage `{}` output `{}` (case {}, {})\n",

@@ -1,7 +1,7 @@
 //! The terminal: the run table, the bisect text or the compare summary.
 
 use super::table::Colour;
-use super::{bisect_text, compare_text, table, Renderer, ReportError};
+use super::{baseline, bisect_text, compare_text, table, Renderer, ReportError};
 use parity_record::AnyRecord;
 
 /// Text for a terminal (or a pipe: colour is a choice, see [`Colour::detect`]).
@@ -21,6 +21,7 @@ impl Renderer for Terminal {
             AnyRecord::Bisect(b) => bisect_text::text(b),
             AnyRecord::Compare(c) => compare_text::text(c),
             AnyRecord::Tokens(t) => super::tokens_text::text(t),
+            AnyRecord::Baseline(b) => baseline::text(b),
         };
         Ok(text.into_bytes())
     }

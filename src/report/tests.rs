@@ -218,3 +218,47 @@ fn a_region_localisation_is_never_shown_as_an_op() {
         "{md}"
     );
 }
+
+#[test]
+fn baseline_renderers() {
+    let b = samples::baseline_regression();
+    assert_eq!(b.status, parity_record::Status::Fail);
+    let regressed: Vec<_> = b
+        .regressions()
+        .map(|(o, m)| format!("{} {}", o.label(), m.metric.name()))
+        .collect();
+    assert_eq!(
+        regressed,
+        [
+            "norm/normed (b2, isolated) max_abs",
+            "norm/normed (b2, isolated) max_ulp"
+        ]
+    );
+    assert_eq!(b.only_in_run, ["head/logits (b2, isolated)"]);
+    insta::assert_snapshot!("terminal_baseline", text(&TERM, b.clone()));
+    insta::assert_snapshot!("markdown_baseline", text(&Markdown::default(), b.clone()));
+    insta::assert_snapshot!("junit_baseline", text(&Junit, b.clone()));
+    insta::assert_snapshot!("json_baseline", text(&Json, b.clone()));
+    let mut html = String::new();
+    super::baseline::html(&mut html, &b);
+    insta::assert_snapshot!("html_baseline_section", html.replace("<tr", "\n<tr"));
+    let page = text(&Html, b.clone());
+    assert!(page.contains("<section class=\"baseline\">"), "{page}");
+    // The JSON reads back (serde_json's default float parsing may move a limit by 1 ulp).
+    let back = AnyRecord::parse(&text(&Json, b.clone()), std::path::Path::new("b.json")).unwrap();
+    let AnyRecord::Baseline(back) = back else {
+        panic!("not a baseline record")
+    };
+    assert_eq!(back.status, b.status);
+    assert_eq!(back.regressions().count(), 2);
+    assert_eq!(back.only_in_run, b.only_in_run);
+}
+
+#[test]
+fn every_metric_a_spec_accepts_is_one_the_ratchet_knows() {
+    let names: Vec<_> = parity_record::Metric::ALL
+        .iter()
+        .map(|m| m.name())
+        .collect();
+    assert_eq!(names, parity_spec::BASELINE_METRICS);
+}

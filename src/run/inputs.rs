@@ -2,8 +2,32 @@
 //! the weights files, both memory-mapped and opened once per run.
 
 use parity_spec::Spec;
-use parity_tensor::{OracleStore, SafetensorsFile, Tensor};
+use parity_tensor::{OracleStore, SafetensorsFile, Tensor, TensorError};
 use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// Why an input tensor or its source cannot be had; every message names the
+/// file or the tensor (all are input errors, exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// The oracle store, a weights file or a tensor in them could not be read
+    /// (the tensor layer's message names the file and tensor).
+    #[error(transparent)]
+    Tensor(Box<TensorError>),
+    /// One weight name in two weights files.
+    #[error("weight `{name}` is defined in both {} and {}", first.display(), second.display())]
+    DuplicateWeight {
+        /// The weight.
+        name: String,
+        /// The file listed first.
+        first: PathBuf,
+        /// The file that defines it again.
+        second: PathBuf,
+    },
+    /// A `weight:` argument no weights file holds.
+    #[error("weight `{0}` is not in any weights file")]
+    MissingWeight(String),
+}
 
 /// The oracle store and the weights of one run.
 pub struct InputSources {
@@ -12,22 +36,28 @@ pub struct InputSources {
     weight_index: HashMap<String, usize>,
 }
 
+impl From<TensorError> for InputError {
+    fn from(e: TensorError) -> Self {
+        InputError::Tensor(Box::new(e))
+    }
+}
+
 impl InputSources {
     /// Opens the oracle store and every weights file named by the spec.
     /// A weight name defined in two files is an error naming both.
-    pub fn open(spec: &Spec) -> Result<Self, String> {
-        let store = OracleStore::open(&spec.oracle).map_err(|e| e.to_string())?;
+    pub fn open(spec: &Spec) -> Result<Self, InputError> {
+        let store = OracleStore::open(&spec.oracle)?;
         let mut weights = Vec::new();
         let mut weight_index: HashMap<String, usize> = HashMap::new();
         for (i, path) in spec.weights.iter().enumerate() {
-            let file = parity_tensor::read_safetensors(path).map_err(|e| e.to_string())?;
+            let file = parity_tensor::read_safetensors(path)?;
             for name in file.names() {
                 if let Some(&prev) = weight_index.get(name) {
-                    return Err(format!(
-                        "weight `{name}` is defined in both {} and {}",
-                        spec.weights[prev].display(),
-                        path.display()
-                    ));
+                    return Err(InputError::DuplicateWeight {
+                        name: name.to_string(),
+                        first: spec.weights[prev].clone(),
+                        second: path.clone(),
+                    });
                 }
                 weight_index.insert(name.to_string(), i);
             }
@@ -46,16 +76,16 @@ impl InputSources {
     }
 
     /// An oracle tensor by name.
-    pub fn oracle(&self, name: &str) -> Result<Tensor, String> {
-        self.store.get(name).map_err(|e| e.to_string())
+    pub fn oracle(&self, name: &str) -> Result<Tensor, InputError> {
+        Ok(self.store.get(name)?)
     }
 
     /// A weight by name.
-    pub fn weight(&self, name: &str) -> Result<Tensor, String> {
+    pub fn weight(&self, name: &str) -> Result<Tensor, InputError> {
         let &i = self
             .weight_index
             .get(name)
-            .ok_or_else(|| format!("weight `{name}` is not in any weights file"))?;
-        self.weights[i].get(name).map_err(|e| e.to_string())
+            .ok_or_else(|| InputError::MissingWeight(name.to_string()))?;
+        Ok(self.weights[i].get(name)?)
     }
 }

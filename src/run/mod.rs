@@ -4,6 +4,7 @@
 pub mod divergence;
 pub mod error_map;
 pub(crate) mod inputs;
+mod measure_error;
 mod modules;
 mod provenance;
 pub mod slices;
@@ -15,7 +16,7 @@ pub use parity_record as record;
 
 use crate::run::inputs::InputSources;
 pub(crate) use crate::run::modules::ModuleSet;
-use parity_record::{ErrorRecord, Mode, RunRecord, StageRecord, Status};
+use parity_record::{ErrorRecord, Mode, RunRecord, Shard, ShardRecord, StageRecord, Status};
 use parity_spec::Spec;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -38,6 +39,8 @@ pub struct RunOptions {
     pub cases: Vec<String>,
     /// Run only these stages (all when empty); in chained mode an unselected upstream stage makes its dependants skip.
     pub stages: Vec<String>,
+    /// Run only this shard's part (`parity check --shard i/n`; see [`parity_record::shard`]).
+    pub shard: Option<Shard>,
 }
 
 impl Default for RunOptions {
@@ -48,6 +51,7 @@ impl Default for RunOptions {
             compiler_lib: None,
             cases: Vec::new(),
             stages: Vec::new(),
+            shard: None,
         }
     }
 }
@@ -77,8 +81,8 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
 
     let sources = match InputSources::open(spec) {
         Ok(s) => s,
-        Err(message) => {
-            record.errors.push(ErrorRecord::input(message));
+        Err(e) => {
+            record.errors.push(ErrorRecord::input(e.to_string()));
             return finish(record, clock);
         }
     };
@@ -133,7 +137,18 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         .copied()
         .filter(|&i| options.stages.is_empty() || options.stages.contains(&spec.stages[i].name))
         .collect();
-    let total = instantiated.len() * options.modes.len() * selected.len();
+    let owns = |mode: Mode, case: usize, rank: usize| {
+        options
+            .shard
+            .is_none_or(|s| s.owns(mode, case, rank, selected.len()))
+    };
+    let total = options
+        .modes
+        .iter()
+        .flat_map(|&m| (0..instantiated.len()).map(move |c| (m, c)))
+        .flat_map(|(m, c)| (0..selected.len()).map(move |r| (m, c, r)))
+        .filter(|&(m, c, r)| owns(m, c, r))
+        .count();
 
     // `slice:` stages run generated functions, cut from their module's MLIR
     // and compiled into an extra module per cut function (see `slices`).
@@ -181,6 +196,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         cases: &instantiated,
         order: &selected,
         slice_errors: &slice_plan.errors,
+        owns: &owns,
     };
     let mut per_mode: Vec<Vec<StageRecord>> = vec![Vec::new(); options.modes.len()];
     let (tx, rx) = std::sync::mpsc::channel::<(usize, StageRecord)>();
@@ -222,7 +238,11 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         }
     }
     record.stages = per_mode.into_iter().flatten().collect();
-    divergence::locate(spec, &cases, &slice_plan.extents, &mut record);
+    let plan = divergence::plan(spec, &options.modes, &cases, &selected, &slice_plan.extents);
+    divergence::locate(&plan, &mut record);
+    if let Some(shard) = options.shard {
+        record.shard = Some(shard_record(spec, shard, plan));
+    }
     finish(record, clock)
 }
 
@@ -235,6 +255,8 @@ struct ModeWork<'a> {
     order: &'a [usize],
     /// Slice stages that cannot run, by (case, stage): why.
     slice_errors: &'a HashMap<slices::StageKey, ErrorRecord>,
+    /// Whether this run's shard holds (mode, case index, stage rank).
+    owns: &'a (dyn Fn(Mode, usize, usize) -> bool + Sync),
 }
 
 impl ModeWork<'_> {
@@ -242,10 +264,13 @@ impl ModeWork<'_> {
     /// each stage record to `emit`; returns the module load errors.
     fn run(&self, mode: Mode, emit: &mut dyn FnMut(StageRecord)) -> Vec<String> {
         let modules = ModuleSet::load(&self.spec.subject.driver, self.compiled);
-        for (case, stages) in self.cases {
+        for (c, (case, stages)) in self.cases.iter().enumerate() {
             let mut produced = HashMap::new();
             let mut unavailable: HashMap<String, String> = HashMap::new();
-            for &i in self.order {
+            for (rank, &i) in self.order.iter().enumerate() {
+                if !(self.owns)(mode, c, rank) {
+                    continue;
+                }
                 let stage = &stages[i];
                 let ctx = stage::StageContext {
                     spec: self.spec,
@@ -280,6 +305,23 @@ impl ModeWork<'_> {
         }
         modules.load_errors()
     }
+}
+
+/// The `shard` of a shard's record: which shard, the spec's hash, the whole run's plan.
+fn shard_record(spec: &Spec, shard: Shard, plan: parity_record::RunPlan) -> ShardRecord {
+    ShardRecord {
+        index: shard.index,
+        count: shard.count,
+        spec_sha256: spec_sha256(&spec.path),
+        plan,
+    }
+}
+
+/// Hex sha256 of the spec file's bytes (of the empty input when it cannot be read).
+pub fn spec_sha256(path: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(std::fs::read(path).unwrap_or_default());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn finish(mut record: RunRecord, clock: Instant) -> RunRecord {

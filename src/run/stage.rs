@@ -15,6 +15,8 @@ use parity_tensor::Tensor;
 use std::collections::HashMap;
 use std::time::Instant;
 
+pub use super::measure_error::MeasureError;
+
 /// A comparison's metrics, truth errors, and the oracle tensor and mask it used.
 type Measured = (
     Metrics,
@@ -164,8 +166,14 @@ impl StageContext<'_> {
         let mut args = Vec::with_capacity(stage.args.len());
         for (i, arg) in stage.args.iter().enumerate() {
             let tensor = match arg {
-                Arg::Oracle(name) => self.sources.oracle(name).map_err(|m| input_err(i, m))?,
-                Arg::Weight(name) => self.sources.weight(name).map_err(|m| input_err(i, m))?,
+                Arg::Oracle(name) => self
+                    .sources
+                    .oracle(name)
+                    .map_err(|e| input_err(i, e.to_string()))?,
+                Arg::Weight(name) => self
+                    .sources
+                    .weight(name)
+                    .map_err(|e| input_err(i, e.to_string()))?,
                 Arg::Literal {
                     dtype,
                     shape,
@@ -186,7 +194,9 @@ impl StageContext<'_> {
                     match self.mode {
                         Mode::Isolated => {
                             let name = upstream_oracle()?;
-                            self.sources.oracle(&name).map_err(|m| input_err(i, m))?
+                            self.sources
+                                .oracle(&name)
+                                .map_err(|e| input_err(i, e.to_string()))?
                         }
                         Mode::Chained => match produced.get(&(up.clone(), output.clone())) {
                             Some(t) => t.clone(),
@@ -327,9 +337,9 @@ impl StageContext<'_> {
                 }
                 out.metrics = Some(metrics_record(&metrics, truth.map(|(r, _)| r)));
             }
-            Err(message) => {
+            Err(e) => {
                 out.status = Status::Error;
-                out.error = Some(ErrorRecord::input(context(message)));
+                out.error = Some(ErrorRecord::input(context(e.to_string())));
             }
         }
         out
@@ -344,7 +354,7 @@ impl StageContext<'_> {
         actual: &Tensor,
         args: &[Tensor],
         criteria: &[Criterion],
-    ) -> Result<Measured, String> {
+    ) -> Result<Measured, MeasureError> {
         let expected = self.sources.oracle(&spec_out.oracle)?;
         let mask = match &spec_out.mask {
             None => None,
@@ -354,12 +364,14 @@ impl StageContext<'_> {
                     MaskSource::Arg(i) => args
                         .get(*i)
                         .cloned()
-                        .ok_or_else(|| format!("mask argument index {i} out of range"))?,
+                        .ok_or(MeasureError::MaskArgument(*i))?,
                 };
-                Some(
-                    Mask::new(&tensor, m.axes.clone(), m.padded, actual.shape())
-                        .map_err(|e| format!("mask: {e}"))?,
-                )
+                Some(Mask::new(
+                    &tensor,
+                    m.axes.clone(),
+                    m.padded,
+                    actual.shape(),
+                )?)
             }
         };
         let options = CompareOptions {
@@ -368,23 +380,26 @@ impl StageContext<'_> {
             equal_nan: spec_out.equal_nan,
             ..CompareOptions::for_criteria(criteria, actual.dtype())
         };
-        let metrics =
-            compare(actual, &expected, mask.as_ref(), &options).map_err(|e| e.to_string())?;
+        let metrics = compare(actual, &expected, mask.as_ref(), &options)?;
         let truth = match &spec_out.truth {
             None => None,
             Some(name) => {
                 let truth = self.sources.oracle(name)?;
                 if let Some((flat, value)) = first_nonfinite(&truth, mask.as_ref()) {
-                    return Err(format!(
-                        "f64 truth `{name}` holds {value} at index {:?}: a ground truth must be finite",
-                        unravel(flat, truth.shape())
-                    ));
+                    return Err(MeasureError::NonFiniteTruth {
+                        name: name.clone(),
+                        value,
+                        index: unravel(flat, truth.shape()),
+                    });
                 }
                 // The truth is finite, so every non-finite element of a side is a mismatch.
                 let vs = |t: &Tensor| {
                     compare(t, &truth, mask.as_ref(), &CompareOptions::default())
                         .map(|m| (m.rms, m.nan_mismatch + m.inf_mismatch))
-                        .map_err(|e| format!("vs truth `{name}`: {e}"))
+                        .map_err(|source| MeasureError::VsTruth {
+                            name: name.clone(),
+                            source,
+                        })
                 };
                 let ((actual_rms, actual_nonfinite), (expected_rms, expected_nonfinite)) =
                     (vs(actual)?, vs(&expected)?);

@@ -69,7 +69,7 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
     let sources = match InputSources::open(spec) {
         Ok(s) => s,
         Err(m) => {
-            record.errors.push(ErrorRecord::input(m));
+            record.errors.push(ErrorRecord::input(m.to_string()));
             return finish(record, clock);
         }
     };

@@ -66,11 +66,15 @@ impl Session<'_> {
             let tensor = match (arg, step) {
                 (TokenArg::Input(Arg::Oracle(name)), _) => {
                     let name = TokensSpec::render(name, case).map_err(fail)?;
-                    self.sources.oracle(&name).map_err(fail)?
+                    self.sources
+                        .oracle(&name)
+                        .map_err(|e| fail(e.to_string()))?
                 }
                 (TokenArg::Input(Arg::Weight(name)), _) => {
                     let name = TokensSpec::render(name, case).map_err(fail)?;
-                    self.sources.weight(&name).map_err(fail)?
+                    self.sources
+                        .weight(&name)
+                        .map_err(|e| fail(e.to_string()))?
                 }
                 (
                     TokenArg::Input(Arg::Literal {

@@ -1,5 +1,6 @@
 //! Reading any record back by its `schema` field.
 
+use crate::baseline::{BaselineRecord, BASELINE_SCHEMA};
 use crate::bisect::{BisectRecord, BISECT_SCHEMA};
 use crate::compare::{CompareRecord, COMPARE_SCHEMA};
 use crate::exit::ExitCode;
@@ -9,11 +10,12 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// Every schema this parity reads.
-pub const KNOWN_SCHEMAS: [&str; 4] = [
+pub const KNOWN_SCHEMAS: [&str; 5] = [
     RUN_RECORD_SCHEMA,
     BISECT_SCHEMA,
     COMPARE_SCHEMA,
     TOKENS_SCHEMA,
+    BASELINE_SCHEMA,
 ];
 
 /// Why a record file could not be read; every message names the file.
@@ -66,6 +68,8 @@ pub enum AnyRecord {
     Compare(CompareRecord),
     /// `parity.tokens/1`.
     Tokens(Box<TokensRecord>),
+    /// `parity.baseline/1`.
+    Baseline(BaselineRecord),
 }
 
 #[derive(Deserialize)]
@@ -101,6 +105,7 @@ impl AnyRecord {
             BISECT_SCHEMA => serde_json::from_str(text).map(AnyRecord::Bisect),
             COMPARE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Compare),
             TOKENS_SCHEMA => serde_json::from_str(text).map(|r| AnyRecord::Tokens(Box::new(r))),
+            BASELINE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Baseline),
             _ => {
                 return Err(RecordError::UnknownSchema {
                     path: path.to_path_buf(),
@@ -118,6 +123,7 @@ impl AnyRecord {
             AnyRecord::Bisect(r) => &r.schema,
             AnyRecord::Compare(r) => &r.schema,
             AnyRecord::Tokens(r) => &r.schema,
+            AnyRecord::Baseline(r) => &r.schema,
         }
     }
 
@@ -128,6 +134,7 @@ impl AnyRecord {
             AnyRecord::Bisect(r) => r.exit_code(),
             AnyRecord::Compare(r) => r.exit_code(),
             AnyRecord::Tokens(r) => r.exit_code(),
+            AnyRecord::Baseline(r) => r.exit_code(),
         }
     }
 
@@ -138,6 +145,7 @@ impl AnyRecord {
             AnyRecord::Bisect(r) => serde_json::to_string_pretty(r),
             AnyRecord::Compare(r) => serde_json::to_string_pretty(r),
             AnyRecord::Tokens(r) => serde_json::to_string_pretty(r),
+            AnyRecord::Baseline(r) => serde_json::to_string_pretty(r),
         };
         // Records hold only strings, numbers, and maps with string keys:
         // serialising them cannot fail.
@@ -166,5 +174,11 @@ impl From<CompareRecord> for AnyRecord {
 impl From<TokensRecord> for AnyRecord {
     fn from(r: TokensRecord) -> Self {
         AnyRecord::Tokens(Box::new(r))
+    }
+}
+
+impl From<BaselineRecord> for AnyRecord {
+    fn from(r: BaselineRecord) -> Self {
+        AnyRecord::Baseline(r)
     }
 }

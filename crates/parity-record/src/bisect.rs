@@ -43,6 +43,9 @@ pub enum Evidence {
     /// where all its operands are finite and the f64 shadow's result is finite.
     #[serde(rename = "nonfinite")]
     NonFinite,
+    /// Named by the repair search: the edits of the region that make its end
+    /// match the oracle are all on this operation.
+    Repair,
     /// Only a region: no evidence narrows it to one operation.
     Region,
 }
@@ -54,6 +57,7 @@ impl Evidence {
             Evidence::Oracle => "oracle",
             Evidence::Inferred => "inferred",
             Evidence::NonFinite => "nonfinite",
+            Evidence::Repair => "repair",
             Evidence::Region => "region",
         }
     }

@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod any;
+pub mod baseline;
 pub mod bisect;
 pub mod common;
 pub mod compare;
@@ -20,12 +21,17 @@ pub mod criterion;
 pub mod error_map;
 pub mod exit;
 pub mod float;
+pub mod plan;
 pub mod run;
 pub mod samples;
 pub mod samples_tokens;
+pub mod shard;
 pub mod tokens;
 
 pub use any::{AnyRecord, RecordError};
+pub use baseline::{
+    Band, BaselineRecord, Change, Metric, MetricChange, OutputChange, BASELINE_SCHEMA,
+};
 pub use bisect::{
     BisectRecord, CheckpointKind, CheckpointRecord, DivergentOp, Evidence, Localisation, OpMetrics,
     Region, RegionOutcome, ReproducerCheck, ReproducerOutput, ShadowRow, Strategy, ValueMetrics,
@@ -36,10 +42,12 @@ pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};
 pub use criterion::{Check, CriterionRecord};
 pub use error_map::ErrorMap;
 pub use exit::ExitCode;
+pub use plan::{PlanExtent, PlanStage, RunPlan};
 pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,
     Provenance, RunRecord, StageRecord, TruthRecord, RUN_RECORD_SCHEMA,
 };
+pub use shard::{merge, MergeError, Shard, ShardRecord};
 pub use tokens::{
     DivergentToken, StepLocalisation, StepMetrics, TeacherForcedSummary, TokenCaseRecord,
     TokenFinding, TokenLogit, TokenMode, TokenVerdict, TokensRecord, TOKENS_SCHEMA,

@@ -47,6 +47,10 @@ pub struct RunRecord {
     pub warnings: Vec<String>,
     /// One entry per (stage, case, mode), in execution order.
     pub stages: Vec<StageRecord>,
+    /// `parity check --shard i/n`: which shard this record is, and the whole
+    /// run's plan for `parity report --merge`; absent for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardRecord>,
 }
 
 /// Where a divergence was found.
@@ -253,6 +257,7 @@ impl RunRecord {
             errors: Vec::new(),
             warnings: Vec::new(),
             stages: Vec::new(),
+            shard: None,
         }
     }
 

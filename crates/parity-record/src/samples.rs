@@ -308,3 +308,38 @@ pub fn compare_fail() -> CompareRecord {
     }];
     c
 }
+
+/// A baseline comparison: `norm.normed` (isolated) grew from 2e-7 to 5e-7
+/// max_abs (still inside its 1e-5 tolerance: a ratchet regression), its
+/// chained twin shrank, and one output exists only in the run.
+pub fn baseline_regression() -> crate::baseline::BaselineRecord {
+    let base = passing_run();
+    let mut run = passing_run();
+    for s in run.stages.iter_mut().filter(|s| s.name == "norm") {
+        if let Some(m) = s.outputs[0].metrics.as_mut() {
+            match s.mode {
+                Mode::Isolated => {
+                    m.max_abs = 5e-7;
+                    m.max_ulp = m.max_ulp.map(|u| u + 1);
+                }
+                Mode::Chained => m.max_abs = 1e-7,
+            }
+        }
+    }
+    run.stages.push(stage(
+        "head",
+        Mode::Isolated,
+        vec![output("logits", 0.0, 1e-5)],
+    ));
+    crate::baseline::BaselineRecord::compare(
+        &run,
+        "reports/run.json",
+        &base,
+        "baseline/run.json",
+        crate::baseline::Band {
+            rel: 0.1,
+            abs: 1e-9,
+        },
+        &crate::baseline::Metric::DEFAULT,
+    )
+}

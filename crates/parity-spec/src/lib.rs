@@ -19,8 +19,8 @@ mod yaml;
 
 pub use error::{Position, Scope, SpecError, SpecErrorKind};
 pub use model::{
-    Arg, Case, Location, MaskSource, MaskSpec, Module, ModuleSource, OutputSpec, SliceSpec, Spec,
-    Stage, StageLocations, Subject,
+    Arg, BaselineSpec, Case, Location, MaskSource, MaskSpec, Module, ModuleSource, OutputSpec,
+    SliceSpec, Spec, Stage, StageLocations, Subject, BASELINE_METRICS,
 };
 pub use parity_compare::Criterion;
 pub use parity_tensor::DType;

@@ -38,7 +38,33 @@ pub struct Spec {
     pub stages: Vec<Stage>,
     /// The `tokens:` section (`parity tokens`), when the spec has one.
     pub tokens: Option<crate::tokens::TokensSpec>,
+    /// `baseline:`: the ratchet's noise band and metrics for `parity report --baseline`.
+    pub baseline: BaselineSpec,
 }
+
+/// The `baseline:` section: how `parity report RUN --baseline BASE` judges
+/// growth. Absent keys are `None` (parity's defaults apply).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BaselineSpec {
+    /// Relative growth allowed, as a fraction of the baseline value (`band: 0.1` = 10%).
+    pub band: Option<f64>,
+    /// Absolute growth allowed on top (`band_abs`).
+    pub band_abs: Option<f64>,
+    /// The metrics watched, by name (one of [`BASELINE_METRICS`]).
+    pub metrics: Option<Vec<String>>,
+}
+
+/// The metric names `baseline.metrics` accepts.
+pub const BASELINE_METRICS: &[&str] = &[
+    "max_abs",
+    "mean_abs",
+    "rms",
+    "rel_l2",
+    "cosine",
+    "max_ulp",
+    "ulp_p99",
+    "mismatches",
+];
 
 /// The subject under test: named IREE modules plus compile and runtime settings.
 #[derive(Clone, Debug, PartialEq)]

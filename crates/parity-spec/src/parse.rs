@@ -2,7 +2,7 @@
 //! cases, tolerances and the stage list.
 
 use crate::error::{Scope, SpecError, SpecErrorKind};
-use crate::model::{Case, Module, ModuleSource, Spec, Subject};
+use crate::model::{BaselineSpec, Case, Module, ModuleSource, Spec, Subject, BASELINE_METRICS};
 use crate::reader::Cx;
 use crate::stage::{dtype, location, parse_stage};
 use crate::tolerance::tolerance;
@@ -19,7 +19,9 @@ const TOP_KEYS: &[&str] = &[
     "tolerances",
     "stages",
     "tokens",
+    "baseline",
 ];
+const BASELINE_KEYS: &[&str] = &["band", "band_abs", "metrics"];
 const SUBJECT_KEYS: &[&str] = &["modules", "target_backend", "driver", "flags"];
 const MODULE_KEYS: &[&str] = &["mlir", "vmfb", "flags"];
 const CASE_KEYS: &[&str] = &["name", "vars"];
@@ -77,6 +79,10 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         Some(t) => parse_tolerances(&cx, t)?,
         None => HashMap::new(),
     };
+    let baseline = match top.opt("baseline") {
+        Some(b) => parse_baseline(&cx, b)?,
+        None => BaselineSpec::default(),
+    };
     let mut literal_budget = crate::stage::MAX_LITERAL_ELEMENTS;
     let tokens = match top.opt("tokens") {
         Some(t) => Some(crate::tokens_parse::parse_tokens(
@@ -119,6 +125,54 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         tolerances,
         stages,
         tokens,
+        baseline,
+    })
+}
+
+/// `baseline: {band, band_abs, metrics}`: bands are finite and >= 0, metrics known names.
+fn parse_baseline(cx: &Cx<'_>, node: &Node) -> Result<BaselineSpec, SpecError> {
+    let m = cx.map(node, "baseline", "baseline", BASELINE_KEYS)?;
+    let band = |key: &str| -> Result<Option<f64>, SpecError> {
+        let Some(n) = m.opt(key) else {
+            return Ok(None);
+        };
+        let x = cx.f64(n, key)?;
+        if !(x.is_finite() && x >= 0.0) {
+            return Err(cx.invalid(
+                n,
+                format!("`baseline.{key}` must be a finite number >= 0, not {x}"),
+            ));
+        }
+        Ok(Some(x))
+    };
+    let metrics = match m.opt("metrics") {
+        None => None,
+        Some(n) => {
+            let names = cx.strings(n, "metrics")?;
+            if let Some(bad) = names
+                .iter()
+                .find(|s| !BASELINE_METRICS.contains(&s.as_str()))
+            {
+                return Err(cx.invalid(
+                    n,
+                    format!(
+                        "unknown baseline metric `{bad}` (known: {})",
+                        BASELINE_METRICS.join(", ")
+                    ),
+                ));
+            }
+            if names.is_empty() {
+                return Err(
+                    cx.invalid(n, "`baseline.metrics` must name at least one metric".into())
+                );
+            }
+            Some(names)
+        }
+    };
+    Ok(BaselineSpec {
+        band: band("band")?,
+        band_abs: band("band_abs")?,
+        metrics,
     })
 }
 

@@ -494,3 +494,43 @@ fn a_fifo_spec_is_refused_instead_of_blocking() {
         "{msg}"
     );
 }
+
+#[test]
+fn baseline_section_is_read_and_checked() {
+    let fx = Fixture::new();
+    let spec = fx
+        .parse(&format!(
+            "{HEADER}baseline: {{band: 0.25, band_abs: 1.0e-9, metrics: [max_abs, cosine]}}\nstages:\n{}",
+            stage("a", "")
+        ))
+        .unwrap();
+    assert_eq!(spec.baseline.band, Some(0.25));
+    assert_eq!(spec.baseline.band_abs, Some(1e-9));
+    assert_eq!(
+        spec.baseline.metrics,
+        Some(vec!["max_abs".to_string(), "cosine".to_string()])
+    );
+    let none = fx
+        .parse(&format!("{HEADER}stages:\n{}", stage("a", "")))
+        .unwrap();
+    assert_eq!(none.baseline, parity_spec::BaselineSpec::default());
+    for (section, want) in [
+        ("{metrics: [maxabs]}", "unknown baseline metric `maxabs`"),
+        ("{metrics: []}", "must name at least one metric"),
+        (
+            "{band: -0.1}",
+            "`baseline.band` must be a finite number >= 0",
+        ),
+        (
+            "{band_abs: .inf}",
+            "`baseline.band_abs` must be a finite number >= 0",
+        ),
+        ("{bnad: 0.1}", "unknown key `bnad`"),
+    ] {
+        let msg = fx.err(&format!(
+            "{HEADER}baseline: {section}\nstages:\n{}",
+            stage("a", "")
+        ));
+        assert!(msg.contains(want), "{section}: {msg}");
+    }
+}

@@ -10,12 +10,15 @@
 
 mod bisect;
 mod charts;
+mod error_page;
 pub mod esc;
 mod table;
 mod tokens;
 
 use esc::{esc, json_script};
-use parity_record::{AnyRecord, BisectRecord, Localisation, Mode, RunRecord, Status, TokensRecord};
+use parity_record::{
+    AnyRecord, BaselineRecord, BisectRecord, Localisation, Mode, RunRecord, Status, TokensRecord,
+};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
@@ -36,6 +39,8 @@ pub struct HtmlInput<'a> {
     pub bisects: &'a [BisectRecord],
     /// Tokens records (`parity.tokens/1`), each with its step-stage run.
     pub tokens: &'a [TokensRecord],
+    /// Baseline comparisons (`parity.baseline/1`).
+    pub baselines: &'a [BaselineRecord],
 }
 
 /// The HTML page of one record, behind the [`super::Renderer`] trait (several
@@ -56,6 +61,10 @@ impl super::Renderer for Html {
             }),
             AnyRecord::Tokens(t) => render(&HtmlInput {
                 tokens: std::slice::from_ref(&**t),
+                ..HtmlInput::default()
+            }),
+            AnyRecord::Baseline(b) => render(&HtmlInput {
+                baselines: std::slice::from_ref(b),
                 ..HtmlInput::default()
             }),
             AnyRecord::Compare(c) => page(
@@ -86,6 +95,10 @@ pub fn render(input: &HtmlInput) -> String {
         },
     };
     let _ = write!(body, "<h1>{}</h1>", esc(&title));
+    // A baseline comparison first: it is what decides a ratchet's verdict.
+    for b in input.baselines {
+        super::baseline::html(&mut body, b);
+    }
     for (i, run) in input.runs.iter().enumerate() {
         run_section(&mut body, run, i);
     }
@@ -105,7 +118,11 @@ pub fn render(input: &HtmlInput) -> String {
             run_section(&mut body, &l.run, input.runs.len() + i);
         }
     }
-    if input.runs.is_empty() && input.bisects.is_empty() && input.tokens.is_empty() {
+    if input.runs.is_empty()
+        && input.bisects.is_empty()
+        && input.baselines.is_empty()
+        && input.tokens.is_empty()
+    {
         body.push_str("<p>No records were given.</p>");
     }
     page(&title, &body)
@@ -129,6 +146,12 @@ fn page(title: &str, body: &str) -> String {
 fn run_section(out: &mut String, run: &RunRecord, i: usize) {
     let _ = write!(out, "<section class=\"run\" id=\"run-{i}\">");
     verdict(out, run);
+    if run.stages.is_empty() && !run.errors.is_empty() {
+        // An invalid spec (or a store that cannot be opened): nothing ran.
+        error_page::render(out, run);
+        out.push_str("</section>");
+        return;
+    }
     let rows = table::rows(run);
     let data = serde_json::json!({
         "rows": rows.len(),
@@ -189,6 +212,15 @@ fn verdict(out: &mut String, run: &RunRecord) {
         run.stages.len(),
         run.exit_code().code()
     );
+    if let Some(shard) = &run.shard {
+        let _ = write!(
+            out,
+            "<p class=\"note\">Shard {}/{}: only this shard's stage runs; the verdict and \
+             first divergence below are this shard's (<code>parity report --merge</code> \
+             gives the whole run's).</p>",
+            shard.index, shard.count
+        );
+    }
     match &run.first_divergence {
         Some(d) => {
             let _ = write!(
@@ -269,8 +301,9 @@ fn depth_section(out: &mut String, run: &RunRecord) {
             let _ = write!(
                 out,
                 "<p class=\"note\">x: pipeline depth (stages in dependency order); y: per stage, the \
-                 worst criterion's observed / threshold over every case and output (log scale; \
-                 above 1 fails; 0 and infinity are drawn at the edges).</p><div class=\"chart\">{svg}</div>"
+                 worst criterion's observed / threshold over every case and output (for \
+                 cosine_min: (1 - cosine) / (1 - min); log scale; above 1 fails; 0 and \
+                 infinity are drawn at the edges).</p><div class=\"chart\">{svg}</div>"
             );
         }
         Err(e) => {

@@ -1,0 +1,400 @@
+//! Shards: `parity check --shard i/n` runs a deterministic part of a run, and
+//! [`merge`] puts the parts back into the record of the whole.
+//!
+//! The partition (docs/run-record.md, "Shards"): number the isolated stage
+//! runs 0, 1, 2, ... in the order the unsharded run executes them (case
+//! order, then dependency order); isolated run `k` belongs to shard
+//! `k mod n + 1`. A chained stage needs its upstream stages' production
+//! outputs, so chained runs are sharded by case: every chained run of case
+//! `j` (0-based, spec order) belongs to shard `n - (j mod n)`, counted from
+//! the last shard so that a one-case spec does not load the first shard with
+//! both modes. Every (stage, case, mode) belongs to exactly one shard.
+
+use crate::common::{ErrorRecord, Mode};
+use crate::plan::RunPlan;
+use crate::run::{ModuleProvenance, RunRecord, StageRecord};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fmt;
+
+/// Shard `index` of `count`, 1-based (`--shard 2/3`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shard {
+    /// 1..=count.
+    pub index: usize,
+    /// How many shards the run is split into (at least 1).
+    pub count: usize,
+}
+
+/// A `--shard` argument that is not `i/n` with 1 <= i <= n.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("invalid shard `{0}`: expected i/n with 1 <= i <= n, e.g. 2/3")]
+pub struct ShardParseError(String);
+
+impl std::str::FromStr for Shard {
+    type Err = ShardParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || ShardParseError(s.to_string());
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: usize = i.trim().parse().map_err(|_| bad())?;
+        let count: usize = n.trim().parse().map_err(|_| bad())?;
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl Shard {
+    /// Whether this shard runs stage `rank` (position in dependency order among
+    /// the `stages` selected) of case `case` (position among the selected cases) in `mode`.
+    pub fn owns(&self, mode: Mode, case: usize, rank: usize, stages: usize) -> bool {
+        let slot = match mode {
+            Mode::Isolated => (case * stages + rank) % self.count,
+            Mode::Chained => self.count - 1 - case % self.count,
+        };
+        slot == self.index - 1
+    }
+}
+
+/// What a shard's run record says about the shard (`shard` in the run record).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardRecord {
+    /// 1-based shard index.
+    pub index: usize,
+    /// Number of shards.
+    pub count: usize,
+    /// Hex sha256 of the spec file's bytes: shards of different specs never merge.
+    pub spec_sha256: String,
+    /// The whole run's plan (not only this shard's part), for the merge.
+    pub plan: RunPlan,
+}
+
+/// Why shard records cannot be merged; every message names the files.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MergeError {
+    /// Nothing to merge.
+    #[error("--merge needs at least one run record")]
+    Empty,
+    /// A record that was not written by `parity check --shard`.
+    #[error("{file}: not a shard record (no `shard`; written without `parity check --shard`)")]
+    NotAShard {
+        /// The file.
+        file: String,
+    },
+    /// Two shards that are not parts of the same run.
+    #[error("{a} and {b}: shards of different runs ({what} differs: `{left}` vs `{right}`)")]
+    Mismatch {
+        /// The first file.
+        a: String,
+        /// The file that differs from it.
+        b: String,
+        /// What differs.
+        what: &'static str,
+        /// Its value in `a`.
+        left: String,
+        /// Its value in `b`.
+        right: String,
+    },
+    /// Two records of the same shard, or holding the same stage run.
+    #[error("{a} and {b}: overlapping shards ({what})")]
+    Overlap {
+        /// The first file.
+        a: String,
+        /// The second file.
+        b: String,
+        /// What both hold.
+        what: String,
+    },
+    /// Some shards are missing: the merge would not be the whole run.
+    #[error("shards {missing} of {count} missing (given: {given})")]
+    Missing {
+        /// The missing shard indices, comma-separated.
+        missing: String,
+        /// Number of shards.
+        count: usize,
+        /// The files given.
+        given: String,
+    },
+}
+
+/// Merges the records of every shard of one run (`(file, record)` pairs, any
+/// order) into the record of the whole: stages in the unsharded execution
+/// order, run-level errors and warnings without repeats, divergences located
+/// over all stages, status and exit code of the whole. `started` is the
+/// earliest shard's, `elapsed_s` the longest shard's (shards run in
+/// parallel). The merged record has no `shard`.
+pub fn merge(records: &[(String, RunRecord)]) -> Result<RunRecord, MergeError> {
+    let mut shards: Vec<(&str, &RunRecord, &ShardRecord)> = Vec::new();
+    for (file, record) in records {
+        let shard = record
+            .shard
+            .as_ref()
+            .ok_or_else(|| MergeError::NotAShard { file: file.clone() })?;
+        shards.push((file, record, shard));
+    }
+    let &(file0, first, shard0) = shards.first().ok_or(MergeError::Empty)?;
+    for &(file, record, shard) in &shards[1..] {
+        let mismatch = |what, left: String, right: String| MergeError::Mismatch {
+            a: file0.to_string(),
+            b: file.to_string(),
+            what,
+            left,
+            right,
+        };
+        if shard.spec_sha256 != shard0.spec_sha256 {
+            let (l, r) = (shard0.spec_sha256.clone(), shard.spec_sha256.clone());
+            return Err(mismatch("spec sha256", l, r));
+        }
+        if record.parity_version != first.parity_version {
+            let (l, r) = (first.parity_version.clone(), record.parity_version.clone());
+            return Err(mismatch("parity version", l, r));
+        }
+        if record.compiler_revision != first.compiler_revision {
+            let show = |r: &Option<String>| r.clone().unwrap_or_else(|| "none".into());
+            let (l, r) = (
+                show(&first.compiler_revision),
+                show(&record.compiler_revision),
+            );
+            return Err(mismatch("compiler revision", l, r));
+        }
+        if shard.count != shard0.count {
+            let (l, r) = (shard0.count.to_string(), shard.count.to_string());
+            return Err(mismatch("shard count", l, r));
+        }
+        if shard.plan != shard0.plan {
+            let show = |p: &RunPlan| serde_json::to_string(p).unwrap_or_default();
+            return Err(mismatch(
+                "plan (modes, cases, stages)",
+                show(&shard0.plan),
+                show(&shard.plan),
+            ));
+        }
+    }
+    let mut by_index: HashMap<usize, &str> = HashMap::new();
+    for &(file, _, shard) in &shards {
+        if let Some(other) = by_index.insert(shard.index, file) {
+            return Err(MergeError::Overlap {
+                a: other.to_string(),
+                b: file.to_string(),
+                what: format!("both are shard {}/{}", shard.index, shard.count),
+            });
+        }
+    }
+    let missing: Vec<String> = (1..=shard0.count)
+        .filter(|i| !by_index.contains_key(i))
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(MergeError::Missing {
+            missing: missing.join(", "),
+            count: shard0.count,
+            given: shards.iter().map(|s| s.0).collect::<Vec<_>>().join(", "),
+        });
+    }
+    shards.sort_by_key(|s| s.2.index);
+
+    let mut merged = first.clone();
+    merged.shard = None;
+    merged.first_divergent_op = None;
+    merged.errors = Vec::new();
+    merged.warnings = Vec::new();
+    merged.provenance.modules = Vec::new();
+    merged.provenance.oracle = None;
+    let mut stages: Vec<(&str, &StageRecord)> = Vec::new();
+    let mut owner: HashMap<(&str, &str, Mode), &str> = HashMap::new();
+    for &(file, record, _) in &shards {
+        push_new(&mut merged.errors, &record.errors, |a: &ErrorRecord, b| {
+            a == b
+        });
+        push_new(&mut merged.warnings, &record.warnings, |a, b| a == b);
+        push_new(
+            &mut merged.provenance.modules,
+            &record.provenance.modules,
+            |a: &ModuleProvenance, b| a.name == b.name,
+        );
+        if merged.provenance.oracle.is_none() {
+            merged.provenance.oracle = record.provenance.oracle.clone();
+        }
+        if record.started < merged.started {
+            merged.started = record.started.clone();
+        }
+        merged.elapsed_s = merged.elapsed_s.max(record.elapsed_s);
+        for stage in &record.stages {
+            let key = (stage.name.as_str(), stage.case.as_str(), stage.mode);
+            if let Some(other) = owner.insert(key, file) {
+                return Err(MergeError::Overlap {
+                    a: other.to_string(),
+                    b: file.to_string(),
+                    what: format!(
+                        "both hold stage `{}` of case `{}` ({})",
+                        stage.name,
+                        stage.case,
+                        stage.mode.name()
+                    ),
+                });
+            }
+            stages.push((file, stage));
+        }
+    }
+    // A stable sort: records the plan does not know keep their shard order, last.
+    stages.sort_by_key(|(_, s)| shard0.plan.position(s));
+    merged.stages = stages.into_iter().map(|(_, s)| s.clone()).collect();
+    shard0.plan.locate(&mut merged);
+    merged.status = merged.derived_status();
+    Ok(merged)
+}
+
+/// Appends the items of `from` that `into` does not hold yet (by `same`).
+fn push_new<T: Clone>(into: &mut Vec<T>, from: &[T], same: impl Fn(&T, &T) -> bool) {
+    for item in from {
+        if !into.iter().any(|have| same(have, item)) {
+            into.push(item.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::PlanStage;
+    use crate::samples;
+
+    /// samples::failing_run in plan order, and its plan.
+    fn whole() -> (RunRecord, RunPlan) {
+        let up = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
+        let stage = |name: &str, upstream: Vec<String>| PlanStage {
+            name: name.into(),
+            upstream,
+        };
+        let plan = RunPlan {
+            modes: vec![Mode::Isolated, Mode::Chained],
+            cases: vec!["b2".into()],
+            stages: vec![
+                stage("embed", up(&[])),
+                stage("norm", up(&["embed"])),
+                stage("proj", up(&["embed", "norm"])),
+                stage("head", up(&["embed", "norm", "proj"])),
+            ],
+            extents: Vec::new(),
+        };
+        let mut run = samples::failing_run();
+        run.stages.sort_by_key(|s| plan.position(s));
+        plan.locate(&mut run);
+        (run, plan)
+    }
+
+    /// The records of shards 1..=count of `run`, as `(file, record)`.
+    fn split(run: &RunRecord, plan: &RunPlan, count: usize) -> Vec<(String, RunRecord)> {
+        (1..=count)
+            .map(|index| {
+                let shard = Shard { index, count };
+                let mut r = run.clone();
+                r.stages.retain(|s| {
+                    let (_, case, rank) = plan.position(s);
+                    shard.owns(s.mode, case, rank, plan.stages.len())
+                });
+                plan.locate(&mut r);
+                r.status = r.derived_status();
+                r.shard = Some(ShardRecord {
+                    index,
+                    count,
+                    spec_sha256: "ab".repeat(32),
+                    plan: plan.clone(),
+                });
+                (format!("shard{index}.json"), r)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shards_merge_back_into_the_whole_in_any_order() {
+        let (run, plan) = whole();
+        for count in 1..=4 {
+            let mut shards = split(&run, &plan, count);
+            shards.reverse();
+            assert_eq!(merge(&shards), Ok(run.clone()), "{count} shards");
+        }
+        // With 3 shards, shard 2 holds only norm (isolated): its own first divergence.
+        let shards = split(&run, &plan, 3);
+        assert_eq!(shards[1].1.stages.len(), 1);
+        assert_eq!(run.first_divergence.as_ref().unwrap().stage, "norm");
+    }
+
+    #[test]
+    fn refuses_what_is_not_one_whole_run() {
+        let (run, plan) = whole();
+        let shards = split(&run, &plan, 2);
+        let err = |records: &[(String, RunRecord)]| merge(records).unwrap_err().to_string();
+        assert_eq!(
+            err(&[shards[0].clone(), shards[0].clone()]),
+            "shard1.json and shard1.json: overlapping shards (both are shard 1/2)"
+        );
+        assert_eq!(
+            err(&shards[1..]),
+            "shards 1 of 2 missing (given: shard2.json)"
+        );
+        let mut other = shards[1].clone();
+        other.1.parity_version = "9.9.9".into();
+        assert_eq!(
+            err(&[shards[0].clone(), other]),
+            "shard1.json and shard2.json: shards of different runs (parity version differs: `0.1.0` vs `9.9.9`)"
+        );
+        let mut other = shards[1].clone();
+        other.1.compiler_revision = None;
+        assert!(err(&[shards[0].clone(), other]).contains("compiler revision differs"));
+        let mut other = shards[1].clone();
+        other.1.stages.push(shards[0].1.stages[0].clone());
+        assert!(err(&[shards[0].clone(), other]).contains(
+            "shard1.json and shard2.json: overlapping shards (both hold stage `embed` of case `b2` (isolated))"
+        ));
+        let mut plain = shards[1].clone();
+        plain.1.shard = None;
+        assert_eq!(
+            err(&[shards[0].clone(), plain]),
+            "shard2.json: not a shard record (no `shard`; written without `parity check --shard`)"
+        );
+        assert_eq!(merge(&[]), Err(MergeError::Empty));
+    }
+
+    #[test]
+    fn parses_and_rejects_shard_arguments() {
+        assert_eq!("2/3".parse(), Ok(Shard { index: 2, count: 3 }));
+        for bad in ["0/3", "4/3", "3", "a/b", "1/0", ""] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_stage_run_belongs_to_exactly_one_shard() {
+        for count in 1..=5 {
+            for mode in [Mode::Isolated, Mode::Chained] {
+                for case in 0..4 {
+                    for rank in 0..6 {
+                        let owners = (1..=count)
+                            .filter(|&index| Shard { index, count }.owns(mode, case, rank, 6))
+                            .count();
+                        assert_eq!(owners, 1, "{count} {mode:?} {case} {rank}");
+                    }
+                }
+            }
+        }
+        // The documented rule, on one example: 6 stages, 1 case, 3 shards.
+        let owned = |index| {
+            (0..6)
+                .filter(|&r| Shard { index, count: 3 }.owns(Mode::Isolated, 0, r, 6))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(owned(1), vec![0, 3]);
+        assert_eq!(owned(3), vec![2, 5]);
+        assert!(Shard { index: 3, count: 3 }.owns(Mode::Chained, 0, 4, 6));
+        assert!(Shard { index: 2, count: 3 }.owns(Mode::Chained, 1, 0, 6));
+    }
+}
