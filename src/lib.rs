@@ -4,6 +4,7 @@
 //! (`parity_iree`) and compares every output (`parity_compare`) into a
 //! [`run::record::RunRecord`]; `report` renders that record.
 
+pub mod bench;
 pub mod bisect;
 pub mod cli;
 pub mod report;

@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch. Each subcommand lives in its own file
 //! and only calls the library.
 
+mod bench;
 mod bisect;
 mod check;
 mod compare;
@@ -61,6 +62,8 @@ enum Command {
     Report(report::ReportArgs),
     /// List where a function can be cut: its named scopes, with the value and type of each point.
     Points(points::PointsArgs),
+    /// Print timings: compare GB/s beside the memory-read rate; with --spec, cold / warm / one-function-edited gate times.
+    Bench(bench::BenchArgs),
     /// Oracle stores: `parity oracle index DIR` writes DIR/manifest.json.
     #[command(subcommand)]
     Oracle(oracle::OracleCommand),
@@ -87,6 +90,7 @@ pub fn main() -> i32 {
         Command::Tokens(args) => tokens::run(args),
         Command::Points(args) => points::run(args),
         Command::Oracle(command) => oracle::run(command),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(code) => code,

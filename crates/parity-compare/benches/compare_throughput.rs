@@ -6,9 +6,9 @@
 //! [B, T] padding mask, next to a plain sum over the same bytes measured in
 //! the same run. A table, not an assertion: numbers depend on the machine.
 
+use parity_compare::baseline::{par_sum_f32_bytes, sum_f32_bytes};
 use parity_compare::{compare, CompareOptions, Mask};
 use parity_tensor::{DType, Tensor};
-use rayon::prelude::*;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -25,17 +25,6 @@ fn best_of(mut f: impl FnMut()) -> f64 {
             t.elapsed().as_secs_f64()
         })
         .fold(f64::INFINITY, f64::min)
-}
-
-/// Sum of a buffer read as LE f32, so reading it costs what `compare`'s loads cost.
-fn sum_bytes(b: &[u8]) -> f64 {
-    let mut acc = [0f32; 8];
-    for c in b.chunks_exact(32) {
-        for (k, x) in c.chunks_exact(4).enumerate() {
-            acc[k] += f32::from_le_bytes([x[0], x[1], x[2], x[3]]);
-        }
-    }
-    acc.iter().map(|&x| x as f64).sum()
 }
 
 fn main() {
@@ -87,11 +76,12 @@ fn main() {
     let gbs = |secs: f64| bytes / secs / 1e9;
 
     let mem_serial = best_of(|| {
-        black_box(sum_bytes(black_box(at.bytes())) + sum_bytes(black_box(et.bytes())));
+        black_box(sum_f32_bytes(black_box(at.bytes())) + sum_f32_bytes(black_box(et.bytes())));
     });
     let mem_par = best_of(|| {
-        let f = |x: &Tensor| -> f64 { x.bytes().par_chunks(1 << 20).map(sum_bytes).sum() };
-        black_box(f(black_box(&at)) + f(black_box(&et)));
+        black_box(
+            par_sum_f32_bytes(black_box(at.bytes())) + par_sum_f32_bytes(black_box(et.bytes())),
+        );
     });
     println!(
         "parity-compare throughput: f32 pair {shape:?} ({} MiB each), best of {REPS}, {} rayon threads",

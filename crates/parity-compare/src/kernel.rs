@@ -3,86 +3,39 @@
 //! chunk order so results never depend on the thread count.
 
 use crate::elem::{Elem, UlpKey};
-use crate::histogram::{slot, UlpHistogram, SLOTS};
+use crate::histogram::UlpHistogram;
+use crate::kernel_hist::RunHist;
+pub(crate) use crate::topk::{Hit, TopK};
 use crate::ulp::key_f32_bits;
 
 /// Elements per chunk. Fixed (not derived from the thread count) so partial
 /// sums, and hence results, are identical for serial and parallel runs.
-pub(crate) const CHUNK: usize = 1 << 16;
+pub(crate) const CHUNK: usize = 1 << 18;
 
 /// Elements per inner block (see `Kernel::segment`); fits the u16 candidate indices.
 pub(crate) const BLOCK: usize = 256;
 
-/// One element worth reporting: flat index and both values.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Hit {
-    pub flat: usize,
-    pub actual: f64,
-    pub expected: f64,
-    /// The ranking key (abs diff or allclose excess).
-    pub score: f64,
-}
+/// Each f64 sum is kept as `LANES` partial sums: element `i` (flat index)
+/// adds into lane `i % LANES`, in increasing `i`. A fixed assignment, so
+/// every path (scalar, vector, serial, parallel) performs the same
+/// additions in the same order and results are bit-identical; and four
+/// independent chains, so a sum is not bound by the latency of one add.
+pub(crate) const LANES: usize = 4;
 
-/// The K largest hits by score, ties broken by the lower flat index, kept sorted.
-///
-/// Hits must be offered in increasing flat order (true within a chunk, and
-/// when merging chunks in order): then a hit that ties the current K-th
-/// score can never beat it, which lets the fast path reject with one compare.
-#[derive(Clone, Debug)]
-pub(crate) struct TopK {
-    pub k: usize,
-    pub items: Vec<Hit>,
-    /// Score a new hit must exceed: the K-th score once full, -inf before (+inf when K = 0).
-    floor: f64,
-}
+/// Partial sums of one quantity, one per lane (see [`LANES`]).
+pub(crate) type Lanes = [f64; LANES];
 
-impl TopK {
-    pub fn new(k: usize) -> Self {
-        let floor = if k == 0 {
-            f64::INFINITY
-        } else {
-            f64::NEG_INFINITY
-        };
-        TopK {
-            k,
-            items: Vec::new(),
-            floor,
-        }
-    }
-
-    #[inline(always)]
-    pub fn offer(&mut self, h: Hit) {
-        // Fast reject: most elements are not among the worst K.
-        if h.score <= self.floor {
-            return;
-        }
-        self.insert(h);
-    }
-
-    /// Score a new hit must exceed to enter the list.
-    #[inline(always)]
-    pub fn floor(&self) -> f64 {
-        self.floor
-    }
-
-    #[inline(never)]
-    fn insert(&mut self, h: Hit) {
-        let pos = self
-            .items
-            .iter()
-            .position(|x| beats(&h, x))
-            .unwrap_or(self.items.len());
-        self.items.insert(pos, h);
-        self.items.truncate(self.k);
-        if self.items.len() == self.k {
-            self.floor = self.items.last().map_or(f64::INFINITY, |x| x.score);
-        }
-    }
+/// The total of a lane array, always added in the same order.
+#[inline]
+pub(crate) fn lane_total(l: &Lanes) -> f64 {
+    (l[0] + l[1]) + (l[2] + l[3])
 }
 
 #[inline(always)]
-fn beats(a: &Hit, b: &Hit) -> bool {
-    a.score > b.score || (a.score == b.score && a.flat < b.flat)
+fn lane_add(l: &mut Lanes, o: &Lanes) {
+    for (x, y) in l.iter_mut().zip(o) {
+        *x += y;
+    }
 }
 
 /// The scalar part of the partial results. Copied into a local for each
@@ -99,11 +52,11 @@ pub(crate) struct Sums {
     pub allclose_violations: u64,
     pub bitwise_mismatches: u64,
     pub padded_nonzero: u64,
-    pub sum_abs: f64,
-    pub sum_sq: f64,
-    pub sum_aa: f64,
-    pub sum_ee: f64,
-    pub sum_ae: f64,
+    pub sum_abs: Lanes,
+    pub sum_sq: Lanes,
+    pub sum_aa: Lanes,
+    pub sum_ee: Lanes,
+    pub sum_ae: Lanes,
     pub max_abs: f64,
     pub max_excess: f64,
     pub max_ulp: u64,
@@ -121,11 +74,11 @@ impl Default for Sums {
             allclose_violations: 0,
             bitwise_mismatches: 0,
             padded_nonzero: 0,
-            sum_abs: 0.0,
-            sum_sq: 0.0,
-            sum_aa: 0.0,
-            sum_ee: 0.0,
-            sum_ae: 0.0,
+            sum_abs: [0.0; LANES],
+            sum_sq: [0.0; LANES],
+            sum_aa: [0.0; LANES],
+            sum_ee: [0.0; LANES],
+            sum_ae: [0.0; LANES],
             max_abs: 0.0,
             max_excess: f64::NEG_INFINITY,
             max_ulp: 0,
@@ -144,11 +97,11 @@ impl Sums {
         self.allclose_violations += o.allclose_violations;
         self.bitwise_mismatches += o.bitwise_mismatches;
         self.padded_nonzero += o.padded_nonzero;
-        self.sum_abs += o.sum_abs;
-        self.sum_sq += o.sum_sq;
-        self.sum_aa += o.sum_aa;
-        self.sum_ee += o.sum_ee;
-        self.sum_ae += o.sum_ae;
+        lane_add(&mut self.sum_abs, &o.sum_abs);
+        lane_add(&mut self.sum_sq, &o.sum_sq);
+        lane_add(&mut self.sum_aa, &o.sum_aa);
+        lane_add(&mut self.sum_ee, &o.sum_ee);
+        lane_add(&mut self.sum_ae, &o.sum_ae);
         self.max_abs = self.max_abs.max(o.max_abs);
         self.max_excess = self.max_excess.max(o.max_excess);
         self.max_ulp = self.max_ulp.max(o.max_ulp);
@@ -208,6 +161,8 @@ pub(crate) struct Kernel<A, E, U> {
     pub equal_nan: bool,
     pub assert_zero: bool,
     pub top_k: usize,
+    /// The CPU has AVX2: f32 pairs take the vector path (same results).
+    pub avx2: bool,
 }
 
 impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
@@ -221,7 +176,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     pub(crate) fn segment(
         &self,
         acc: &mut Acc,
-        hist: &mut Hist4,
+        hist: &mut RunHist,
         a: &[u8],
         e: &[u8],
         start: usize,
@@ -251,6 +206,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             let (mut sum_ee, mut sum_ae) = (s.sum_ee, s.sum_ae);
             let (mut max_abs, mut max_excess, mut max_ulp) = (s.max_abs, s.max_excess, s.max_ulp);
             let (mut bitwise, mut masked, mut non_numeric) = (0u64, 0u64, 0u64);
+            let base = start + j0;
             let (rtol, atol) = (self.rtol, self.atol);
             for (t, (ca, ce)) in ra.chunks_exact(sa).zip(re.chunks_exact(se)).enumerate() {
                 if padded(j0 + t) {
@@ -271,11 +227,12 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                 if a.is_finite() && e.is_finite() {
                     let d = a - e;
                     let ad = d.abs();
-                    sum_abs += ad;
-                    sum_sq += d * d;
-                    sum_aa += a * a;
-                    sum_ee += e * e;
-                    sum_ae += a * e;
+                    let l = (base + t) % LANES;
+                    sum_abs[l] += ad;
+                    sum_sq[l] += d * d;
+                    sum_aa[l] += a * a;
+                    sum_ee[l] += e * e;
+                    sum_ae[l] += a * e;
                     max_abs = max_abs.max(ad);
                     let excess = ad - rtol * e.abs();
                     max_excess = max_excess.max(excess);
@@ -382,14 +339,13 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             });
             return acc;
         }
-        let mut hist = Hist4::new();
+        let mut hist = RunHist::new();
         walk(&mut acc, start, end, mask, |acc, s, t, pad| match pad {
             Pad::Const(true) => self.padded_run(acc, a, s, t),
             #[cfg(target_arch = "x86_64")]
-            Pad::Const(false) if Self::F32_PATH && self.same_dtype => {
-                // SAFETY: SSE2 is part of the x86_64 baseline, so the
-                // function's target feature is always present.
-                unsafe { self.segment_f32(acc, &mut hist, a, e, s, t) }
+            Pad::Const(false) if Self::F32_PATH && self.avx2 => {
+                // SAFETY: `avx2` is set only when the CPU has AVX2.
+                unsafe { self.segment_avx2(acc, &mut hist, a, e, s, t) }
             }
             Pad::Const(false) => self.segment(acc, &mut hist, a, e, s, t, |_| false),
             Pad::Strided { .. } => self.segment(acc, &mut hist, a, e, s, t, |j| pad.at(j)),
@@ -487,41 +443,4 @@ pub(crate) struct MaskView<'m> {
     pub shape: &'m [usize],
     pub strides: &'m [usize],
     pub values: &'m [bool],
-}
-
-/// Four interleaved ULP histograms (element `t` goes to `t % 4`), so that
-/// runs of equal distances do not serialise on one counter's
-/// store-to-load latency. Counts are integers: the split changes nothing.
-pub(crate) struct Hist4 {
-    counts: [[u64; SLOTS]; 4],
-}
-
-impl Hist4 {
-    fn new() -> Box<Hist4> {
-        Box::new(Hist4 {
-            counts: [[0; SLOTS]; 4],
-        })
-    }
-
-    #[inline(always)]
-    pub(crate) fn add(&mut self, t: usize, dist: u64) {
-        self.counts[t & 3][slot(dist)] += 1;
-    }
-
-    /// Records a distance `d` <= `EXACT_MAX` (its own slot).
-    #[inline(always)]
-    pub(crate) fn add_exact(&mut self, t: usize, d: usize) {
-        self.counts[t & 3][d] += 1;
-    }
-
-    /// Moves the counts into `acc`'s histogram.
-    fn flush(&self, acc: &mut Acc) {
-        let mut total = [0u64; SLOTS];
-        for h in &self.counts {
-            for (t, c) in total.iter_mut().zip(h) {
-                *t += c;
-            }
-        }
-        acc.hist.add_slot_counts(&total);
-    }
 }

@@ -2,7 +2,7 @@
 //! blocked kernel in `kernel.rs` must reproduce its results bit for bit.
 
 use crate::elem::{Elem, UlpKey};
-use crate::kernel::{Acc, Hit, Kernel, BLOCK};
+use crate::kernel::{Acc, Hit, Kernel, BLOCK, LANES};
 
 use std::cell::Cell;
 
@@ -13,6 +13,23 @@ thread_local! {
 /// Whether `Kernel::run` on this thread uses the reference kernel.
 pub(crate) fn use_reference() -> bool {
     USE_REFERENCE.with(Cell::get)
+}
+
+thread_local! {
+    static SCALAR_ONLY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread's comparisons stay off the vector (AVX2) path.
+pub(crate) fn scalar_only() -> bool {
+    SCALAR_ONLY.with(Cell::get)
+}
+
+/// Runs `f` with this thread's comparisons (serial ones) on the scalar blocked kernel.
+pub(crate) fn with_scalar<T>(f: impl FnOnce() -> T) -> T {
+    SCALAR_ONLY.with(|r| r.set(true));
+    let out = f();
+    SCALAR_ONLY.with(|r| r.set(false));
+    out
 }
 
 /// Runs `f` with this thread's comparisons (serial ones) on the reference kernel.
@@ -73,11 +90,12 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                     s.numeric += 1;
                     let d = a - e;
                     let ad = d.abs();
-                    s.sum_abs += ad;
-                    s.sum_sq += d * d;
-                    s.sum_aa += a * a;
-                    s.sum_ee += e * e;
-                    s.sum_ae += a * e;
+                    let l = (start + j0 + t) % LANES;
+                    s.sum_abs[l] += ad;
+                    s.sum_sq[l] += d * d;
+                    s.sum_aa[l] += a * a;
+                    s.sum_ee[l] += e * e;
+                    s.sum_ae[l] += a * e;
                     s.max_abs = s.max_abs.max(ad);
                     let excess = ad - self.rtol * e.abs();
                     s.max_excess = s.max_excess.max(excess);

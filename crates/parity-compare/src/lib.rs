@@ -1,8 +1,9 @@
 //! The pure comparison engine: two tensors (and a mask) in, metrics and a verdict out.
 //!
 //! [`compare`] makes one pass over both tensors' bytes (rayon over fixed
-//! 64K-element chunks, merged in chunk order, so results do not depend on
-//! the thread count) and returns [`Metrics`]; [`evaluate`] applies a list of
+//! 256K-element chunks, each f64 sum split into four lanes by flat index,
+//! merged in chunk order, so results do not depend on the thread count or
+//! on whether the AVX2 path runs) and returns [`Metrics`]; [`evaluate`] applies a list of
 //! [`Criterion`] to them and returns a [`Verdict`] with, per criterion, the
 //! loosest setting that would have passed. Conventions:
 //! - NaN never equals NaN (PyTorch `assert_close`): NaN on both sides at the
@@ -21,18 +22,21 @@
 //!   ([`UlpDType`]); integer/bool comparisons have no ULP metrics and use
 //!   `exact` (bitwise for equal dtypes, value equality otherwise).
 
+pub mod baseline;
 pub mod criterion;
 mod elem;
 pub mod error;
 pub mod histogram;
 mod kernel;
 #[cfg(target_arch = "x86_64")]
-mod kernel_f32;
+mod kernel_avx2;
+mod kernel_hist;
 #[cfg(test)]
 mod kernel_reference;
 pub mod mask;
 pub mod metrics;
 mod nonfinite;
+mod topk;
 pub mod ulp;
 pub mod verdict;
 

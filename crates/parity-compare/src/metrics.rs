@@ -7,7 +7,7 @@ use crate::elem::{
 };
 use crate::error::CompareError;
 use crate::histogram::UlpHistogram;
-use crate::kernel::{Acc, Hit, Kernel, MaskView, CHUNK};
+use crate::kernel::{lane_total, Acc, Hit, Kernel, MaskView, CHUNK};
 use crate::mask::{unravel, Mask};
 use crate::ulp::UlpDType;
 use parity_tensor::{DType, Tensor};
@@ -271,6 +271,7 @@ fn run<A: Elem, E: Elem, U: UlpKey>(
         equal_nan: o.equal_nan,
         assert_zero: o.assert_padded_zero,
         top_k: o.top_k,
+        avx2: has_avx2(),
     };
     let view = mask.map(|m| MaskView {
         shape: m.target_shape(),
@@ -294,6 +295,23 @@ fn run<A: Elem, E: Elem, U: UlpKey>(
     total
 }
 
+/// Whether the AVX2 kernel may run: the CPU has it (and, in tests, this
+/// thread has not asked for the scalar kernel).
+fn has_avx2() -> bool {
+    #[cfg(test)]
+    if crate::kernel_reference::scalar_only() {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 fn finish(acc: Acc, shape: &[usize], o: &CompareOptions, ulp: Option<UlpDType>) -> Metrics {
     let n = acc.s.numeric as f64;
     let ratio = |num: u64| {
@@ -308,11 +326,10 @@ fn finish(acc: Acc, shape: &[usize], o: &CompareOptions, ulp: Option<UlpDType>) 
         actual: h.actual,
         expected: h.expected,
     };
-    let (norm_d, norm_e, norm_a) = (
-        acc.s.sum_sq.sqrt(),
-        acc.s.sum_ee.sqrt(),
-        acc.s.sum_aa.sqrt(),
-    );
+    let (sum_abs, sum_sq) = (lane_total(&acc.s.sum_abs), lane_total(&acc.s.sum_sq));
+    let (sum_aa, sum_ee) = (lane_total(&acc.s.sum_aa), lane_total(&acc.s.sum_ee));
+    let sum_ae = lane_total(&acc.s.sum_ae);
+    let (norm_d, norm_e, norm_a) = (sum_sq.sqrt(), sum_ee.sqrt(), sum_aa.sqrt());
     let rel_l2 = match (norm_d == 0.0, norm_e == 0.0) {
         (true, _) => 0.0,
         (false, true) => f64::INFINITY,
@@ -321,7 +338,7 @@ fn finish(acc: Acc, shape: &[usize], o: &CompareOptions, ulp: Option<UlpDType>) 
     let cosine = match (norm_a == 0.0, norm_e == 0.0) {
         (true, true) => 1.0,
         (true, false) | (false, true) => 0.0,
-        (false, false) => (acc.s.sum_ae / (norm_a * norm_e)).clamp(-1.0, 1.0),
+        (false, false) => (sum_ae / (norm_a * norm_e)).clamp(-1.0, 1.0),
     };
     let nan_unequal = if o.equal_nan { 0 } else { acc.s.nan_both };
     let mismatches =
@@ -331,15 +348,11 @@ fn finish(acc: Acc, shape: &[usize], o: &CompareOptions, ulp: Option<UlpDType>) 
         masked_out: acc.s.masked_out,
         numeric_count: acc.s.numeric,
         max_abs: acc.s.max_abs,
-        mean_abs: if acc.s.numeric == 0 {
-            0.0
-        } else {
-            acc.s.sum_abs / n
-        },
+        mean_abs: if acc.s.numeric == 0 { 0.0 } else { sum_abs / n },
         rms: if acc.s.numeric == 0 {
             0.0
         } else {
-            (acc.s.sum_sq / n).sqrt()
+            (sum_sq / n).sqrt()
         },
         rel_l2,
         cosine,

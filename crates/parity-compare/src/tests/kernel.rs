@@ -1,8 +1,9 @@
 //! The kernel against the original element-by-element kernel (kept in
 //! `kernel_reference`): identical `Metrics`, bit for bit, for every dtype
-//! pair and ULP dtype, with NaN/Inf/±0/subnormals, masked and unmasked.
+//! pair and ULP dtype, with NaN/Inf/±0/subnormals, masked and unmasked; and
+//! the vector (AVX2) path against the scalar one and against parallel runs.
 
-use crate::kernel_reference::with_reference;
+use crate::kernel_reference::{with_reference, with_scalar};
 use crate::{compare, CompareOptions, Mask, Metrics, UlpDType};
 use parity_tensor::{DType, Tensor};
 use proptest::prelude::*;
@@ -243,5 +244,70 @@ fn f32_pair_over_several_blocks_and_chunks_matches_the_reference() {
             .unwrap();
             assert_eq!(exact(&fast), exact(&par));
         }
+    }
+}
+
+/// Random f32 pairs over several chunks: mostly near copies (a few ULPs
+/// off, some allclose violations after the first), with NaN, Inf and
+/// arbitrary bit patterns sprinkled in at `rare` per mille.
+fn f32_pairs(seed: u64, n: usize, rare: u64) -> (Vec<f32>, Vec<f32>) {
+    let mut s = seed | 1;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let (mut a, mut e) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        let r = next();
+        let x = ((r >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * 4.0;
+        let y = match (r >> 8) % 1000 {
+            k if k < rare => f32::from_bits(next() as u32),
+            k if k < 2 * rare => [f32::NAN, f32::INFINITY, -0.0][(k % 3) as usize],
+            k if k < 4 * rare => x + 1e-3,
+            _ => f32::from_bits(x.to_bits().wrapping_add(((r >> 20) % 9) as u32)),
+        };
+        e.push(x);
+        a.push(y);
+    }
+    (a, e)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn vector_scalar_reference_and_parallel_agree_bit_for_bit(
+        seed in any::<u64>(),
+        cols in 1usize..300,
+        extra in 0usize..3000,
+        rare in 0u64..4,
+        masked in any::<bool>(),
+        top_k in 0usize..40,
+        ulp in prop_oneof![Just(None), Just(Some(UlpDType::F32))],
+    ) {
+        // Two chunks and a ragged tail; odd widths make runs start off a
+        // multiple of four, so the vector path's scalar head and tail run.
+        let rows = (2 * crate::kernel::CHUNK + extra) / cols + 1;
+        let n = rows * cols;
+        let (a, e) = f32_pairs(seed, n, rare);
+        let at = Tensor::from_f32(vec![rows, cols], &a).unwrap();
+        let et = Tensor::from_f32(vec![rows, cols], &e).unwrap();
+        let bits: Vec<f64> = (0..rows).map(|i| (i as u64 ^ seed).is_multiple_of(4) as u8 as f64).collect();
+        let mt = Tensor::from_f64_as(DType::Bool, vec![rows], &bits).unwrap();
+        let mask = Mask::new(&mt, vec![0], true, &[rows, cols]).unwrap();
+        let m = masked.then_some(&mask);
+        let opts = CompareOptions { top_k, ulp_dtype: ulp, parallel: false, ..CompareOptions::default() };
+        let vector = compare(&at, &et, m, &opts).unwrap();
+        let scalar = with_scalar(|| compare(&at, &et, m, &opts).unwrap());
+        let reference = with_reference(|| compare(&at, &et, m, &opts).unwrap());
+        let par = compare(&at, &et, m, &CompareOptions { parallel: true, ..opts.clone() }).unwrap();
+        let again = compare(&at, &et, m, &CompareOptions { parallel: true, ..opts }).unwrap();
+        prop_assert_eq!(exact(&vector), exact(&scalar));
+        prop_assert_eq!(exact(&vector), exact(&reference));
+        prop_assert_eq!(exact(&vector), exact(&par));
+        prop_assert_eq!(exact(&par), exact(&again));
+        prop_assert_eq!(vector.count + vector.masked_out, n as u64);
     }
 }

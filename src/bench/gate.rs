@@ -1,0 +1,210 @@
+//! Gate wall times on a spec: cold (empty artifact cache), warm (the same
+//! cache again) and after editing one public function of an MLIR module
+//! (a copy of the module, in the work directory), each run through the
+//! same library call as `parity check`.
+
+use crate::run::{self, RunOptions};
+use parity_record::{Mode, Status};
+use parity_spec::{ModuleSource, Spec};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Why the gate could not be timed.
+#[derive(Debug, thiserror::Error)]
+pub enum GateBenchError {
+    /// A module or work file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// No MLIR module declares the function to edit.
+    #[error("no MLIR module of {spec} has a public function `{function}` to edit")]
+    NoFunction {
+        /// The spec file.
+        spec: String,
+        /// The function asked for (or `any` when none was named).
+        function: String,
+    },
+}
+
+/// One timed gate run.
+#[derive(Clone, Debug)]
+pub struct GateRow {
+    /// Which run: cold, warm or one function changed.
+    pub run: String,
+    /// Wall time of the whole run (compile, execute, compare).
+    pub wall: Duration,
+    /// The run's status (a bench of a failing gate is still a bench, but says so).
+    pub status: Status,
+    /// Artifacts the run compiled (entries it added to the cache).
+    pub compiled: usize,
+    /// Modules and slice modules the spec needs (those not compiled were cache hits).
+    pub entries: usize,
+}
+
+/// Where the edit went.
+#[derive(Clone, Debug)]
+pub struct Edit {
+    /// The module's name in the spec.
+    pub module: String,
+    /// The edited function.
+    pub function: String,
+}
+
+/// Times the gate on `spec` three times (cold, warm, one function edited),
+/// with its artifact cache and the edited module under `work`.
+pub fn measure(
+    spec: &Spec,
+    work: &Path,
+    function: Option<&str>,
+    compiler_lib: Option<PathBuf>,
+) -> Result<(Edit, Vec<GateRow>), GateBenchError> {
+    let cache_dir = work.join("cache");
+    let options = RunOptions {
+        modes: vec![Mode::Isolated, Mode::Chained],
+        cache_dir: cache_dir.clone(),
+        compiler_lib,
+        cases: vec![],
+        stages: vec![],
+        shard: None,
+    };
+    let (edited, edit) = edit_one_function(spec, work, function)?;
+    let mut rows = Vec::new();
+    let mut known = 0;
+    for (label, s) in [
+        ("cold", spec),
+        ("warm", spec),
+        ("one function edited", &edited),
+    ] {
+        let t = Instant::now();
+        let record = run::execute(s, &options, &mut |_| {});
+        let wall = t.elapsed();
+        let now = count_entries(&cache_dir)?;
+        rows.push(GateRow {
+            run: label.to_string(),
+            wall,
+            status: record.derived_status(),
+            compiled: now - known,
+            entries: 0,
+        });
+        known = now;
+    }
+    // Every run needs the same artifacts; the cold run compiled all of them.
+    let entries = rows.first().map_or(0, |r| r.compiled);
+    for r in &mut rows {
+        r.entries = entries;
+    }
+    Ok((edit, rows))
+}
+
+/// A copy of `spec` whose first MLIR module holding `function` (or, when
+/// None, any public function) is a copy under `work` with a comment line
+/// added inside that function: its text changes, its meaning does not.
+fn edit_one_function(
+    spec: &Spec,
+    work: &Path,
+    function: Option<&str>,
+) -> Result<(Spec, Edit), GateBenchError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| GateBenchError::Io { path, source }
+    };
+    for (name, module) in &spec.subject.modules {
+        let ModuleSource::Mlir(path) = &module.source else {
+            continue;
+        };
+        // Read as the runner reads modules (a .mlir.gz is inflated).
+        let bytes = parity_tensor::read_module_bytes(path).map_err(io(path))?;
+        let Ok(text) = String::from_utf8(bytes) else {
+            continue;
+        };
+        let Some((func, at)) = find_public_function(&text, function) else {
+            continue;
+        };
+        let mut changed = String::with_capacity(text.len() + 64);
+        changed.push_str(&text[..at]);
+        changed.push_str("    // parity bench: this function was edited\n");
+        changed.push_str(&text[at..]);
+        std::fs::create_dir_all(work).map_err(io(work))?;
+        // Written as plain text: the edited copy of a .mlir.gz is a .mlir.
+        let file = path.file_name().map_or("module.mlir".into(), |f| {
+            f.to_string_lossy().trim_end_matches(".gz").to_string()
+        });
+        let copy = work.join(file);
+        std::fs::write(&copy, changed).map_err(io(&copy))?;
+        let mut edited = spec.clone();
+        if let Some(m) = edited.subject.modules.get_mut(name) {
+            m.source = ModuleSource::Mlir(copy);
+        }
+        let edit = Edit {
+            module: name.clone(),
+            function: func,
+        };
+        return Ok((edited, edit));
+    }
+    Err(GateBenchError::NoFunction {
+        spec: spec.path.display().to_string(),
+        function: function.unwrap_or("any").to_string(),
+    })
+}
+
+/// The name of the public function `wanted` (or the first one) and the
+/// byte offset just after its signature line.
+fn find_public_function(text: &str, wanted: Option<&str>) -> Option<(String, usize)> {
+    const HEAD: &str = "func.func public @";
+    let mut from = 0;
+    while let Some(i) = text[from..].find(HEAD) {
+        let start = from + i + HEAD.len();
+        let name_len = text[start..]
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.' || c == '$'))
+            .unwrap_or(text.len() - start);
+        let name = &text[start..start + name_len];
+        let line_end = text[start..]
+            .find('\n')
+            .map_or(text.len(), |j| start + j + 1);
+        if wanted.is_none_or(|w| w == name) {
+            return Some((name.to_string(), line_end));
+        }
+        from = line_end;
+    }
+    None
+}
+
+/// Cache entries (`*.vmfb`) in `dir`; 0 when it does not exist yet.
+fn count_entries(dir: &Path) -> Result<usize, GateBenchError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(source) => {
+            return Err(GateBenchError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    Ok(entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "vmfb"))
+        .count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_named_or_first_public_function() {
+        let text = "module {\n  func.func private @p(%a: i32) {\n  }\n  func.func public @first(%a: i32) {\n    return\n  }\n  func.func public @second_b32(%a: i32) {\n  }\n}\n";
+        let (name, at) = find_public_function(text, None).unwrap();
+        assert_eq!(name, "first");
+        assert!(text[at..].starts_with("    return"));
+        let (name, at) = find_public_function(text, Some("second_b32")).unwrap();
+        assert_eq!(name, "second_b32");
+        assert!(text[at..].starts_with("  }\n}"));
+        assert!(find_public_function(text, Some("p")).is_none());
+        assert!(find_public_function(text, Some("missing")).is_none());
+    }
+}

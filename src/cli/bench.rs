@@ -1,0 +1,122 @@
+//! `parity bench`: prints comparison throughput beside the memory-read rate
+//! and, given a spec, the gate's cold / warm / one-function-edited times.
+
+use crate::bench::{gate, load_average, throughput};
+use anyhow::Context;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Arguments of `parity bench`.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Elements per side of the in-memory f32 pair (default 64M: 256 MiB a side).
+    #[arg(long, default_value_t = 64 << 20)]
+    elems: usize,
+    /// Runs of each throughput case (every run is printed, with min and median).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Also time the gate on this stages.yaml: cold, warm, one function edited.
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// The public function to edit for the third gate run (default: the first one).
+    #[arg(long)]
+    function: Option<String>,
+    /// Directory for the gate runs' artifact cache and edited module (default: a temporary one, removed after).
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+    /// Path to libIREECompiler.so (default: EERIE_PYTHON, else the venv the build used or the checkout's .venv).
+    #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
+    iree_compiler_lib: Option<PathBuf>,
+}
+
+/// Runs `parity bench` and prints its tables on stdout.
+pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
+    let mut out = std::io::stdout().lock();
+    let load = |_: ()| load_average().map_or("unknown".to_string(), |l| format!("{l:.2}"));
+    let (actual, expected) = throughput::make_pair(args.elems)
+        .with_context(|| format!("cannot build a {}-element f32 pair", args.elems))?;
+    let load_before = load(());
+    let rows = throughput::measure(&actual, &expected, args.reps);
+    drop((actual, expected));
+    writeln!(
+        out,
+        "compare throughput: f32 pair, {} elements a side ({} MiB), {} threads, load {} -> {}",
+        args.elems,
+        (args.elems * 4) >> 20,
+        rayon::current_num_threads(),
+        load_before,
+        load(())
+    )?;
+    writeln!(
+        out,
+        "{:<31} {:>7} {:>7} {:>6} {:>8} {:>7} {:>8} {:>7}  runs (wall ms)",
+        "case", "min ms", "med ms", "GB/s", "med GB/s", "vs read", "GB/cpu-s", "vs read"
+    )?;
+    let read = rows.first().map(|r| r.gbs(r.timings.min())).unwrap_or(0.0);
+    let read_cpu = rows
+        .first()
+        .map(|r| r.gbs(r.timings.min_cpu()))
+        .unwrap_or(0.0);
+    for r in &rows {
+        let (min, med, cpu) = (r.timings.min(), r.timings.median(), r.timings.min_cpu());
+        writeln!(
+            out,
+            "{:<31} {:>7.1} {:>7.1} {:>6.2} {:>8.2} {:>7.2} {:>8.2} {:>7.2}  {}",
+            r.case,
+            min.as_secs_f64() * 1e3,
+            med.as_secs_f64() * 1e3,
+            r.gbs(min),
+            r.gbs(med),
+            r.gbs(min) / read.max(1e-12),
+            r.gbs(cpu),
+            r.gbs(cpu) / read_cpu.max(1e-12),
+            r.timings.all_ms()
+        )?;
+    }
+    let Some(spec_path) = &args.spec else {
+        return Ok(0);
+    };
+    let spec = parity_spec::Spec::load(spec_path)
+        .with_context(|| format!("invalid spec {}", spec_path.display()))?;
+    let temp;
+    let work = match &args.work_dir {
+        Some(dir) => dir.clone(),
+        None => {
+            temp = tempfile::tempdir().context("cannot create a temporary directory")?;
+            temp.path().to_path_buf()
+        }
+    };
+    let (edit, gate_rows) = gate::measure(
+        &spec,
+        &work,
+        args.function.as_deref(),
+        args.iree_compiler_lib.clone(),
+    )?;
+    writeln!(
+        out,
+        "\ngate: {} (isolated and chained), load {}; edited: `{}` in module `{}`",
+        spec_path.display(),
+        load(()),
+        edit.function,
+        edit.module
+    )?;
+    writeln!(
+        out,
+        "{:<22} {:>9} {:>9} {:>9} {:>10}  status",
+        "run", "wall s", "vs cold", "compiled", "cache hits"
+    )?;
+    let cold = gate_rows.first().map_or(1.0, |r| r.wall.as_secs_f64());
+    for r in &gate_rows {
+        writeln!(
+            out,
+            "{:<22} {:>9.2} {:>9.2} {:>9} {:>10}  {:?}",
+            r.run,
+            r.wall.as_secs_f64(),
+            r.wall.as_secs_f64() / cold.max(1e-9),
+            r.compiled,
+            r.entries.saturating_sub(r.compiled),
+            r.status
+        )?;
+    }
+    Ok(0)
+}
