@@ -9,3 +9,4 @@ pub mod bisect;
 pub mod cli;
 pub mod report;
 pub mod run;
+pub mod tokens;

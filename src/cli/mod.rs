@@ -9,6 +9,7 @@ mod oracle;
 mod points;
 mod progress;
 mod report;
+mod tokens;
 
 use clap::{Parser, Subcommand};
 
@@ -54,6 +55,9 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Localise the first divergence to one StableHLO operation, with a reproducer.
     Bisect(bisect::BisectArgs),
+    /// Decode through IREE and compare tokens (greedy) and logits (teacher-forced)
+    /// with the oracle; localise the first divergent token to a layer and an op.
+    Tokens(tokens::TokensArgs),
     /// Re-render a saved JSON run record (table, JUnit) without running anything.
     Report(report::ReportArgs),
     /// List where a function can be cut: its named scopes, with the value and type of each point.
@@ -83,6 +87,7 @@ pub fn main() -> i32 {
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
         Command::Bisect(args) => bisect::run(args),
+        Command::Tokens(args) => tokens::run(args),
         Command::Points(args) => points::run(args),
         Command::Oracle(command) => oracle::run(command),
         Command::Bench(args) => bench::run(args),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
     /// JSON records written by parity (`parity.run-record/2`, `parity.bisect/2`,
-    /// `parity.compare/1`, `parity.baseline/1`); the HTML page shows them all.
+    /// `parity.compare/1`, `parity.baseline/1`, `parity.tokens/1`); the HTML page shows them all.
     #[arg(required = true)]
     records: Vec<PathBuf>,
     /// Merge the run records of every shard of one run (`parity check --shard i/n`)
@@ -164,6 +164,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             _ => None,
         })
         .collect();
+    let tokens: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            AnyRecord::Tokens(t) => Some((**t).clone()),
+            _ => None,
+        })
+        .collect();
     let baselines: Vec<BaselineRecord> = records
         .iter()
         .chain(baseline.as_ref())
@@ -176,6 +183,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         let page = report::html::render(&report::html::HtmlInput {
             runs: &runs,
             bisects: &bisects,
+            tokens: &tokens,
             baselines: &baselines,
         });
         if let Err(e) = report::write_atomic(path, page.as_bytes()) {

@@ -22,6 +22,7 @@ impl Renderer for Junit {
             AnyRecord::Run(r) => run_report(r),
             AnyRecord::Bisect(b) => bisect_report(b),
             AnyRecord::Compare(c) => compare_report(c),
+            AnyRecord::Tokens(t) => tokens_report(t),
             AnyRecord::Baseline(b) => baseline_report(b),
         };
         Ok(report.to_string()?.into_bytes())
@@ -170,6 +171,39 @@ fn compare_report(c: &CompareRecord) -> Report {
     };
     let mut suite = TestSuite::new("compare");
     suite.add_test_case(case(&name, "parity.compare", status, 0.0));
+    let mut report = Report::new("parity");
+    report.add_test_suite(suite);
+    report
+}
+
+/// One suite `parity tokens`, one test case per token case (failure: a
+/// counted mismatch; error: the case's errors), plus one for run-level errors.
+fn tokens_report(t: &parity_record::TokensRecord) -> Report {
+    let mut suite = TestSuite::new("parity tokens");
+    for c in &t.cases {
+        let counted = c
+            .first_divergent_token
+            .iter()
+            .chain(&c.later_mismatches)
+            .find(|d| d.counted);
+        let status = match (c.errors.first(), counted) {
+            (Some(e), _) => error(e),
+            (None, Some(d)) => failure(
+                &super::tokens_text::token_line(d),
+                &super::tokens_text::text(t),
+            ),
+            (None, None) => TestCaseStatus::success(),
+        };
+        suite.add_test_case(case(&c.case, "parity.tokens", status, 0.0));
+    }
+    let run_errors: Vec<&ErrorRecord> = t
+        .errors
+        .iter()
+        .chain(t.localisation.iter().flat_map(|l| l.run.all_errors()))
+        .collect();
+    if let Some(e) = run_errors.first() {
+        suite.add_test_case(case("run", "parity.tokens", error(e), t.elapsed_s));
+    }
     let mut report = Report::new("parity");
     report.add_test_suite(suite);
     report

@@ -34,6 +34,7 @@ impl Renderer for Markdown {
             AnyRecord::Run(r) => run_parts(r),
             AnyRecord::Bisect(b) => (bisect_head(b), Vec::new(), String::new()),
             AnyRecord::Compare(c) => (compare_head(c), Vec::new(), String::new()),
+            AnyRecord::Tokens(t) => (tokens_head(t), Vec::new(), String::new()),
             AnyRecord::Baseline(b) => (super::baseline::markdown(b), Vec::new(), String::new()),
         };
         Ok(assemble(self.budget, head, &rows, &tail).into_bytes())
@@ -272,4 +273,26 @@ fn compare_head(c: &CompareRecord) -> String {
         let _ = writeln!(s, "- error ({}): {}", e.kind.name(), md(&e.message));
     }
     s
+}
+
+/// The tokens record: verdict, first divergent token, layer and op, then the
+/// aligned streams as a text block (backticks replaced, so the fence holds).
+fn tokens_head(t: &parity_record::TokensRecord) -> String {
+    let mut text = format!("## parity tokens: {}\n\n", t.status.name().to_uppercase());
+    match &t.first_divergent_token {
+        Some(d) => {
+            let _ = writeln!(
+                text,
+                "- **first divergent token**: {}",
+                md(&super::tokens_text::token_line(d))
+            );
+        }
+        None => text.push_str("- no token differs from the oracle\n"),
+    }
+    for line in super::tokens_text::localisation_lines(t) {
+        let _ = writeln!(text, "- {}", md(&line));
+    }
+    let body = super::tokens_text::text(t).replace('`', "'");
+    let _ = write!(text, "\n```text\n{}\n```\n", sanitize::xml(&body));
+    text
 }

@@ -15,6 +15,7 @@ pub mod table;
 pub mod terminal;
 #[cfg(test)]
 mod tests;
+pub mod tokens_text;
 
 pub use html::Html;
 pub use json::Json;

@@ -20,6 +20,7 @@ impl Renderer for Terminal {
             AnyRecord::Run(r) => table::render(r, self.colour),
             AnyRecord::Bisect(b) => bisect_text::text(b),
             AnyRecord::Compare(c) => compare_text::text(c),
+            AnyRecord::Tokens(t) => super::tokens_text::text(t),
             AnyRecord::Baseline(b) => baseline::text(b),
         };
         Ok(text.into_bytes())

@@ -45,6 +45,30 @@ fn terminal_snapshots() {
 }
 
 #[test]
+fn tokens_snapshots() {
+    use parity_record::samples_tokens::{tokens_divergent, tokens_pass};
+    insta::assert_snapshot!("terminal_tokens_pass", text(&TERM, tokens_pass()));
+    insta::assert_snapshot!("terminal_tokens_divergent", text(&TERM, tokens_divergent()));
+    insta::assert_snapshot!("json_tokens_divergent", text(&Json, tokens_divergent()));
+    insta::assert_snapshot!("junit_tokens_divergent", text(&Junit, tokens_divergent()));
+    insta::assert_snapshot!(
+        "markdown_tokens_divergent",
+        text(&Markdown::default(), tokens_divergent())
+    );
+    // The JSON reads back as the same record, with the same exit code.
+    let json = text(&Json, tokens_divergent());
+    let back = AnyRecord::parse(&json, std::path::Path::new("tokens.json")).unwrap();
+    assert_eq!(back, AnyRecord::from(tokens_divergent()));
+    assert_eq!(back.exit_code(), parity_record::ExitCode::Fail);
+    assert_eq!(AnyRecord::from(tokens_pass()).exit_code().code(), 0);
+    // The HTML page holds the aligned streams, the chart and the op.
+    let html = text(&Html, tokens_divergent());
+    assert!(html.contains("class=\"mismatch\""), "mismatch cells");
+    assert!(html.contains("<svg") && html.contains("aria-label=\"logit gaps of case clean_a\""));
+    assert!(html.contains("First divergent operation"));
+}
+
+#[test]
 fn json_snapshots() {
     insta::assert_snapshot!("json_failing_run", text(&Json, failing_bisected()));
     insta::assert_snapshot!("json_bisect_region", text(&Json, samples::bisect_region()));

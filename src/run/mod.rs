@@ -15,13 +15,14 @@ mod stage;
 pub use parity_record as record;
 
 use crate::run::inputs::InputSources;
-use crate::run::modules::ModuleSet;
+pub(crate) use crate::run::modules::ModuleSet;
 use parity_record::{ErrorRecord, Mode, RunRecord, Shard, ShardRecord, StageRecord, Status};
 use parity_spec::Spec;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
+pub(crate) use modules::{compile_all, load_compiler};
 pub use parity_record::RUN_RECORD_SCHEMA;
 pub use stage::{criteria_records, metrics_record};
 
@@ -108,6 +109,12 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
                 known.join(", ")
             )));
         }
+    }
+    if spec.stages.is_empty() {
+        record.errors.push(ErrorRecord::input(format!(
+            "{}: the spec has no `stages:` (only a `tokens:` section); run it with `parity tokens`",
+            spec.path.display()
+        )));
     }
     if !record.errors.is_empty() {
         return finish(record, clock);

@@ -25,6 +25,13 @@ pub fn basic_copy() -> tempfile::TempDir {
     dir
 }
 
+/// Copies examples/<name> into a fresh temporary directory the test may mutate.
+pub fn example_copy(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(&repo().join("examples").join(name), dir.path());
+    dir
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read_dir") {

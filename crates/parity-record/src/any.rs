@@ -5,14 +5,16 @@ use crate::bisect::{BisectRecord, BISECT_SCHEMA};
 use crate::compare::{CompareRecord, COMPARE_SCHEMA};
 use crate::exit::ExitCode;
 use crate::run::{RunRecord, RUN_RECORD_SCHEMA};
+use crate::tokens::{TokensRecord, TOKENS_SCHEMA};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// Every schema this parity reads.
-pub const KNOWN_SCHEMAS: [&str; 4] = [
+pub const KNOWN_SCHEMAS: [&str; 5] = [
     RUN_RECORD_SCHEMA,
     BISECT_SCHEMA,
     COMPARE_SCHEMA,
+    TOKENS_SCHEMA,
     BASELINE_SCHEMA,
 ];
 
@@ -64,6 +66,8 @@ pub enum AnyRecord {
     Bisect(BisectRecord),
     /// `parity.compare/1`.
     Compare(CompareRecord),
+    /// `parity.tokens/1`.
+    Tokens(Box<TokensRecord>),
     /// `parity.baseline/1`.
     Baseline(BaselineRecord),
 }
@@ -100,6 +104,7 @@ impl AnyRecord {
             RUN_RECORD_SCHEMA => serde_json::from_str(text).map(AnyRecord::Run),
             BISECT_SCHEMA => serde_json::from_str(text).map(AnyRecord::Bisect),
             COMPARE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Compare),
+            TOKENS_SCHEMA => serde_json::from_str(text).map(|r| AnyRecord::Tokens(Box::new(r))),
             BASELINE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Baseline),
             _ => {
                 return Err(RecordError::UnknownSchema {
@@ -117,6 +122,7 @@ impl AnyRecord {
             AnyRecord::Run(r) => &r.schema,
             AnyRecord::Bisect(r) => &r.schema,
             AnyRecord::Compare(r) => &r.schema,
+            AnyRecord::Tokens(r) => &r.schema,
             AnyRecord::Baseline(r) => &r.schema,
         }
     }
@@ -127,6 +133,7 @@ impl AnyRecord {
             AnyRecord::Run(r) => r.exit_code(),
             AnyRecord::Bisect(r) => r.exit_code(),
             AnyRecord::Compare(r) => r.exit_code(),
+            AnyRecord::Tokens(r) => r.exit_code(),
             AnyRecord::Baseline(r) => r.exit_code(),
         }
     }
@@ -137,6 +144,7 @@ impl AnyRecord {
             AnyRecord::Run(r) => serde_json::to_string_pretty(r),
             AnyRecord::Bisect(r) => serde_json::to_string_pretty(r),
             AnyRecord::Compare(r) => serde_json::to_string_pretty(r),
+            AnyRecord::Tokens(r) => serde_json::to_string_pretty(r),
             AnyRecord::Baseline(r) => serde_json::to_string_pretty(r),
         };
         // Records hold only strings, numbers, and maps with string keys:
@@ -160,6 +168,12 @@ impl From<BisectRecord> for AnyRecord {
 impl From<CompareRecord> for AnyRecord {
     fn from(r: CompareRecord) -> Self {
         AnyRecord::Compare(r)
+    }
+}
+
+impl From<TokensRecord> for AnyRecord {
+    fn from(r: TokensRecord) -> Self {
+        AnyRecord::Tokens(Box::new(r))
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! Executors (`parity check`, `parity bisect`, `parity compare`) produce a
 //! [`RunRecord`] (`parity.run-record/2`), a [`BisectRecord`]
-//! (`parity.bisect/2`) or a [`CompareRecord`] (`parity.compare/1`);
+//! (`parity.bisect/2`) a [`CompareRecord`] (`parity.compare/1`) or a [`TokensRecord`]
+//! (`parity.tokens/1`);
 //! [`AnyRecord`] reads any of them back by its `schema` field. Every record
 //! decides its process exit code through the one table in [`ExitCode`].
 //!
@@ -23,7 +24,9 @@ pub mod float;
 pub mod plan;
 pub mod run;
 pub mod samples;
+pub mod samples_tokens;
 pub mod shard;
+pub mod tokens;
 
 pub use any::{AnyRecord, RecordError};
 pub use baseline::{
@@ -45,3 +48,7 @@ pub use run::{
     Provenance, RunRecord, StageRecord, TruthRecord, RUN_RECORD_SCHEMA,
 };
 pub use shard::{merge, MergeError, Shard, ShardRecord};
+pub use tokens::{
+    DivergentToken, StepLocalisation, StepMetrics, TeacherForcedSummary, TokenCaseRecord,
+    TokenFinding, TokenLogit, TokenMode, TokenVerdict, TokensRecord, TOKENS_SCHEMA,
+};

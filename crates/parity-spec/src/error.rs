@@ -42,6 +42,8 @@ pub enum Scope {
     Module(String),
     /// A case under `cases`.
     Case(String),
+    /// The `tokens:` section (`tokens`) or one of its parts (`prefill`, `decode`, `oracle`).
+    Tokens(String),
 }
 
 impl fmt::Display for Scope {
@@ -52,6 +54,8 @@ impl fmt::Display for Scope {
             Scope::Output { stage, output } => write!(f, "stage `{stage}`: output `{output}`: "),
             Scope::Module(m) => write!(f, "module `{m}`: "),
             Scope::Case(c) => write!(f, "case `{c}`: "),
+            Scope::Tokens(part) if part == "tokens" => write!(f, "tokens: "),
+            Scope::Tokens(part) => write!(f, "tokens.{part}: "),
         }
     }
 }

@@ -11,6 +11,8 @@ mod parse;
 mod reader;
 mod stage;
 mod template;
+mod tokens;
+mod tokens_parse;
 mod tolerance;
 mod write;
 mod yaml;
@@ -24,6 +26,7 @@ pub use parity_compare::Criterion;
 pub use parity_tensor::DType;
 pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET_BACKEND};
 pub use stage::MAX_LITERAL_ELEMENTS;
+pub use tokens::{TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS};
 pub use write::quote as yaml_quote;
 
 use std::io::Read;
@@ -87,6 +90,7 @@ impl Spec {
         for case in &spec.cases {
             spec.instantiate(case)?;
         }
+        tokens_parse::validate(&spec)?;
         Ok(spec)
     }
 

@@ -34,7 +34,10 @@ pub struct Spec {
     /// Per-dtype default tolerances that override the built-in table.
     pub tolerances: HashMap<DType, Vec<Criterion>>,
     /// The stages in file order; run them in [`Spec::topo_order`](crate::Spec::topo_order).
+    /// Empty only in a token-only spec (one with `tokens:` and no `stages:`).
     pub stages: Vec<Stage>,
+    /// The `tokens:` section (`parity tokens`), when the spec has one.
+    pub tokens: Option<crate::tokens::TokensSpec>,
     /// `baseline:`: the ratchet's noise band and metrics for `parity report --baseline`.
     pub baseline: BaselineSpec,
 }

@@ -18,6 +18,7 @@ const TOP_KEYS: &[&str] = &[
     "cases",
     "tolerances",
     "stages",
+    "tokens",
     "baseline",
 ];
 const BASELINE_KEYS: &[&str] = &["band", "band_abs", "metrics"];
@@ -82,15 +83,33 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         Some(b) => parse_baseline(&cx, b)?,
         None => BaselineSpec::default(),
     };
-    let stages_node = top.req(&cx, "stages")?;
-    let stage_nodes = cx.list(stages_node, "stages")?;
-    if stage_nodes.is_empty() {
-        return Err(SpecErrorKind::NoStages {
-            at: cx.at(stages_node),
-        }
-        .into());
-    }
     let mut literal_budget = crate::stage::MAX_LITERAL_ELEMENTS;
+    let tokens = match top.opt("tokens") {
+        Some(t) => Some(crate::tokens_parse::parse_tokens(
+            &cx,
+            t,
+            &mut literal_budget,
+        )?),
+        None => None,
+    };
+    // A spec with a `tokens:` section may leave out `stages` (a token-only spec).
+    let stage_nodes: &[std::rc::Rc<Node>] = match (top.opt("stages"), &tokens) {
+        (None, Some(_)) => &[],
+        (stages, _) => {
+            let stages_node = match stages {
+                Some(n) => n,
+                None => top.req(&cx, "stages")?,
+            };
+            let nodes = cx.list(stages_node, "stages")?;
+            if nodes.is_empty() {
+                return Err(SpecErrorKind::NoStages {
+                    at: cx.at(stages_node),
+                }
+                .into());
+            }
+            nodes
+        }
+    };
     let stages = stage_nodes
         .iter()
         .map(|n| parse_stage(&cx, n, &mut literal_budget))
@@ -105,6 +124,7 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         cases,
         tolerances,
         stages,
+        tokens,
         baseline,
     })
 }
@@ -233,7 +253,7 @@ fn parse_module(cx: &Cx<'_>, name: &str, node: &Node, base: &Path) -> Result<Mod
     })
 }
 
-fn parse_cases(cx: &Cx<'_>, node: &Node) -> Result<Vec<Case>, SpecError> {
+pub(crate) fn parse_cases(cx: &Cx<'_>, node: &Node) -> Result<Vec<Case>, SpecError> {
     let items = cx.list(node, "cases")?;
     if items.is_empty() {
         return Err(cx.invalid(

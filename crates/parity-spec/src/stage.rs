@@ -40,7 +40,7 @@ pub(crate) fn location(node: &Node) -> Location {
 }
 
 /// Reads a string that may contain `{case}` / `{var}`, checking its brace syntax.
-fn template_string(
+pub(crate) fn template_string(
     cx: &Cx<'_>,
     stage: &str,
     node: &Node,
@@ -234,7 +234,7 @@ fn parse_slice(
     Ok(SliceSpec { function, from, to })
 }
 
-fn parse_arg(
+pub(crate) fn parse_arg(
     cx: &Cx<'_>,
     stage: &str,
     index: usize,

@@ -13,10 +13,11 @@ mod charts;
 mod error_page;
 pub mod esc;
 mod table;
+mod tokens;
 
 use esc::{esc, json_script};
 use parity_record::{
-    AnyRecord, BaselineRecord, BisectRecord, Localisation, Mode, RunRecord, Status,
+    AnyRecord, BaselineRecord, BisectRecord, Localisation, Mode, RunRecord, Status, TokensRecord,
 };
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -36,6 +37,8 @@ pub struct HtmlInput<'a> {
     pub runs: &'a [RunRecord],
     /// Bisect records (`parity.bisect/1`).
     pub bisects: &'a [BisectRecord],
+    /// Tokens records (`parity.tokens/1`), each with its step-stage run.
+    pub tokens: &'a [TokensRecord],
     /// Baseline comparisons (`parity.baseline/1`).
     pub baselines: &'a [BaselineRecord],
 }
@@ -54,6 +57,10 @@ impl super::Renderer for Html {
             }),
             AnyRecord::Bisect(b) => render(&HtmlInput {
                 bisects: std::slice::from_ref(b),
+                ..HtmlInput::default()
+            }),
+            AnyRecord::Tokens(t) => render(&HtmlInput {
+                tokens: std::slice::from_ref(&**t),
                 ..HtmlInput::default()
             }),
             AnyRecord::Baseline(b) => render(&HtmlInput {
@@ -77,9 +84,14 @@ pub fn render(input: &HtmlInput) -> String {
     let mut body = String::new();
     let title = match input.runs.first() {
         Some(r) => format!("parity {}: {}", r.status.name().to_uppercase(), r.spec),
-        None => match input.bisects.first() {
-            Some(b) => format!("parity bisect {}", b.status.name().to_uppercase()),
-            None => "parity report".to_string(),
+        None => match (input.bisects.first(), input.tokens.first()) {
+            (Some(b), _) => format!("parity bisect {}", b.status.name().to_uppercase()),
+            (None, Some(t)) => format!(
+                "parity tokens {}: {}",
+                t.status.name().to_uppercase(),
+                t.spec
+            ),
+            (None, None) => "parity report".to_string(),
         },
     };
     let _ = write!(body, "<h1>{}</h1>", esc(&title));
@@ -95,7 +107,22 @@ pub fn render(input: &HtmlInput) -> String {
         bisect::section(&mut body, b);
         body.push_str("</section>");
     }
-    if input.runs.is_empty() && input.bisects.is_empty() && input.baselines.is_empty() {
+    for (i, t) in input.tokens.iter().enumerate() {
+        tokens::section(&mut body, t);
+        if let Some(l) = &t.localisation {
+            let _ = write!(
+                body,
+                "<h2>Step-stage run of <code>{}</code> (the localised step)</h2>",
+                esc(&l.step_case)
+            );
+            run_section(&mut body, &l.run, input.runs.len() + i);
+        }
+    }
+    if input.runs.is_empty()
+        && input.bisects.is_empty()
+        && input.baselines.is_empty()
+        && input.tokens.is_empty()
+    {
         body.push_str("<p>No records were given.</p>");
     }
     page(&title, &body)

@@ -1,0 +1,355 @@
+//! The tokens record (`parity.tokens/1`, docs/tokens.md): a token-level run of
+//! a language model against the oracle's tokens and logits, the first
+//! divergent token with its verdict, and where that step was localised.
+
+use crate::bisect::Localisation;
+use crate::common::{ErrorRecord, Status};
+use crate::exit::ExitCode;
+use crate::run::{Divergence, RunRecord};
+use serde::{Deserialize, Serialize};
+
+/// Schema tag of the tokens record.
+pub const TOKENS_SCHEMA: &str = "parity.tokens/1";
+
+/// How decode steps are fed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenMode {
+    /// Each step takes the production's own previous token.
+    Greedy,
+    /// Each step takes the oracle's previous token, so every step's logits compare.
+    TeacherForced,
+}
+
+impl TokenMode {
+    /// The kebab-case name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenMode::Greedy => "greedy",
+            TokenMode::TeacherForced => "teacher-forced",
+        }
+    }
+}
+
+/// The judgement of a token mismatch (rule in docs/tokens.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenVerdict {
+    /// The two tokens' logits are within the measured noise of each other on
+    /// both sides (or tie exactly in the oracle): either is valid at this precision.
+    NearTie,
+    /// The margin is larger than the noise explains: something upstream is wrong.
+    Divergent,
+}
+
+impl TokenVerdict {
+    /// The snake_case name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenVerdict::NearTie => "near_tie",
+            TokenVerdict::Divergent => "divergent",
+        }
+    }
+}
+
+/// The whole `parity tokens` run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokensRecord {
+    /// Always [`TOKENS_SCHEMA`].
+    pub schema: String,
+    /// pass: every token matches or every mismatch is a near tie (and
+    /// `exact_tokens` is off); fail: otherwise; error: anything errored.
+    pub status: Status,
+    /// The spec file.
+    pub spec: String,
+    /// parity's version.
+    pub parity_version: String,
+    /// The IREE compiler revision, when the compiler was loaded.
+    pub compiler_revision: Option<String>,
+    /// Wall-clock start, RFC 3339 UTC.
+    pub started: String,
+    /// Total wall-clock seconds.
+    #[serde(with = "crate::float")]
+    pub elapsed_s: f64,
+    /// The modes run, in order.
+    pub modes: Vec<TokenMode>,
+    /// The spec's `verdict.exact_tokens`.
+    pub exact_tokens: bool,
+    /// One entry per token case, in spec order.
+    pub cases: Vec<TokenCaseRecord>,
+    /// The first mismatch of the first case that has one, or null.
+    pub first_divergent_token: Option<DivergentToken>,
+    /// The step that was localised (the first `divergent` mismatch, else the
+    /// first near tie) and what its step-stage run found.
+    pub localisation: Option<StepLocalisation>,
+    /// The first divergent stage (layer) of the localised step in isolated mode.
+    pub first_divergent_layer: Option<Divergence>,
+    /// bisect's localisation of that stage: an operation or a region.
+    pub first_divergent_op: Option<Localisation>,
+    /// Why localisation stopped where it did (no chain, nothing diverges, ...).
+    pub notes: Vec<String>,
+    /// Every localised step: the first `divergent` mismatch at prefill (step 0)
+    /// and the first at decode (steps >= 1), so two causes (one in the prompt's
+    /// embedding, one in the decode layers) are two findings; without a
+    /// `divergent` mismatch, the first near tie. The first finding is also the
+    /// top-level `localisation`, `first_divergent_layer`, `first_divergent_op`.
+    #[serde(default)]
+    pub findings: Vec<TokenFinding>,
+    /// Problems not tied to one step.
+    pub errors: Vec<ErrorRecord>,
+    /// Problems that did not change the result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// One token case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenCaseRecord {
+    /// Token case name.
+    pub case: String,
+    /// pass, fail (a counted mismatch) or error.
+    pub status: Status,
+    /// Prompt length P.
+    pub prompt_length: usize,
+    /// The oracle's tokens (the first `max_new_tokens`).
+    pub oracle_tokens: Vec<i64>,
+    /// The production's greedy tokens (greedy mode; empty otherwise or when it errored at step 0).
+    pub greedy_tokens: Vec<i64>,
+    /// The production's top-1 at every teacher-forced step (empty when not run).
+    pub teacher_forced_tokens: Vec<i64>,
+    /// Teacher-forced metrics per step (empty when not run).
+    pub steps: Vec<StepMetrics>,
+    /// Aggregates of `steps` (none when teacher-forced mode did not run).
+    pub summary: Option<TeacherForcedSummary>,
+    /// The first mismatch of this case (greedy or teacher-forced; both see the
+    /// same inputs up to it), or null.
+    pub first_divergent_token: Option<DivergentToken>,
+    /// Every teacher-forced mismatch after the first, each with its verdict
+    /// (one early flip hides nothing later).
+    pub later_mismatches: Vec<DivergentToken>,
+    /// Errors of this case (a missing oracle tensor, a failed decode step, ...).
+    pub errors: Vec<ErrorRecord>,
+}
+
+/// Teacher-forced comparison of one step's logits (llama.cpp's
+/// `--kl-divergence` quantities, with the oracle as the base model).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepMetrics {
+    /// Step (0 = prefill).
+    pub step: usize,
+    /// The oracle's token at this step (teacher forcing feeds it to step + 1).
+    pub oracle_token: i64,
+    /// The production's top-1.
+    pub production_token: i64,
+    /// Whether the top-1 tokens agree.
+    pub top1_agree: bool,
+    /// KL(oracle || production) of the softmax distributions, in nats.
+    #[serde(with = "crate::float")]
+    pub kl: f64,
+    /// Δp: production probability minus oracle probability of the oracle's token.
+    #[serde(with = "crate::float")]
+    pub delta_p: f64,
+    /// max |production logit − oracle logit| over the vocabulary.
+    #[serde(with = "crate::float")]
+    pub max_abs_delta_logit: f64,
+    /// The oracle's top-1 minus top-2 logit.
+    #[serde(with = "crate::float")]
+    pub oracle_gap: f64,
+    /// The production's top-1 minus top-2 logit.
+    #[serde(with = "crate::float")]
+    pub production_gap: f64,
+}
+
+/// Aggregates over the teacher-forced steps of one case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TeacherForcedSummary {
+    /// Steps compared.
+    pub steps: usize,
+    /// Fraction of steps whose top-1 agree ("same top p").
+    #[serde(with = "crate::float")]
+    pub top1_agreement: f64,
+    /// Mean KL divergence, nats.
+    #[serde(with = "crate::float")]
+    pub mean_kl: f64,
+    /// Largest KL divergence, nats.
+    #[serde(with = "crate::float")]
+    pub max_kl: f64,
+    /// RMS of Δp.
+    #[serde(with = "crate::float")]
+    pub rms_delta_p: f64,
+    /// Largest |Δp|.
+    #[serde(with = "crate::float")]
+    pub max_abs_delta_p: f64,
+    /// Largest max |Δlogit| over the steps.
+    #[serde(with = "crate::float")]
+    pub max_abs_delta_logit: f64,
+}
+
+/// A token where the production and the oracle part ways, and the evidence for its verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DivergentToken {
+    /// Token case.
+    pub case: String,
+    /// Step (0 = the token chosen from prefill's logits).
+    pub step: usize,
+    /// The step's position (0 for prefill, P + step − 1 for decode).
+    pub position: usize,
+    /// The mode whose logits the evidence comes from.
+    pub mode: TokenMode,
+    /// The production's token (its top-1).
+    pub production_token: i64,
+    /// The oracle's token.
+    pub oracle_token: i64,
+    /// The production's top-1 minus top-2 gap, in ULPs of `ulp_dtype`.
+    pub production_gap_ulp: u64,
+    /// The oracle's top-1 minus top-2 gap, in ULPs of `ulp_dtype`.
+    pub oracle_gap_ulp: u64,
+    /// The dtype the gaps are counted in.
+    pub ulp_dtype: String,
+    /// How much the production prefers its token: p[production] − p[oracle] (>= 0).
+    #[serde(with = "crate::float")]
+    pub production_margin: f64,
+    /// How much the oracle prefers its token: o[oracle] − o[production] (>= 0).
+    #[serde(with = "crate::float")]
+    pub oracle_margin: f64,
+    /// The logit noise: max |Δlogit| over `noise_steps` (raised to the spec's
+    /// `noise_floor`); null when there is no agreeing step to measure it on.
+    #[serde(with = "crate::float::option")]
+    pub noise: Option<f64>,
+    /// The agreeing steps the noise was measured on.
+    pub noise_steps: Vec<usize>,
+    /// The f64 truth's top-1 minus top-2 gap at this step, where a truth exists.
+    #[serde(default, with = "crate::float::option")]
+    pub truth_gap: Option<f64>,
+    /// The truth's logit of the oracle's token minus that of the production's.
+    #[serde(default, with = "crate::float::option")]
+    pub truth_margin: Option<f64>,
+    /// The truth's top-1 token, where a truth exists.
+    #[serde(default)]
+    pub truth_token: Option<i64>,
+    /// The production's top-k (token, logit), best first.
+    pub production_top_k: Vec<TokenLogit>,
+    /// The oracle's top-k (token, logit), best first.
+    pub oracle_top_k: Vec<TokenLogit>,
+    /// near_tie or divergent.
+    pub verdict: TokenVerdict,
+    /// Whether this mismatch fails the run (divergent, or any mismatch under `exact_tokens`).
+    pub counted: bool,
+}
+
+/// One entry of a top-k list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogit {
+    /// Token id.
+    pub token: i64,
+    /// Its logit.
+    #[serde(with = "crate::float")]
+    pub logit: f64,
+}
+
+/// One localised mismatching step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenFinding {
+    /// Token case.
+    pub case: String,
+    /// Step.
+    pub step: usize,
+    /// The mismatch's verdict.
+    pub verdict: TokenVerdict,
+    /// The step-stage run, when the spec has a chain for the step.
+    pub localisation: Option<StepLocalisation>,
+    /// The first divergent stage (layer) of that run, isolated mode.
+    pub first_divergent_layer: Option<Divergence>,
+    /// bisect's localisation of that stage.
+    pub first_divergent_op: Option<Localisation>,
+    /// Why localisation stopped where it did.
+    pub notes: Vec<String>,
+}
+
+/// The step-stage run of the localised step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepLocalisation {
+    /// Token case.
+    pub case: String,
+    /// Step.
+    pub step: usize,
+    /// The step case the chain ran as (`<case>.s<NN>`).
+    pub step_case: String,
+    /// Per case: the first stage in chained mode over its tolerance.
+    pub chained_divergence: Vec<Divergence>,
+    /// The run record of the chain (isolated and chained), as `parity check` writes it.
+    pub run: Box<RunRecord>,
+}
+
+impl TokensRecord {
+    /// An empty record of a run of `spec` that started at `started`.
+    pub fn new(
+        spec: impl Into<String>,
+        parity_version: impl Into<String>,
+        started: String,
+    ) -> Self {
+        TokensRecord {
+            schema: TOKENS_SCHEMA.to_string(),
+            status: Status::Pass,
+            spec: spec.into(),
+            parity_version: parity_version.into(),
+            compiler_revision: None,
+            started,
+            elapsed_s: 0.0,
+            modes: Vec::new(),
+            exact_tokens: false,
+            cases: Vec::new(),
+            first_divergent_token: None,
+            localisation: None,
+            first_divergent_layer: None,
+            first_divergent_op: None,
+            notes: Vec::new(),
+            findings: Vec::new(),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Every error: run-level, then per case, then the localisation run's.
+    pub fn all_errors(&self) -> impl Iterator<Item = &ErrorRecord> {
+        self.errors
+            .iter()
+            .chain(self.cases.iter().flat_map(|c| c.errors.iter()))
+            .chain(self.localisation.iter().flat_map(|l| l.run.all_errors()))
+            // The first finding is the top-level localisation, already counted.
+            .chain(
+                self.findings
+                    .iter()
+                    .skip(1)
+                    .flat_map(|f| f.localisation.iter().flat_map(|l| l.run.all_errors())),
+            )
+    }
+
+    /// Whether some mismatch counts against the run.
+    pub fn has_counted_mismatch(&self) -> bool {
+        self.cases.iter().any(|c| {
+            c.first_divergent_token
+                .iter()
+                .chain(&c.later_mismatches)
+                .any(|t| t.counted)
+        })
+    }
+
+    /// The status the contents imply: error, else fail on a counted mismatch, else pass.
+    pub fn derived_status(&self) -> Status {
+        if self.all_errors().next().is_some() {
+            Status::Error
+        } else if self.has_counted_mismatch() {
+            Status::Fail
+        } else {
+            Status::Pass
+        }
+    }
+
+    /// Exit code: 0 tokens match (near ties allowed unless exact), 1 a counted
+    /// mismatch, 2 input error, 3 execution error (2 over 3 over 1).
+    pub fn exit_code(&self) -> ExitCode {
+        let fail = self.has_counted_mismatch().then_some(ExitCode::Fail);
+        ExitCode::combine(self.all_errors().map(ErrorRecord::exit_code).chain(fail))
+    }
+}

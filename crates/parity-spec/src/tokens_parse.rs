@@ -1,0 +1,398 @@
+//! Reading and validating the `tokens:` section (model in `tokens`).
+
+use crate::error::{Scope, SpecError};
+use crate::model::{Arg, Spec, Stage};
+use crate::parse::parse_cases;
+use crate::reader::Cx;
+use crate::stage::{dtype, location, parse_arg, parse_stage, template_string};
+use crate::tokens::{TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS};
+use crate::yaml::Node;
+use parity_tensor::DType;
+
+const TOKENS_KEYS: &[&str] = &[
+    "module",
+    "cases",
+    "max_new_tokens",
+    "prompt_length",
+    "prefill",
+    "decode",
+    "logits",
+    "oracle",
+    "verdict",
+    "step_stages",
+];
+const CALL_KEYS: &[&str] = &["function", "args", "outputs"];
+const ORACLE_KEYS: &[&str] = &["tokens", "logits", "truth_logits"];
+const VERDICT_KEYS: &[&str] = &["exact_tokens", "top_k", "noise_floor", "ulp_dtype"];
+const STEP_KEYS: &[&str] = &["prefill", "decode"];
+const SCALAR_KEYS: &[&str] = &["dtype", "shape"];
+
+/// Reads the `tokens:` mapping. Cross-checks that need the whole spec (the
+/// module is declared, templates render for every case, the step chains
+/// resolve) are in [`validate`].
+pub(crate) fn parse_tokens(
+    top: &Cx<'_>,
+    node: &Node,
+    literal_budget: &mut usize,
+) -> Result<TokensSpec, SpecError> {
+    let cx = top.with(Scope::Tokens("tokens".into()));
+    let m = cx.map(node, "tokens", "tokens", TOKENS_KEYS)?;
+    let module = cx.name(m.req(&cx, "module")?, "module")?;
+    let cases_node = m.req(&cx, "cases")?;
+    let cases = parse_cases(&cx, cases_node)?;
+    for case in &cases {
+        if let Some(v) = STEP_VARS.iter().find(|v| case.vars.contains_key(**v)) {
+            return Err(cx.invalid(
+                cases_node,
+                format!(
+                    "case `{}`: variable `{v}` is reserved in a token case (every step case defines `pos` and `step`)",
+                    case.name
+                ),
+            ));
+        }
+    }
+    let n_node = m.req(&cx, "max_new_tokens")?;
+    let max_new_tokens = cx.usize(n_node, "max_new_tokens")?;
+    if max_new_tokens == 0 {
+        return Err(cx.invalid(n_node, "`max_new_tokens` must be at least 1".into()));
+    }
+    let prompt_length =
+        template_string(&cx, "tokens", m.req(&cx, "prompt_length")?, "prompt_length")?;
+    let prefill = parse_call(top, m.req(&cx, "prefill")?, "prefill", literal_budget)?;
+    let decode = parse_call(top, m.req(&cx, "decode")?, "decode", literal_budget)?;
+    let logits = match m.opt("logits") {
+        Some(n) => cx.name(n, "logits")?,
+        None => "logits".to_string(),
+    };
+    for call in [("prefill", &prefill), ("decode", &decode)] {
+        if !call.1.outputs.contains(&logits) {
+            let at = m.opt("logits").unwrap_or(m.node);
+            return Err(cx.invalid(
+                at,
+                format!(
+                    "logits output `{logits}` is not an output of `{}` (its outputs: {})",
+                    call.0,
+                    call.1.outputs.join(", ")
+                ),
+            ));
+        }
+    }
+    let oracle = match m.opt("oracle") {
+        Some(o) => parse_oracle(&cx, o)?,
+        None => TokenOracle {
+            tokens: "{case}/tokens".into(),
+            logits: "{case}/logits".into(),
+            truth_logits: None,
+        },
+    };
+    let verdict = match m.opt("verdict") {
+        Some(v) => parse_verdict(&cx, v)?,
+        None => TokenVerdictSpec {
+            exact_tokens: false,
+            top_k: 5,
+            noise_floor: 0.0,
+            ulp_dtype: None,
+        },
+    };
+    let (mut prefill_stages, mut decode_stages) = (Vec::new(), Vec::new());
+    if let Some(s) = m.opt("step_stages") {
+        let sm = cx.map(s, "step_stages", "tokens.step_stages", STEP_KEYS)?;
+        for (key, out) in [
+            ("prefill", &mut prefill_stages),
+            ("decode", &mut decode_stages),
+        ] {
+            if let Some(list) = sm.opt(key) {
+                *out = cx
+                    .list(list, key)?
+                    .iter()
+                    .map(|n| parse_stage(top, n, literal_budget))
+                    .collect::<Result<Vec<Stage>, _>>()?;
+                crate::graph::resolve(top.file, out)?;
+            }
+        }
+    }
+    Ok(TokensSpec {
+        module,
+        cases,
+        max_new_tokens,
+        prompt_length,
+        prefill,
+        decode,
+        logits,
+        oracle,
+        verdict,
+        prefill_stages,
+        decode_stages,
+        location: location(node),
+    })
+}
+
+fn parse_call(
+    top: &Cx<'_>,
+    node: &Node,
+    which: &str,
+    literal_budget: &mut usize,
+) -> Result<TokenCall, SpecError> {
+    let cx = top.with(Scope::Tokens(which.into()));
+    let m = cx.map(node, which, which, CALL_KEYS)?;
+    let f = m.req(&cx, "function")?;
+    let function = template_string(&cx, which, f, "function")?;
+    let mut args = Vec::new();
+    let mut arg_locations = Vec::new();
+    if let Some(list) = m.opt("args") {
+        for (i, a) in cx.list(list, "args")?.iter().enumerate() {
+            arg_locations.push(location(a));
+            args.push(parse_token_arg(&cx, which, i, a, literal_budget)?);
+        }
+    }
+    let outputs_node = m.req(&cx, "outputs")?;
+    let outputs = cx.strings(outputs_node, "outputs")?;
+    if outputs.is_empty() {
+        return Err(cx.invalid(outputs_node, format!("`{which}.outputs` is empty")));
+    }
+    for (i, o) in outputs.iter().enumerate() {
+        if outputs[..i].contains(o) {
+            return Err(cx.invalid(outputs_node, format!("output `{o}` is listed twice")));
+        }
+    }
+    let call = TokenCall {
+        function,
+        args,
+        outputs,
+        location: location(f),
+        arg_locations,
+    };
+    let count = |f: fn(&TokenArg) -> bool| call.args.iter().filter(|a| f(a)).count();
+    let tokens = count(|a| matches!(a, TokenArg::Token { .. }));
+    let positions = count(|a| matches!(a, TokenArg::Position { .. }));
+    let states = count(|a| matches!(a, TokenArg::State(_)));
+    if which == "prefill" && tokens + positions + states > 0 {
+        return Err(cx.invalid(
+            node,
+            "`prefill` takes no `token`, `position` or `state` argument (they are decode inputs)"
+                .into(),
+        ));
+    }
+    if which == "decode" && (tokens != 1 || positions > 1) {
+        return Err(cx.invalid(
+            node,
+            format!("`decode` needs exactly one `token` argument and at most one `position` argument (has {tokens} and {positions})"),
+        ));
+    }
+    Ok(call)
+}
+
+fn parse_token_arg(
+    cx: &Cx<'_>,
+    which: &str,
+    index: usize,
+    node: &Node,
+    literal_budget: &mut usize,
+) -> Result<TokenArg, SpecError> {
+    let key = ["token", "position", "state"]
+        .into_iter()
+        .find(|k| has_key(node, k));
+    let Some(key) = key else {
+        return match parse_arg(cx, which, index, node, literal_budget)? {
+            Arg::Stage { .. } => Err(cx.invalid(
+                node,
+                format!("argument {index}: `stage:` arguments belong to stages; a token call takes `oracle`, `weight`, `literal`, `token`, `position` or `state`"),
+            )),
+            arg => Ok(TokenArg::Input(arg)),
+        };
+    };
+    let m = cx.map(
+        node,
+        "argument",
+        "token argument",
+        &["token", "position", "state"],
+    )?;
+    if m.entries().count() != 1 {
+        return Err(cx.invalid(node, format!("argument {index} must have exactly one key")));
+    }
+    let value = m.req(cx, key)?;
+    if key == "state" {
+        return Ok(TokenArg::State(cx.name(value, "state")?));
+    }
+    let sm = cx.map(value, key, key, SCALAR_KEYS)?;
+    let dt = match sm.opt("dtype") {
+        Some(d) => dtype(cx, d, "dtype")?,
+        None => DType::I32,
+    };
+    if !matches!(dt, DType::I32 | DType::I64) {
+        return Err(cx.invalid(value, format!("`{key}` dtype must be i32 or i64, not {dt}")));
+    }
+    let shape: Vec<usize> = match sm.opt("shape") {
+        Some(s) => cx
+            .list(s, "shape")?
+            .iter()
+            .map(|d| cx.usize(d, "shape"))
+            .collect::<Result<_, _>>()?,
+        None if key == "token" => vec![1, 1],
+        None => Vec::new(),
+    };
+    if shape.iter().product::<usize>() != 1 {
+        return Err(cx.invalid(
+            value,
+            format!("`{key}` shape {shape:?} must hold exactly one element"),
+        ));
+    }
+    Ok(if key == "token" {
+        TokenArg::Token { dtype: dt, shape }
+    } else {
+        TokenArg::Position { dtype: dt, shape }
+    })
+}
+
+/// Whether mapping `node` has `key` (with any value, `{}` included).
+fn has_key(node: &Node, key: &str) -> bool {
+    match &node.value {
+        crate::yaml::Value::Map(pairs) => pairs.iter().any(|(k, _)| k.scalar() == Some(key)),
+        _ => false,
+    }
+}
+
+fn parse_oracle(cx: &Cx<'_>, node: &Node) -> Result<TokenOracle, SpecError> {
+    let m = cx.map(node, "oracle", "tokens.oracle", ORACLE_KEYS)?;
+    let get = |key: &str, default: &str| -> Result<String, SpecError> {
+        match m.opt(key) {
+            Some(n) => template_string(cx, "tokens", n, key),
+            None => Ok(default.to_string()),
+        }
+    };
+    Ok(TokenOracle {
+        tokens: get("tokens", "{case}/tokens")?,
+        logits: get("logits", "{case}/logits")?,
+        truth_logits: match m.opt("truth_logits") {
+            Some(n) => Some(template_string(cx, "tokens", n, "truth_logits")?),
+            None => None,
+        },
+    })
+}
+
+fn parse_verdict(cx: &Cx<'_>, node: &Node) -> Result<TokenVerdictSpec, SpecError> {
+    let m = cx.map(node, "verdict", "tokens.verdict", VERDICT_KEYS)?;
+    let top_k = match m.opt("top_k") {
+        Some(n) => {
+            let k = cx.usize(n, "top_k")?;
+            if !(2..=100).contains(&k) {
+                return Err(cx.invalid(n, format!("`top_k` must be in 2..=100, not {k}")));
+            }
+            k
+        }
+        None => 5,
+    };
+    let noise_floor = match m.opt("noise_floor") {
+        Some(n) => {
+            let x = cx.f64(n, "noise_floor")?;
+            if !x.is_finite() || x < 0.0 {
+                return Err(
+                    cx.invalid(n, format!("`noise_floor` must be finite and >= 0, not {x}"))
+                );
+            }
+            x
+        }
+        None => 0.0,
+    };
+    let ulp_dtype = match m.opt("ulp_dtype") {
+        Some(n) => {
+            let d = dtype(cx, n, "ulp_dtype")?;
+            if !d.is_float() {
+                return Err(cx.invalid(n, format!("`ulp_dtype` must be a float dtype, not {d}")));
+            }
+            Some(d)
+        }
+        None => None,
+    };
+    Ok(TokenVerdictSpec {
+        exact_tokens: match m.opt("exact_tokens") {
+            Some(n) => cx.bool(n, "exact_tokens")?,
+            None => false,
+        },
+        top_k,
+        noise_floor,
+        ulp_dtype,
+    })
+}
+
+/// Whole-spec checks of the `tokens:` section: the module is declared, the
+/// decode's `state` arguments name outputs of both calls, every template
+/// renders for every token case, and each step chain instantiates for its
+/// step cases (so unknown variables fail at load time).
+pub(crate) fn validate(spec: &Spec) -> Result<(), SpecError> {
+    let Some(t) = &spec.tokens else {
+        return Ok(());
+    };
+    let err = |loc: crate::model::Location, scope: &str, message: String| -> SpecError {
+        crate::error::SpecErrorKind::Invalid {
+            at: crate::Position {
+                file: spec.path.clone(),
+                line: loc.line,
+                col: loc.col,
+            },
+            scope: Scope::Tokens(scope.into()),
+            message,
+        }
+        .into()
+    };
+    if !spec.subject.modules.contains_key(&t.module) {
+        let declared: Vec<&str> = spec.subject.modules.keys().map(String::as_str).collect();
+        return Err(err(
+            t.location,
+            "tokens",
+            format!(
+                "module `{}` is not declared in `subject.modules` (declared: {})",
+                t.module,
+                declared.join(", ")
+            ),
+        ));
+    }
+    for (i, arg) in t.decode.args.iter().enumerate() {
+        if let TokenArg::State(name) = arg {
+            let loc = t.decode.arg_locations[i];
+            for (which, call) in [("prefill", &t.prefill), ("decode", &t.decode)] {
+                if !call.outputs.contains(name) {
+                    return Err(err(
+                        loc,
+                        "decode",
+                        format!(
+                            "argument {i}: state `{name}` is not an output of `{which}` (its outputs: {})",
+                            call.outputs.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    for case in &t.cases {
+        let p = t
+            .prompt_len(case)
+            .map_err(|m| err(t.location, "tokens", m))?;
+        for (which, call) in [("prefill", &t.prefill), ("decode", &t.decode)] {
+            TokensSpec::render(&call.function, case).map_err(|m| err(call.location, which, m))?;
+            for (i, arg) in call.args.iter().enumerate() {
+                if let TokenArg::Input(Arg::Oracle(n) | Arg::Weight(n)) = arg {
+                    TokensSpec::render(n, case).map_err(|m| {
+                        err(call.arg_locations[i], which, format!("argument {i}: {m}"))
+                    })?;
+                }
+            }
+        }
+        for text in [&t.oracle.tokens, &t.oracle.logits]
+            .into_iter()
+            .chain(t.oracle.truth_logits.as_ref())
+        {
+            TokensSpec::render(text, case).map_err(|m| err(t.location, "oracle", m))?;
+        }
+        for step in [0, 1] {
+            if let Some(step_spec) = spec.step_spec(&case.name, step) {
+                step_spec.instantiate(&TokensSpec::step_case(
+                    case,
+                    step,
+                    TokensSpec::position(p, step),
+                ))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! The `tokens:` section: a valid section parses into the model, and every
+//! mistake is an error naming stages.yaml:line:col and the part of the section.
+
+mod common;
+
+use common::{assert_err, Fixture, HEADER};
+use parity_spec::{Arg, DType, TokenArg, TokensSpec};
+
+/// HEADER (5 lines) + `tokens:` at line 6; `decode_args` replaces decode's args.
+fn tokens(decode_args: &str, extra: &str) -> String {
+    format!(
+        "{HEADER}tokens:
+  module: audio
+  max_new_tokens: 4
+  prompt_length: \"{{P}}\"
+  cases: [{{name: a, vars: {{P: 3}}}}]
+  prefill: {{function: \"prefill_p{{P}}\", args: [{{oracle: \"{{case}}/emb\"}}], outputs: [logits, k]}}
+  decode:
+    function: decode
+    args: {decode_args}
+    outputs: [logits, k]
+{extra}"
+    )
+}
+
+const GOOD_ARGS: &str = "[{token: {}}, {position: {dtype: i64}}, {state: k}, {weight: w}]";
+
+#[test]
+fn a_token_only_spec_parses_with_defaults() {
+    let fx = Fixture::new();
+    let spec = fx
+        .parse(&tokens(
+            GOOD_ARGS,
+            "  step_stages:
+    decode:
+      - {name: l0, module: audio, function: \"decode_layer_{pos}\", args: [{oracle: \"{case}/h\"}], outputs: [{name: h, oracle: \"{case}/out_{step}\"}]}
+      - {name: l1, module: audio, function: f, args: [{stage: l0}], outputs: [{name: h, oracle: \"{case}/o1\"}]}
+",
+        ))
+        .expect("valid");
+    assert!(spec.stages.is_empty());
+    let t = spec.tokens.as_ref().expect("tokens section");
+    assert_eq!(t.max_new_tokens, 4);
+    assert_eq!(t.logits, "logits");
+    assert_eq!(t.oracle.tokens, "{case}/tokens");
+    assert_eq!(t.oracle.logits, "{case}/logits");
+    assert!(!t.verdict.exact_tokens);
+    assert_eq!(t.verdict.top_k, 5);
+    assert_eq!(
+        t.decode.args,
+        vec![
+            TokenArg::Token {
+                dtype: DType::I32,
+                shape: vec![1, 1]
+            },
+            TokenArg::Position {
+                dtype: DType::I64,
+                shape: vec![]
+            },
+            TokenArg::State("k".into()),
+            TokenArg::Input(Arg::Weight("w".into())),
+        ]
+    );
+    assert_eq!(t.prompt_len(&t.cases[0]), Ok(3));
+    assert_eq!(TokensSpec::position(3, 0), 0);
+    assert_eq!(TokensSpec::position(3, 5), 7);
+    // The decode chain for step 5 of case `a`: case `a.s05`, pos 7.
+    let step = spec.step_spec("a", 5).expect("a decode chain");
+    assert_eq!(step.cases[0].name, "a.s05");
+    let stages = step.instantiate(&step.cases[0]).expect("instantiates");
+    assert_eq!(stages[0].function, "decode_layer_7");
+    assert_eq!(stages[0].outputs[0].oracle, "a.s05/out_05");
+    assert!(spec.step_spec("a", 0).is_none(), "no prefill chain given");
+    assert!(spec.step_spec("zz", 1).is_none());
+}
+
+#[test]
+fn mistakes_name_line_column_and_part() {
+    let fx = Fixture::new();
+    // decode args are on line 14, column 11.
+    let msg = fx.err(&tokens("[{token: {}}, {state: kk}]", ""));
+    assert_err(
+        &msg,
+        14,
+        25,
+        &["tokens.decode", "state `kk`", "outputs: logits, k"],
+    );
+    let msg = fx.err(&tokens("[{state: k}]", ""));
+    assert_err(&msg, 13, 5, &["tokens.decode", "exactly one `token`"]);
+    let msg = fx.err(&tokens("[{token: {shape: [2]}}]", ""));
+    assert_err(&msg, 14, 20, &["tokens.decode", "exactly one element"]);
+    let msg = fx.err(&tokens("[{token: {}}, {stage: x}]", ""));
+    assert_err(&msg, 14, 25, &["`stage:` arguments belong to stages"]);
+    let msg = fx.err(&tokens(GOOD_ARGS, "  logits: lgt\n"));
+    assert_err(&msg, 16, 11, &["tokens:", "logits output `lgt`"]);
+    let msg = fx.err(&tokens(GOOD_ARGS, "  verdict: {top_k: 1}\n"));
+    assert_err(&msg, 16, 20, &["`top_k` must be in 2..=100"]);
+    let msg = fx.err(&tokens(GOOD_ARGS, "  verdict: {exact: true}\n"));
+    assert_err(&msg, 16, 13, &["unknown key `exact`", "exact_tokens"]);
+    let msg = fx.err(&tokens(GOOD_ARGS, "  colour: red\n"));
+    assert_err(&msg, 16, 3, &["unknown key `colour`", "step_stages"]);
+    // A step stage using a variable no step case defines.
+    let msg = fx.err(&tokens(
+        GOOD_ARGS,
+        "  step_stages:\n    decode:\n      - {name: l0, module: audio, function: \"f_{Q}\", outputs: [{name: h, oracle: x}]}\n",
+    ));
+    assert_err(&msg, 18, 45, &["stage `l0`", "`Q`", "a.s01", "pos", "step"]);
+    // `pos` is reserved in a token case.
+    let text = tokens(GOOD_ARGS, "").replace("vars: {P: 3}", "vars: {P: 3, pos: 1}");
+    assert_err(&fx.err(&text), 10, 10, &["`pos` is reserved"]);
+    // A prompt length that is not a number.
+    let text = tokens(GOOD_ARGS, "").replace("vars: {P: 3}", "vars: {P: x}");
+    assert_err(
+        &fx.err(&text),
+        7,
+        3,
+        &["`prompt_length` of case `a` is `x`"],
+    );
+    // An undeclared module.
+    let text = tokens(GOOD_ARGS, "").replace("module: audio", "module: lm");
+    assert_err(&fx.err(&text), 7, 3, &["module `lm` is not declared"]);
+    // Without tokens, stages stay required.
+    let msg = fx.err(HEADER);
+    assert!(msg.contains("`stages`"), "{msg}");
+}

@@ -1,0 +1,130 @@
+//! `parity tokens`: decode through IREE and compare token by token (greedy)
+//! and logits step by step (teacher-forced) with the oracle; localise the
+//! first divergent token to a layer and an operation.
+
+use super::StrategyArg;
+use crate::bisect::BisectOptions;
+use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
+use crate::run::{self, RunOptions};
+use crate::tokens::{self, TokensOptions};
+use parity_record::{AnyRecord, ErrorRecord, ExitCode, Location, TokenMode, TokensRecord};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Arguments of `parity tokens`.
+#[derive(clap::Args, Debug)]
+pub struct TokensArgs {
+    /// The spec with a `tokens:` section.
+    #[arg(default_value = "stages.yaml")]
+    spec: PathBuf,
+    /// greedy (decode with the production's own tokens), teacher-forced (feed
+    /// the oracle's tokens, compare every step's logits), or both.
+    #[arg(long, value_enum, default_value = "both")]
+    mode: TokenModeArg,
+    /// Run only this token case (repeatable).
+    #[arg(long = "case")]
+    cases: Vec<String>,
+    /// Directory for tokens.json, tokens.html, tokens-junit.xml and the bisect reproducer.
+    #[arg(long, default_value = "reports")]
+    out_dir: PathBuf,
+    /// Print the JSON record (`parity.tokens/1`) on stdout instead of the text.
+    #[arg(long)]
+    json: bool,
+    /// Also write a Markdown summary here (under 1 MiB), e.g. "$GITHUB_STEP_SUMMARY".
+    #[arg(long)]
+    markdown: Option<PathBuf>,
+    /// Do not run the divergent step's stage chain or bisect.
+    #[arg(long)]
+    no_localise: bool,
+    /// Tap placement for bisecting the first divergent layer.
+    #[arg(long, value_enum, default_value = "auto")]
+    strategy: StrategyArg,
+    /// Compiled-artifact cache directory.
+    #[arg(long, env = "PARITY_CACHE_DIR", default_value = ".parity-cache")]
+    cache_dir: PathBuf,
+    /// Path to libIREECompiler.so (default: found through EERIE_PYTHON's iree-base-compiler).
+    #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
+    iree_compiler_lib: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum TokenModeArg {
+    Greedy,
+    TeacherForced,
+    Both,
+}
+
+/// Runs `parity tokens`: prints the result, then writes the reports.
+pub fn run(args: TokensArgs) -> anyhow::Result<i32> {
+    let record = match parity_spec::Spec::load(&args.spec) {
+        Ok(spec) => {
+            let options = TokensOptions {
+                modes: match args.mode {
+                    TokenModeArg::Greedy => vec![TokenMode::Greedy],
+                    TokenModeArg::TeacherForced => vec![TokenMode::TeacherForced],
+                    TokenModeArg::Both => vec![TokenMode::Greedy, TokenMode::TeacherForced],
+                },
+                bisect: BisectOptions {
+                    run: RunOptions {
+                        cache_dir: args.cache_dir,
+                        compiler_lib: args.iree_compiler_lib,
+                        cases: args.cases,
+                        ..RunOptions::default()
+                    },
+                    strategy: args.strategy.into(),
+                    repro_dir: args.out_dir.join("tokens-repro"),
+                },
+                localise: !args.no_localise,
+            };
+            tokens::execute(&spec, &options)
+        }
+        Err(e) => {
+            let file = args.spec.display().to_string();
+            let mut record =
+                TokensRecord::new(&file, env!("CARGO_PKG_VERSION"), run::now_rfc3339());
+            record.errors.push(
+                ErrorRecord::input(format!("invalid spec: {e}"))
+                    .at(Location::from_diagnostic(&file, &e.to_string())),
+            );
+            record.status = record.derived_status();
+            record
+        }
+    };
+    let record = AnyRecord::Tokens(Box::new(record));
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let _ = writeln!(stdout, "{}", record.to_json());
+    } else {
+        let terminal = Terminal {
+            colour: Colour::detect(),
+            quiet: false,
+        };
+        let _ = stdout.write_all(&terminal.render(&record)?);
+    }
+    let json_path = args.out_dir.join("tokens.json");
+    let md = Markdown::default();
+    let mut jobs: Vec<(PathBuf, &dyn Renderer)> = vec![
+        (json_path.clone(), &Json),
+        (args.out_dir.join("tokens.html"), &report::Html),
+        (args.out_dir.join("tokens-junit.xml"), &Junit),
+    ];
+    if let Some(path) = args.markdown {
+        jobs.push((path, &md));
+    }
+    let failures: Vec<String> = jobs
+        .iter()
+        .filter_map(|(path, r)| report::write_report(path, *r, &record).err())
+        .map(|e| e.to_string())
+        .collect();
+    let written = if failures.is_empty() {
+        if !args.json {
+            let _ = writeln!(stdout, "report: {}", json_path.display());
+        }
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    };
+    drop(stdout);
+    let code: ExitCode = record.exit_code();
+    Ok(super::check::exit_with(code, written))
+}

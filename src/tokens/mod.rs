@@ -1,0 +1,211 @@
+//! `parity tokens`: a token-level run of a language model through IREE
+//! against the oracle's tokens and logits (docs/tokens.md). Greedy mode
+//! decodes with the production's own tokens; teacher-forced mode feeds the
+//! oracle's and compares every step's logits. At the first mismatch the
+//! evidence decides `near_tie` or `divergent`, and the step's stage chain
+//! localises it to a layer and, through bisect, an operation. Nothing here
+//! renders output; see `report`.
+
+mod case;
+pub mod error;
+mod judge;
+mod localise;
+pub mod math;
+mod session;
+
+pub use error::TokensError;
+
+use crate::bisect::BisectOptions;
+use crate::run::inputs::InputSources;
+use crate::run::{self, ModuleSet, RunOptions};
+use case::{compare_case, decode_loop, OracleCase};
+use parity_record::{ErrorRecord, RunRecord, Status, TokenMode, TokenVerdict, TokensRecord};
+use parity_spec::Spec;
+use session::Session;
+use std::time::Instant;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct TokensOptions {
+    /// Modes, in order (default: greedy, then teacher-forced).
+    pub modes: Vec<TokenMode>,
+    /// Bisect options for localisation: cache, compiler, strategy, reproducer
+    /// directory; its `run.cases` selects token cases (all when empty).
+    pub bisect: BisectOptions,
+    /// Localise the divergent step (its stage chain and bisect).
+    pub localise: bool,
+}
+
+/// Runs the spec's `tokens:` section. Never fails as a whole: problems
+/// become errors in the record, and the other cases still run.
+pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
+    let clock = Instant::now();
+    let mut record = TokensRecord::new(
+        spec.path.display().to_string(),
+        env!("CARGO_PKG_VERSION"),
+        run::now_rfc3339(),
+    );
+    record.modes = options.modes.clone();
+    let Some(tokens) = &spec.tokens else {
+        record.errors.push(ErrorRecord::input(format!(
+            "{}: the spec has no `tokens:` section (docs/stages-schema.md, \"tokens\")",
+            spec.path.display()
+        )));
+        return finish(record, clock);
+    };
+    record.exact_tokens = tokens.verdict.exact_tokens;
+    let wanted = &options.bisect.run.cases;
+    for name in wanted.iter().filter(|w| tokens.case(w).is_none()) {
+        let known: Vec<&str> = tokens.cases.iter().map(|c| c.name.as_str()).collect();
+        record.errors.push(ErrorRecord::input(format!(
+            "{}: no token case named `{name}` (known: {})",
+            spec.path.display(),
+            known.join(", ")
+        )));
+    }
+    if !record.errors.is_empty() {
+        return finish(record, clock);
+    }
+    let sources = match InputSources::open(spec) {
+        Ok(s) => s,
+        Err(m) => {
+            record.errors.push(ErrorRecord::input(m.to_string()));
+            return finish(record, clock);
+        }
+    };
+    // Only the token module is compiled (through the artifact cache).
+    let mut only = spec.clone();
+    only.subject
+        .modules
+        .retain(|name, _| name == &tokens.module);
+    let mut scratch = RunRecord::new("", "", String::new());
+    let run_options: &RunOptions = &options.bisect.run;
+    let compiler = run::load_compiler(run_options, true, &mut scratch);
+    let compiled = run::compile_all(&only, run_options, &compiler, &mut scratch);
+    drop(compiler);
+    record.compiler_revision = scratch.compiler_revision.take();
+    record.warnings.append(&mut scratch.warnings);
+    if !scratch.errors.is_empty() {
+        record.errors.append(&mut scratch.errors);
+        return finish(record, clock);
+    }
+    let modules = ModuleSet::load(&spec.subject.driver, &compiled);
+    record.errors.extend(
+        modules
+            .load_errors()
+            .into_iter()
+            .map(ErrorRecord::execution),
+    );
+    if !record.errors.is_empty() {
+        return finish(record, clock);
+    }
+    let session = Session {
+        spec,
+        tokens,
+        sources: &sources,
+        modules: &modules,
+    };
+    for case in tokens
+        .cases
+        .iter()
+        .filter(|c| wanted.is_empty() || wanted.contains(&c.name))
+    {
+        record.cases.push(run_case(&session, case, &options.modes));
+    }
+    drop(modules);
+    record.first_divergent_token = record
+        .cases
+        .iter()
+        .find_map(|c| c.first_divergent_token.clone());
+    // Localise the first `divergent` mismatch at prefill and the first at
+    // decode (two causes, two findings); without any, the first near tie.
+    let all: Vec<_> = record
+        .cases
+        .iter()
+        .flat_map(|c| c.first_divergent_token.iter().chain(&c.later_mismatches))
+        .map(|t| (t.case.clone(), t.step, t.verdict))
+        .collect();
+    let divergent = |decode: bool| {
+        all.iter()
+            .find(|t| t.2 == TokenVerdict::Divergent && (t.1 > 0) == decode)
+    };
+    let mut targets: Vec<_> = [divergent(false), divergent(true)]
+        .into_iter()
+        .flatten()
+        .collect();
+    if targets.is_empty() {
+        targets.extend(all.first());
+    }
+    if !options.localise && !targets.is_empty() {
+        record
+            .notes
+            .push("localisation skipped (--no-localise)".to_string());
+        targets.clear();
+    }
+    for (case, step, verdict) in targets {
+        let finding = localise::localise(spec, &options.bisect, case, *step, *verdict);
+        if record.findings.is_empty() {
+            record.localisation = finding.localisation.clone();
+            record.first_divergent_layer = finding.first_divergent_layer.clone();
+            record.first_divergent_op = finding.first_divergent_op.clone();
+            record.notes.extend(finding.notes.iter().cloned());
+        }
+        record.findings.push(finding);
+    }
+    finish(record, clock)
+}
+
+/// Loads the oracle side, runs prefill once and the selected decode modes.
+fn run_case(
+    session: &Session<'_>,
+    case: &parity_spec::Case,
+    modes: &[TokenMode],
+) -> parity_record::TokenCaseRecord {
+    let errored = |p: usize, e: TokensError| parity_record::TokenCaseRecord {
+        case: case.name.clone(),
+        status: Status::Error,
+        prompt_length: p,
+        oracle_tokens: Vec::new(),
+        greedy_tokens: Vec::new(),
+        teacher_forced_tokens: Vec::new(),
+        steps: Vec::new(),
+        summary: None,
+        first_divergent_token: None,
+        later_mismatches: Vec::new(),
+        errors: vec![e.context(&format!("case `{}`", case.name)).to_record()],
+    };
+    let p = match session.tokens.prompt_len(case) {
+        Ok(p) => p,
+        Err(m) => return errored(0, error::input(m)),
+    };
+    let oracle = match OracleCase::load(session, case) {
+        Ok(o) => o,
+        Err(e) => return errored(p, e),
+    };
+    let vocab = oracle.logits[0].len();
+    let prefill = session
+        .call("prefill", &session.tokens.prefill, case, None)
+        .and_then(|out| Ok((session.logits(&out, "prefill", vocab)?, out)));
+    let prefill = match prefill {
+        Ok(x) => x,
+        Err(e) => {
+            let mut rec = errored(p, e);
+            rec.oracle_tokens = oracle.tokens.clone();
+            return rec;
+        }
+    };
+    let stream = |mode| {
+        modes
+            .contains(&mode)
+            .then(|| decode_loop(session, case, p, &oracle, &prefill, mode))
+    };
+    let greedy = stream(TokenMode::Greedy);
+    let forced = stream(TokenMode::TeacherForced);
+    compare_case(session, case, p, &oracle, greedy, forced)
+}
+
+fn finish(mut record: TokensRecord, clock: Instant) -> TokensRecord {
+    record.elapsed_s = clock.elapsed().as_secs_f64();
+    record.status = record.derived_status();
+    record
+}

@@ -1,0 +1,194 @@
+//! Calling the spec's `prefill` and `decode` on the IREE runtime: arguments
+//! gathered from the oracle store, weights, literals, the step's token and
+//! position and the previous step's state, checked against the compiled
+//! function's signature before IREE sees them.
+
+use super::error::{input, TokensError};
+use crate::run::inputs::InputSources;
+use crate::run::ModuleSet;
+use parity_record::ErrorKind;
+use parity_spec::{Arg, Case, Location, Spec, TokenArg, TokenCall, TokensSpec};
+use parity_tensor::Tensor;
+use std::collections::HashMap;
+
+/// The outputs of one call, by name.
+pub type Outputs = HashMap<String, Tensor>;
+
+/// What a call needs besides its own arguments.
+pub struct Session<'a> {
+    /// The spec (positions in messages).
+    pub spec: &'a Spec,
+    /// The `tokens:` section.
+    pub tokens: &'a TokensSpec,
+    /// Oracle store and weights.
+    pub sources: &'a InputSources,
+    /// The loaded modules.
+    pub modules: &'a ModuleSet,
+}
+
+/// The step-dependent inputs of a decode call.
+pub struct StepInputs<'a> {
+    /// The token fed to this step.
+    pub token: i64,
+    /// The step's position.
+    pub position: usize,
+    /// The previous step's outputs (the state).
+    pub state: &'a Outputs,
+}
+
+impl Session<'_> {
+    fn at(&self, loc: Location) -> String {
+        format!("{}:{}:{}", self.spec.path.display(), loc.line, loc.col)
+    }
+
+    /// Calls `call` for `case`, one step of it; `step` is None for prefill.
+    pub fn call(
+        &self,
+        which: &str,
+        call: &TokenCall,
+        case: &Case,
+        step: Option<&StepInputs<'_>>,
+    ) -> Result<Outputs, TokensError> {
+        let function = TokensSpec::render(&call.function, case)
+            .map_err(|m| input(format!("{}: tokens.{which}: {m}", self.at(call.location))))?;
+        let mut args = Vec::with_capacity(call.args.len());
+        for (i, arg) in call.args.iter().enumerate() {
+            let loc = call.arg_locations.get(i).copied().unwrap_or(call.location);
+            let fail = |m: String| {
+                input(format!(
+                    "{}: tokens.{which} argument {i}: {m}",
+                    self.at(loc)
+                ))
+            };
+            let scalar = |dtype, shape: &Vec<usize>, v: f64| {
+                Tensor::from_f64_as(dtype, shape.clone(), &[v]).map_err(|e| fail(e.to_string()))
+            };
+            let tensor = match (arg, step) {
+                (TokenArg::Input(Arg::Oracle(name)), _) => {
+                    let name = TokensSpec::render(name, case).map_err(fail)?;
+                    self.sources
+                        .oracle(&name)
+                        .map_err(|e| fail(e.to_string()))?
+                }
+                (TokenArg::Input(Arg::Weight(name)), _) => {
+                    let name = TokensSpec::render(name, case).map_err(fail)?;
+                    self.sources
+                        .weight(&name)
+                        .map_err(|e| fail(e.to_string()))?
+                }
+                (
+                    TokenArg::Input(Arg::Literal {
+                        dtype,
+                        shape,
+                        values,
+                    }),
+                    _,
+                ) => Tensor::from_f64_as(*dtype, shape.clone(), values)
+                    .map_err(|e| fail(e.to_string()))?,
+                (TokenArg::Input(Arg::Stage { .. }), _) => {
+                    return Err(fail("`stage:` arguments are not allowed here".into()))
+                }
+                (TokenArg::Token { dtype, shape }, Some(s)) => {
+                    scalar(*dtype, shape, s.token as f64)?
+                }
+                (TokenArg::Position { dtype, shape }, Some(s)) => {
+                    scalar(*dtype, shape, s.position as f64)?
+                }
+                (TokenArg::State(name), Some(s)) => s
+                    .state
+                    .get(name)
+                    .cloned()
+                    .ok_or_else(|| fail(format!("the previous step has no output `{name}`")))?,
+                (_, None) => return Err(fail("decode inputs in a prefill call".into())),
+            };
+            args.push((tensor, loc));
+        }
+        self.check_signature(which, call, &function, &args)?;
+        let tensors: Vec<Tensor> = args.into_iter().map(|(t, _)| t).collect();
+        let results = self
+            .modules
+            .invoke(&self.tokens.module, &function, &tensors)
+            .map_err(|(kind, m)| {
+                let m = format!(
+                    "{}: tokens.{which}: `{}.{function}`: {m}",
+                    self.at(call.location),
+                    self.tokens.module
+                );
+                match kind {
+                    ErrorKind::Input => TokensError::Input(m),
+                    ErrorKind::Execution => TokensError::Execution(m),
+                }
+            })?;
+        if results.len() != call.outputs.len() {
+            return Err(input(format!(
+                "{}: tokens.{which}: `{function}` returned {} results but the spec lists {} outputs",
+                self.at(call.location),
+                results.len(),
+                call.outputs.len()
+            )));
+        }
+        Ok(call.outputs.iter().cloned().zip(results).collect())
+    }
+
+    /// Checks arguments and result count against the compiled signature.
+    fn check_signature(
+        &self,
+        which: &str,
+        call: &TokenCall,
+        function: &str,
+        args: &[(Tensor, Location)],
+    ) -> Result<(), TokensError> {
+        let Some(sig) = self.modules.signature(&self.tokens.module, function) else {
+            return Ok(());
+        };
+        let name = format!("{}.{function}", self.tokens.module);
+        if sig.args.len() != args.len() || sig.results.len() != call.outputs.len() {
+            return Err(input(format!(
+                "{}: tokens.{which}: `{name}` takes {} arguments and returns {} results, but the spec passes {} and lists {} outputs",
+                self.at(call.location),
+                sig.args.len(),
+                sig.results.len(),
+                args.len(),
+                call.outputs.len()
+            )));
+        }
+        for (i, (ty, (arg, loc))) in sig.args.iter().zip(args).enumerate() {
+            if let Some(why) = ty.mismatch(arg.dtype(), arg.shape()) {
+                return Err(input(format!(
+                    "{}: tokens.{which}: argument {i} of `{name}`: {why}",
+                    self.at(*loc)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The logits output of `outputs` as f64, checked: one row of `vocab`
+    /// finite values (`[V]` or `[1, V]`).
+    pub fn logits(
+        &self,
+        outputs: &Outputs,
+        what: &str,
+        vocab: usize,
+    ) -> Result<Vec<f64>, TokensError> {
+        let name = &self.tokens.logits;
+        let t = outputs
+            .get(name)
+            .ok_or_else(|| input(format!("{what}: no output `{name}`")))?;
+        let v = t.to_f64_vec();
+        if v.len() != vocab || !t.dtype().is_float() {
+            return Err(input(format!(
+                "{what}: logits output `{name}` is {} {:?}, expected a float row of the oracle's vocabulary size {vocab}",
+                t.dtype(),
+                t.shape()
+            )));
+        }
+        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+            return Err(TokensError::Execution(format!(
+                "{what}: logits output `{name}` holds {} at token {i}",
+                v[i]
+            )));
+        }
+        Ok(v)
+    }
+}

@@ -1,0 +1,290 @@
+//! `parity tokens` end to end on examples/tokens (a two-layer toy LM exported
+//! from JAX, numpy f32 oracle, f64 truth): real IREE compile and decode.
+
+mod common;
+
+use common::{example_copy, parity, repo};
+use serde_json::Value;
+use std::path::Path;
+
+/// Runs `parity tokens <spec> <extra>` in `cwd` with reports in `<out>`;
+/// returns the exit code, stdout, stderr and the record.
+fn tokens(cwd: &Path, out: &Path, spec: &str, extra: &[&str]) -> (i32, String, String, Value) {
+    let mut args = vec!["tokens", spec, "--out-dir", out.to_str().expect("utf8")];
+    args.extend_from_slice(extra);
+    let o = parity(cwd, &args);
+    let text = std::fs::read_to_string(out.join("tokens.json")).expect("tokens.json written");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        serde_json::from_str(&text).expect("tokens.json is JSON"),
+    )
+}
+
+fn example() -> std::path::PathBuf {
+    repo().join("examples/tokens")
+}
+
+fn case<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| c["case"] == name)
+        .unwrap_or_else(|| panic!("no case {name}"))
+}
+
+#[test]
+fn clean_cases_match_every_token_in_both_modes() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr, r) = tokens(
+        &example(),
+        out.path(),
+        "stages.yaml",
+        &["--case", "clean_a", "--case", "clean_b"],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert_eq!(r["schema"], "parity.tokens/1");
+    assert_eq!(r["status"], "pass");
+    assert!(r["first_divergent_token"].is_null());
+    for name in ["clean_a", "clean_b"] {
+        let c = case(&r, name);
+        assert_eq!(c["oracle_tokens"].as_array().unwrap().len(), 16);
+        assert_eq!(c["greedy_tokens"], c["oracle_tokens"], "{name}");
+        assert_eq!(c["teacher_forced_tokens"], c["oracle_tokens"], "{name}");
+        let s = &c["summary"];
+        assert_eq!(s["top1_agreement"], 1.0);
+        // f32 IREE against f32 numpy: rounding-level differences, not zero, not more.
+        let d = s["max_abs_delta_logit"].as_f64().unwrap();
+        assert!(d > 0.0 && d < 1e-4, "{name}: max |dlogit| {d}");
+        assert!(s["max_kl"].as_f64().unwrap() < 1e-9);
+        assert_eq!(c["steps"].as_array().unwrap().len(), 16);
+    }
+    assert!(
+        stdout.contains("every token matches the oracle"),
+        "{stdout}"
+    );
+    // Each mode alone also passes and leaves the other's stream empty.
+    for (mode, empty) in [
+        ("greedy", "teacher_forced_tokens"),
+        ("teacher-forced", "greedy_tokens"),
+    ] {
+        let (code, _, stderr, r) = tokens(
+            &example(),
+            out.path(),
+            "stages.yaml",
+            &["--case", "clean_a", "--mode", mode],
+        );
+        assert_eq!(code, 0, "{mode}: {stderr}");
+        assert_eq!(case(&r, "clean_a")[empty], Value::Array(vec![]), "{mode}");
+    }
+}
+
+#[test]
+fn near_tie_is_named_and_passes_unless_exact_tokens() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr, r) = tokens(
+        &example(),
+        out.path(),
+        "stages.yaml",
+        &["--case", "near_tie"],
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let d = &r["first_divergent_token"];
+    assert_eq!(d["case"], "near_tie");
+    assert_eq!(d["step"], 2);
+    assert_eq!(d["verdict"], "near_tie");
+    assert_eq!(d["counted"], false);
+    assert_eq!(
+        (d["production_token"].as_i64(), d["oracle_token"].as_i64()),
+        (Some(30), Some(31))
+    );
+    // The oracle's two logits are 1 f32 ULP apart, the production's tie exactly.
+    assert_eq!(d["oracle_gap_ulp"], 1);
+    assert_eq!(d["production_gap_ulp"], 0);
+    assert_eq!(d["noise_steps"], serde_json::json!([0, 1]));
+    let need = d["production_margin"].as_f64().unwrap() + d["oracle_margin"].as_f64().unwrap();
+    assert!(need <= 2.0 * d["noise"].as_f64().unwrap(), "{d}");
+    // The f64 truth sides with the production here.
+    assert_eq!(d["truth_token"], 30);
+    assert!(d["truth_margin"].as_f64().unwrap() < 0.0);
+    assert_eq!(d["oracle_top_k"].as_array().unwrap().len(), 5);
+    // Every later teacher-forced flip is judged too, and all are near ties.
+    let later = case(&r, "near_tie")["later_mismatches"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(!later.is_empty());
+    assert!(later.iter().all(|m| m["verdict"] == "near_tie"));
+    // The step's layers all agree: no layer is named.
+    assert!(r["first_divergent_layer"].is_null());
+    assert!(
+        r["notes"][0].as_str().unwrap().contains("near_tie.s02"),
+        "{}",
+        r["notes"]
+    );
+    assert!(stdout.contains("near_tie (not counted)"), "{stdout}");
+
+    let (code, _, _, r) = tokens(
+        &example(),
+        out.path(),
+        "stages-exact.yaml",
+        &["--no-localise"],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(r["status"], "fail");
+    assert_eq!(r["first_divergent_token"]["verdict"], "near_tie");
+    assert_eq!(r["first_divergent_token"]["counted"], true);
+}
+
+#[test]
+fn late_fault_is_divergent_at_step_10_and_localised_to_layer_1() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr, r) = tokens(&example(), out.path(), "stages-fault.yaml", &[]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert_eq!(r["status"], "fail");
+    let c = case(&r, "clean_a");
+    let (g, o) = (
+        c["greedy_tokens"].as_array().unwrap(),
+        c["oracle_tokens"].as_array().unwrap(),
+    );
+    assert_eq!(g[..10], o[..10], "the first 10 tokens agree");
+    assert_ne!(g[10], o[10]);
+    let d = &r["first_divergent_token"];
+    assert_eq!(
+        (d["step"].as_u64(), d["position"].as_u64()),
+        (Some(10), Some(13))
+    );
+    assert_eq!(d["verdict"], "divergent");
+    assert_eq!(d["counted"], true);
+    assert_eq!(d["mode"], "teacher-forced");
+    // The flip needs more than twice the noise on the 10 agreeing steps.
+    let need = d["production_margin"].as_f64().unwrap() + d["oracle_margin"].as_f64().unwrap();
+    assert!(need > 2.0 * d["noise"].as_f64().unwrap(), "{d}");
+    assert_eq!(d["noise_steps"].as_array().unwrap().len(), 10);
+    // Steps before the window is crossed (position 8) are rounding-level.
+    let steps = c["steps"].as_array().unwrap();
+    assert!(steps[4]["max_abs_delta_logit"].as_f64().unwrap() < 1e-4);
+    assert!(steps[10]["kl"].as_f64().unwrap() > 0.01);
+    let layer = &r["first_divergent_layer"];
+    assert_eq!(layer["stage"], "layer_1");
+    assert_eq!(layer["case"], "clean_a.s10");
+    assert_eq!(layer["mode"], "isolated");
+    assert_eq!(r["localisation"]["step_case"], "clean_a.s10");
+    assert_eq!(r["localisation"]["run"]["schema"], "parity.run-record/2");
+    let op = &r["first_divergent_op"];
+    assert!(op["kind"] == "op" || op["kind"] == "region", "{op}");
+    assert_eq!(op["stage"], "layer_1");
+    // The fault is the window's mask: a semantic difference the f64 shadow
+    // cannot name, so bisect stops at the region ending at the masked scores,
+    // which holds the mask's compare and select.
+    assert_eq!(op["kind"], "region", "{op}");
+    assert_eq!(
+        op["region"]["failing"],
+        "clean_a.s10/layer_1_attention_masked"
+    );
+    let ops = op["region"]["op_list"].as_array().unwrap();
+    assert!(
+        ops.iter().any(|o| o
+            .as_str()
+            .unwrap()
+            .contains("stablehlo.select @ layer_1/attention/masked")),
+        "{ops:?}"
+    );
+    assert!(
+        stdout.contains("first divergent layer: layer_1"),
+        "{stdout}"
+    );
+
+    // Every report is written, and `parity report` re-renders the record.
+    let html = std::fs::read_to_string(out.path().join("tokens.html")).unwrap();
+    assert!(
+        html.contains("class=\"mismatch\"") && html.contains("<svg"),
+        "html"
+    );
+    let junit = std::fs::read_to_string(out.path().join("tokens-junit.xml")).unwrap();
+    assert!(
+        junit.contains("<failure") && junit.contains("step 10"),
+        "{junit}"
+    );
+    let again = parity(out.path(), &["report", "tokens.json"]);
+    assert_eq!(again.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        text.contains("first divergent token: case clean_a, step 10"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_input_is_exit_2_naming_the_tensor_and_other_cases_still_run() {
+    let dir = example_copy("tokens");
+    let manifest = dir.path().join("oracle/manifest.json");
+    let mut m: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["tensors"]
+        .as_object_mut()
+        .unwrap()
+        .remove("clean_a/logits");
+    std::fs::write(&manifest, serde_json::to_string(&m).unwrap()).unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, _, r) = tokens(
+        dir.path(),
+        &out,
+        "stages.yaml",
+        &["--case", "clean_a", "--case", "clean_b", "--mode", "greedy"],
+    );
+    assert_eq!(code, 2, "{stdout}");
+    assert_eq!(case(&r, "clean_a")["status"], "error");
+    let msg = case(&r, "clean_a")["errors"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("clean_a/logits"), "{msg}");
+    assert_eq!(case(&r, "clean_b")["status"], "pass");
+
+    // A decode argument the compiled function refuses: the spec's line is named.
+    let spec = std::fs::read_to_string(dir.path().join("stages.yaml")).unwrap();
+    let bad = spec.replace(
+        "{position: {dtype: i32, shape: []}}",
+        "{position: {dtype: i64, shape: []}}",
+    );
+    std::fs::write(dir.path().join("bad.yaml"), bad).unwrap();
+    let (code, _, _, r) = tokens(dir.path(), &out, "bad.yaml", &["--case", "clean_b"]);
+    assert_eq!(code, 2);
+    let msg = case(&r, "clean_b")["errors"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.contains("bad.yaml:") && msg.contains("argument 1 of `lm.decode`"),
+        "{msg}"
+    );
+
+    // A spec mistake is exit 2 at its line and column, with a record written.
+    let typo = spec.replace("{state: v_cache}", "{state: v_cach}");
+    std::fs::write(dir.path().join("typo.yaml"), typo).unwrap();
+    let (code, _, _, r) = tokens(dir.path(), &out, "typo.yaml", &[]);
+    assert_eq!(code, 2);
+    let msg = r["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("typo.yaml:") && msg.contains("state `v_cach`"),
+        "{msg}"
+    );
+
+    // `parity check` refuses a token-only spec instead of passing zero stages.
+    let o = parity(
+        dir.path(),
+        &["check", "stages.yaml", "--out-dir", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("run it with `parity tokens`"));
+
+    // A spec without a tokens: section.
+    let (code, _, _, r) = tokens(&repo().join("examples/basic"), &out, "stages.yaml", &[]);
+    assert_eq!(code, 2);
+    assert!(r["errors"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("no `tokens:` section"));
+}
