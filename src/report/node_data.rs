@@ -46,12 +46,22 @@ pub fn render(b: &BisectRecord) -> Option<String> {
         put(s.op_index, s.accumulated_ulps, s.flagged);
     }
     if let Some(op) = &b.first_divergent_op {
-        let ulps = op
-            .metrics
-            .output
+        // Repair evidence carries no metrics of its own: keep the shadow's
+        // value for the op (and paint it).
+        let shadow_value = b
+            .shadow
             .iter()
-            .map(|m| m.ulps_at_max)
-            .fold(0.0f64, f64::max);
+            .find(|s| s.op_index == op.op_index)
+            .map(|s| s.accumulated_ulps);
+        let ulps = match shadow_value {
+            Some(v) if op.metrics.output.is_empty() => v,
+            _ => op
+                .metrics
+                .output
+                .iter()
+                .map(|m| m.ulps_at_max)
+                .fold(0.0f64, f64::max),
+        };
         put(op.op_index, ulps, true);
     }
     let data = json!({
