@@ -1,0 +1,112 @@
+//! `parity tokens` on the bundled Gemma3n subject's language model (JAX ->
+//! StableHLO on IREE against mlx-vlm 0.7.10's own language model, fed by the
+//! oracle's audio path): the patched oracle token for token, the as-shipped
+//! oracle's two bugs as two findings, the late-divergence fault, bf16.
+
+mod common;
+
+use common::{parity, repo};
+use serde_json::Value;
+
+/// `parity tokens SPEC` from the repository root; (exit code, stdout, record).
+fn tokens(spec: &str) -> (i32, String, Value) {
+    let out = tempfile::tempdir().unwrap();
+    let o = parity(
+        &repo(),
+        &["tokens", spec, "--out-dir", out.path().to_str().unwrap()],
+    );
+    let stdout = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = std::fs::read_to_string(out.path().join("tokens.json")).expect("tokens.json");
+    (
+        o.status.code().unwrap_or(-1),
+        stdout,
+        serde_json::from_str(&text).unwrap(),
+    )
+}
+
+#[test]
+fn f32_production_matches_the_patched_oracle_token_for_token_in_both_modes() {
+    let (code, stdout, r) = tokens("stages.yaml");
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(r["schema"], "parity.tokens/1");
+    assert!(r["first_divergent_token"].is_null(), "{stdout}");
+    let cases = r["cases"].as_array().unwrap();
+    let names: Vec<&str> = cases.iter().map(|c| c["case"].as_str().unwrap()).collect();
+    assert_eq!(names, ["full128", "two_clips", "text_short", "near_tie"]);
+    for c in cases {
+        let oracle = &c["oracle_tokens"];
+        assert_eq!(oracle.as_array().unwrap().len(), 24, "{}", c["case"]);
+        assert_eq!(&c["greedy_tokens"], oracle, "{}", c["case"]);
+        assert_eq!(&c["teacher_forced_tokens"], oracle, "{}", c["case"]);
+    }
+}
+
+#[test]
+fn as_shipped_mlx_vlm_gives_two_findings_and_the_truth_sides_with_production() {
+    let (code, stdout, r) = tokens("subject/gemma3n/tokens-as-shipped.yaml");
+    assert_eq!(code, 1, "{stdout}");
+    let first = &r["first_divergent_token"];
+    assert_eq!(first["case"], "full128");
+    assert_eq!(first["step"], 0);
+    assert_eq!(first["verdict"], "divergent", "{stdout}");
+    // The f64 truth (HF semantics) picks production's token: the oracle is wrong.
+    assert_eq!(first["truth_token"], first["production_token"], "{first}");
+    assert_ne!(first["oracle_token"], first["production_token"]);
+    let findings = r["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 2, "{stdout}");
+    // 1: the unscaled prefill text rows, before any layer.
+    assert_eq!(findings[0]["step"], 0);
+    assert_eq!(
+        findings[0]["first_divergent_layer"]["stage"], "embed",
+        "{stdout}"
+    );
+    // 2: the KV-shared layers' query rope at the donor's advanced offset:
+    // layer 4 is the first KV-shared layer; layers 0-3 agree.
+    assert!(findings[1]["step"].as_u64().unwrap() >= 1, "{stdout}");
+    assert_eq!(
+        findings[1]["first_divergent_layer"]["stage"], "layer_4",
+        "{stdout}"
+    );
+    let op = findings[1]["first_divergent_op"].to_string();
+    assert!(op.contains("layer_4_attention_q_rope"), "{op}");
+}
+
+#[test]
+fn the_late_divergence_fault_diverges_at_step_16_in_layer_2s_attention_mask() {
+    let (code, stdout, r) = tokens("subject/gemma3n/faults/tokens-full_attention_window_32.yaml");
+    assert_eq!(code, 1, "{stdout}");
+    let first = &r["first_divergent_token"];
+    assert_eq!(first["step"], 16, "{stdout}");
+    assert_eq!(first["verdict"], "divergent", "{stdout}");
+    // Noise measured on the 16 agreeing steps before it, far below the margins.
+    assert_eq!(
+        first["noise_steps"].as_array().unwrap().len(),
+        16,
+        "{first}"
+    );
+    assert_eq!(first["truth_token"], first["oracle_token"], "{first}");
+    assert_eq!(r["first_divergent_layer"]["stage"], "layer_2", "{stdout}");
+    let op = &r["first_divergent_op"];
+    assert!(
+        op["loc"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("layer_2/attention/mask/")),
+        "{op}"
+    );
+}
+
+#[test]
+fn bf16_storage_flips_a_near_tie_and_records_it() {
+    let (code, stdout, r) = tokens("subject/gemma3n/stages-bf16.yaml");
+    assert_eq!(code, 0, "near ties do not fail the gate\n{stdout}");
+    let first = &r["first_divergent_token"];
+    assert_eq!(first["case"], "full128", "{stdout}");
+    assert_eq!(first["step"], 7, "{stdout}");
+    assert_eq!(first["verdict"], "near_tie", "{stdout}");
+    assert!(first["noise"].as_f64().unwrap() > 0.0);
+    assert!(stdout.contains("localised step: full128.s07"), "{stdout}");
+}
