@@ -7,11 +7,10 @@
 
 mod common;
 
-use common::{parity, repo};
+use common::{parity, repo, run_sh};
 use serde_json::Value;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn faults() -> Vec<Value> {
     let path = repo().join("subject/gemma3n/faults/faults.json");
@@ -193,29 +192,6 @@ fn precision_fault_without_checkpoint_is_localised_by_the_f64_shadow() {
             assert!(l <= 64.0, "{row}");
         }
     }
-}
-
-/// The reproducer's run.sh uses the pip-installed IREE tools (from the venv).
-fn run_sh(dir: &Path) -> (i32, String) {
-    let venv_bin = repo().join(".venv/bin");
-    let path = format!(
-        "{}:{}",
-        venv_bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let o = Command::new("sh")
-        .arg(dir.join("run.sh"))
-        .env("PATH", path)
-        .output()
-        .expect("sh run.sh");
-    (
-        o.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
 }
 
 #[test]

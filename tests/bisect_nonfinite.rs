@@ -4,32 +4,10 @@
 
 mod common;
 
-use common::parity;
+use common::{parity, run_sh};
 use parity_tensor::{write_npy, Tensor};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
-
-/// The reproducer's run.sh with the pip-installed IREE tools on PATH.
-fn run_sh(dir: &Path) -> (i32, String) {
-    let venv_bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin");
-    let path = format!(
-        "{}:{}",
-        venv_bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let o = Command::new("sh")
-        .arg(dir.join("run.sh"))
-        .env("PATH", path)
-        .output()
-        .expect("sh run.sh");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (o.status.code().unwrap_or(-1), text)
-}
 
 /// softplus(4x)/4 written naively: exp(4x) overflows f32 for x > 22 (the
 /// f64 shadow does not), so log and the scale after it carry the infinity.

@@ -115,30 +115,8 @@ fn the_f64_shadow_compiles_transcendentals_computed_in_the_graph() {
     // rounding fault's reproducer fails (against the shadow rounded to f32 it
     // could not), inside bisect and with the pip tools.
     assert_eq!(report["reproducer_check"]["reproduces"], true, "{stdout}");
-    let repro = dir.path().join("repro");
-    let venv_bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin");
-    let o = std::process::Command::new("sh")
-        .arg(repro.join("run.sh"))
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                venv_bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
-        .output()
-        .unwrap();
-    let out = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_ne!(
-        o.status.code(),
-        Some(0),
-        "the rounding fault's reproducer fails:\n{out}"
-    );
+    let (rc, out) = common::run_sh(&dir.path().join("repro"));
+    assert_ne!(rc, 0, "the rounding fault's reproducer fails:\n{out}");
     assert!(out.contains("does not match"), "{out}");
     let shadow = report["shadow"].as_array().unwrap();
     let flagged: Vec<_> = shadow.iter().filter(|r| r["flagged"] == true).collect();

@@ -46,6 +46,30 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Runs `parity <args>` in `cwd` with colour off and the shared cache.
+/// Runs a bisect reproducer's `run.sh` with the pip-installed IREE tools of
+/// the checkout's venv on PATH; (exit code, stdout + stderr).
+pub fn run_sh(dir: &Path) -> (i32, String) {
+    let venv_bin = repo().join(".venv/bin");
+    let path = format!(
+        "{}:{}",
+        venv_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new("sh")
+        .arg(dir.join("run.sh"))
+        .env("PATH", path)
+        .output()
+        .expect("sh run.sh");
+    (
+        o.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
 pub fn parity(cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_parity"))
         .args(args)
