@@ -10,11 +10,11 @@ parity="${PARITY_BIN:-target/debug/parity}"
 make -C tools/fixtures venv
 snap="$(mktemp -d)"
 trap 'rm -rf "$snap"' EXIT
-for d in oracle-dumps/gemma3n subject/gemma3n examples/basic examples/tokens; do
+for d in oracle-dumps/gemma3n oracle-dumps/gemma3n-as-shipped subject/gemma3n examples/basic examples/tokens; do
   mkdir -p "$snap/$(dirname "$d")" && cp -a "$d" "$snap/$d"
 done
 restore() {
-  for d in oracle-dumps/gemma3n subject/gemma3n examples/basic examples/tokens; do
+  for d in oracle-dumps/gemma3n oracle-dumps/gemma3n-as-shipped subject/gemma3n examples/basic examples/tokens; do
     rm -rf "$d" && cp -a "$snap/$d" "$d"
   done
 }
