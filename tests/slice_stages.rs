@@ -95,6 +95,12 @@ fn header(head: &str) -> String {
                 "    audio: {{mlir: {}}}",
                 sub.join("gemma3n_audio_f32.mlir").display()
             )
+        } else if line.starts_with("    text: {mlir: ") {
+            // The language model's module (the slices cut the audio path only).
+            format!(
+                "    text: {{mlir: {}}}",
+                sub.join("gemma3n_text_f32.mlir.gz").display()
+            )
         } else if line.starts_with("weights: ") {
             format!("weights: [{}]", sub.join("weights.safetensors").display())
         } else if line.starts_with("oracle: ") {
