@@ -15,14 +15,15 @@ mod stage;
 pub use parity_record as record;
 
 use crate::run::inputs::InputSources;
-pub(crate) use crate::run::modules::ModuleSet;
 use parity_record::{ErrorRecord, Mode, RunRecord, Shard, ShardRecord, StageRecord, Status};
 use parity_spec::Spec;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-pub(crate) use modules::{compile_all, load_compiler};
+// Public for the loopback fixture server (crates/parity-server), which
+// compiles and loads the subject's modules exactly as the runner does.
+pub use modules::{compile_all, load_compiler, Compiled, ModuleSet};
 pub use parity_record::RUN_RECORD_SCHEMA;
 pub use stage::{criteria_records, metrics_record};
 
