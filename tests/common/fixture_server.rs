@@ -6,35 +6,37 @@
 
 use super::{cache_dir, repo};
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// How long a server may take to compile (cold cache) and load its modules.
 const START_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The fixture server binary, built by `cargo build -p parity-server`, its
-/// modules compiled into the shared test cache (once per test binary).
+/// The newest modification time of the files under `dir`.
+fn newest(dir: &Path) -> Option<SystemTime> {
+    let mut best = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let t = if entry.file_type().ok()?.is_dir() {
+            newest(&entry.path())
+        } else {
+            entry.metadata().ok()?.modified().ok()
+        };
+        best = best.max(t);
+    }
+    best
+}
+
+/// The fixture server binary, its modules compiled into the shared test
+/// cache (once per test binary). `cargo test --workspace` builds it
+/// (parity-server has integration tests); when it is missing or older than
+/// its sources (`cargo test --test serve_blackbox` alone), it is built here.
 pub fn binary() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let mut cmd = Command::new(env!("CARGO"));
-            cmd.args([
-                "build",
-                "--quiet",
-                "-p",
-                "parity-server",
-                "--bin",
-                "parity-fixture-server",
-            ]);
-            if !cfg!(debug_assertions) {
-                cmd.arg("--release");
-            }
-            let status = cmd.current_dir(repo()).status().expect("run cargo build");
-            assert!(status.success(), "cargo build -p parity-server failed");
             let profile = if cfg!(debug_assertions) {
                 "debug"
             } else {
@@ -44,6 +46,27 @@ pub fn binary() -> PathBuf {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| repo().join("target"));
             let exe = target.join(profile).join("parity-fixture-server");
+            let built = std::fs::metadata(&exe).and_then(|m| m.modified()).ok();
+            let sources = [repo().join("src"), repo().join("crates")]
+                .iter()
+                .filter_map(|d| newest(d))
+                .max();
+            if built.is_none() || built < sources {
+                let mut cmd = Command::new(env!("CARGO"));
+                cmd.args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "parity-server",
+                    "--bin",
+                    "parity-fixture-server",
+                ]);
+                if !cfg!(debug_assertions) {
+                    cmd.arg("--release");
+                }
+                let status = cmd.current_dir(repo()).status().expect("run cargo build");
+                assert!(status.success(), "cargo build -p parity-server failed");
+            }
             // Compile the modules once, before the tests start servers in parallel.
             let status = Command::new(&exe)
                 .args(["compile", "--spec", "stages.yaml", "--cache-dir"])
