@@ -9,4 +9,5 @@ pub mod bisect;
 pub mod cli;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod tokens;
