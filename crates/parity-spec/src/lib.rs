@@ -10,6 +10,7 @@ mod model;
 mod parse;
 mod reader;
 mod serving;
+mod serving_parse;
 mod stage;
 mod template;
 mod tokens;
