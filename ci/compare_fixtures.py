@@ -30,6 +30,10 @@ TEXT_FILES = [
     "subject/gemma3n/gemma3n_text_f32.mlir.gz",
     "subject/gemma3n/gemma3n_text_bf16.mlir.gz",
     "subject/gemma3n/faults/full_attention_window_32.mlir.gz",
+    "subject/gemma3n/serving/gemma3n_serving_f32.mlir.gz",
+    "subject/gemma3n/serving/gemma3n_serving_leak_kv_f32.mlir.gz",
+    "subject/gemma3n/serving/gemma3n_serving_leak_ple_f32.mlir.gz",
+    "subject/gemma3n/serving/serving-functions.json",
 ]
 
 

@@ -9,6 +9,8 @@ mod instantiate;
 mod model;
 mod parse;
 mod reader;
+mod serving;
+mod serving_parse;
 mod stage;
 mod template;
 mod tokens;
@@ -25,6 +27,7 @@ pub use model::{
 pub use parity_compare::Criterion;
 pub use parity_tensor::DType;
 pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET_BACKEND};
+pub use serving::{Cancel, Request, RequestInput, Scenario, SERVING_CONTEXT};
 pub use stage::MAX_LITERAL_ELEMENTS;
 pub use tokens::{TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS};
 pub use write::quote as yaml_quote;

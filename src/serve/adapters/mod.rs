@@ -6,6 +6,7 @@ pub mod command;
 pub mod http;
 pub mod request;
 pub mod sse;
+pub mod targets;
 pub mod wire;
 
 use parity_record::ErrorKind;

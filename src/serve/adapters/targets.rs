@@ -14,7 +14,9 @@ use super::command::CommandTemplate;
 use super::http::{complete, CallOptions, Endpoint};
 use super::request::from_oracle;
 use super::AdapterError;
-use crate::serve::target::{Cancel, Observed, Request, RequestInput, Scenario, ServeError, ServingTarget};
+use crate::serve::target::{
+    Cancel, Observed, Request, RequestInput, Scenario, ServeError, ServingTarget,
+};
 use parity_record::ErrorKind;
 use parity_tensor::OracleStore;
 use std::path::{Path, PathBuf};
@@ -57,7 +59,13 @@ fn open_store(spec: &Path, cached: &mut Option<(PathBuf, OracleStore)>) -> Resul
 
 fn wire(store: &OracleStore, request: &Request) -> Result<super::wire::WireRequest, ServeError> {
     let padded = matches!(request.input, RequestInput::AllPadded(_));
-    from_oracle(store, request.input.case(), request.max_new_tokens as usize, padded).map_err(|m| {
+    from_oracle(
+        store,
+        request.input.case(),
+        request.max_new_tokens as usize,
+        padded,
+    )
+    .map_err(|m| {
         ServeError::Input(format!(
             "request `{}` (line {}): {m}",
             request.id, request.location.line
@@ -74,7 +82,8 @@ where
     let mut order: Vec<usize> = (0..requests.len()).collect();
     order.sort_by_key(|&i| requests[i].arrive);
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Observed, ServeError>>>> = Mutex::new(vec![None; requests.len()]);
+    let results: Mutex<Vec<Option<Result<Observed, ServeError>>>> =
+        Mutex::new(vec![None; requests.len()]);
     std::thread::scope(|s| {
         for _ in 0..width.clamp(1, requests.len().max(1)) {
             s.spawn(|| loop {
@@ -87,10 +96,19 @@ where
             });
         }
     });
-    let all = results.into_inner().map_err(|_| ServeError::Execution("a request thread panicked".into()))?;
+    let all = results
+        .into_inner()
+        .map_err(|_| ServeError::Execution("a request thread panicked".into()))?;
     all.into_iter()
         .zip(requests)
-        .map(|(r, q)| r.unwrap_or_else(|| Err(ServeError::Execution(format!("request `{}` did not run", q.id)))))
+        .map(|(r, q)| {
+            r.unwrap_or_else(|| {
+                Err(ServeError::Execution(format!(
+                    "request `{}` did not run",
+                    q.id
+                )))
+            })
+        })
         .collect()
 }
 
@@ -111,7 +129,13 @@ impl HttpTarget {
         })
     }
 
-    fn observe(&self, store: &OracleStore, request: &Request, stream: bool, solo: bool) -> Result<Observed, ServeError> {
+    fn observe(
+        &self,
+        store: &OracleStore,
+        request: &Request,
+        stream: bool,
+        solo: bool,
+    ) -> Result<Observed, ServeError> {
         let w = wire(store, request)?;
         let options = CallOptions {
             stream,
@@ -137,16 +161,26 @@ impl ServingTarget for HttpTarget {
 
     fn run(&mut self, scenario: &Scenario) -> Result<Vec<Observed>, ServeError> {
         open_store(&scenario.spec, &mut self.store)?;
-        let store = &self.store.as_ref().ok_or_else(|| ServeError::Input("no oracle store".into()))?.1;
+        let store = &self
+            .store
+            .as_ref()
+            .ok_or_else(|| ServeError::Input("no oracle store".into()))?
+            .1;
         let this = &*self;
-        run_all(&scenario.requests, scenario.slots as usize, |_, r| this.observe(store, r, true, false))
+        run_all(&scenario.requests, scenario.slots as usize, |_, r| {
+            this.observe(store, r, true, false)
+        })
     }
 
     fn run_solo(&mut self, request: &Request) -> Result<Observed, ServeError> {
         let store = &self
             .store
             .as_ref()
-            .ok_or_else(|| ServeError::Input("run_solo before run: no scenario (and so no oracle store) yet".into()))?
+            .ok_or_else(|| {
+                ServeError::Input(
+                    "run_solo before run: no scenario (and so no oracle store) yet".into(),
+                )
+            })?
             .1;
         self.observe(store, request, false, true)
     }
@@ -163,8 +197,9 @@ pub struct CommandTarget {
 impl CommandTarget {
     /// A target running `template` (see [`CommandTemplate::parse`]).
     pub fn new(template: &str, timeout: Duration) -> Result<CommandTarget, ServeError> {
-        let scratch = tempfile::tempdir()
-            .map_err(|e| ServeError::Execution(format!("a scratch directory for request files: {e}")))?;
+        let scratch = tempfile::tempdir().map_err(|e| {
+            ServeError::Execution(format!("a scratch directory for request files: {e}"))
+        })?;
         Ok(CommandTarget {
             template: CommandTemplate::parse(template).map_err(serve_error)?,
             timeout,
@@ -173,7 +208,13 @@ impl CommandTarget {
         })
     }
 
-    fn observe(&self, store: &OracleStore, slot: usize, request: &Request, solo: bool) -> Result<Observed, ServeError> {
+    fn observe(
+        &self,
+        store: &OracleStore,
+        slot: usize,
+        request: &Request,
+        solo: bool,
+    ) -> Result<Observed, ServeError> {
         let w = wire(store, request)?;
         let dir = self.scratch.path().join(format!("r{slot}"));
         std::fs::create_dir_all(&dir)
@@ -200,16 +241,26 @@ impl ServingTarget for CommandTarget {
 
     fn run(&mut self, scenario: &Scenario) -> Result<Vec<Observed>, ServeError> {
         open_store(&scenario.spec, &mut self.store)?;
-        let store = &self.store.as_ref().ok_or_else(|| ServeError::Input("no oracle store".into()))?.1;
+        let store = &self
+            .store
+            .as_ref()
+            .ok_or_else(|| ServeError::Input("no oracle store".into()))?
+            .1;
         let this = &*self;
-        run_all(&scenario.requests, scenario.slots as usize, |i, r| this.observe(store, i, r, false))
+        run_all(&scenario.requests, scenario.slots as usize, |i, r| {
+            this.observe(store, i, r, false)
+        })
     }
 
     fn run_solo(&mut self, request: &Request) -> Result<Observed, ServeError> {
         let store = &self
             .store
             .as_ref()
-            .ok_or_else(|| ServeError::Input("run_solo before run: no scenario (and so no oracle store) yet".into()))?
+            .ok_or_else(|| {
+                ServeError::Input(
+                    "run_solo before run: no scenario (and so no oracle store) yet".into(),
+                )
+            })?
             .1;
         self.observe(store, usize::MAX, request, true)
     }
