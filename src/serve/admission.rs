@@ -60,9 +60,11 @@ pub fn prepare(t: &InProcess, r: &Request) -> Result<Prepared, ServeError> {
         let mask = oracle(&format!("{case}/mel_mask"))?;
         let (n, frames) = match mask.shape() {
             [n, f] => (*n, *f),
-            s => return Err(ServeError::Input(format!(
+            s => {
+                return Err(ServeError::Input(format!(
                 "{at}: oracle tensor `{case}/mel_mask` has shape {s:?}, expected [clips, frames]"
-            ))),
+            )))
+            }
         };
         clips = n;
         let padded = mask.to_f64_vec();

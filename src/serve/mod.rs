@@ -3,13 +3,16 @@
 //! request against the oracle and the request's solo run (docs/serving.md).
 
 pub mod admission;
+pub mod checks;
 pub mod engine;
 pub mod error;
+mod execute;
 pub mod functions;
 pub mod scheduler;
 pub mod target;
 
 pub use error::ServeError;
+pub use execute::execute;
 pub use target::{Observed, ServingTarget};
 
 use sha2::{Digest, Sha256};
