@@ -61,6 +61,11 @@ fn skipped(check: &str, why: String) -> ServingVerdict {
     }
 }
 
+/// An optional number for a message (`?` when unknown).
+fn show<T: std::fmt::Display>(x: Option<T>) -> String {
+    x.map_or_else(|| "?".to_string(), |v| v.to_string())
+}
+
 /// The engine step of token `k` of an observation.
 fn step_of(o: &Observed, k: usize) -> Option<u64> {
     o.admitted_step.map(|a| a + k as u64)
@@ -74,6 +79,7 @@ pub fn check_request(
     let o = ev.observed;
     let id = &ev.request.id;
     let slot = o.slot;
+    let sl = show(slot);
     let mut out = Vec::new();
     // Admission.
     match (ev.expected_refusal, &o.refused) {
@@ -84,7 +90,7 @@ pub fn check_request(
                 !ran,
                 if ran {
                     format!(
-                        "request `{id}` was refused but still ran (slot {slot:?}, {} tokens)",
+                        "request `{id}` was refused but still ran (slot {sl}, {} tokens)",
                         o.tokens.len()
                     )
                 } else {
@@ -100,8 +106,8 @@ pub fn check_request(
                 "admission",
                 false,
                 format!(
-                    "request `{id}` must be refused at admission ({why}) but ran (slot {slot:?}, admitted at step {:?})",
-                    o.admitted_step
+                    "request `{id}` must be refused at admission ({why}) but ran (slot {sl}, admitted at step {})",
+                    show(o.admitted_step)
                 ),
                 o.admitted_step,
                 slot,
@@ -121,7 +127,7 @@ pub fn check_request(
         (None, None) => out.push(verdict(
             "admission",
             o.admitted_step.is_some() || o.error.is_some(),
-            format!("admitted at step {:?} into slot {slot:?}", o.admitted_step),
+            format!("admitted at step {} into slot {sl}", show(o.admitted_step)),
             o.admitted_step,
             slot,
         )),
@@ -147,8 +153,8 @@ pub fn check_request(
             "batch_invariance",
             false,
             format!(
-                "request `{id}` (slot {slot:?}): token {k} at step {:?} is {}, alone it is {}",
-                step_of(o, k),
+                "request `{id}` (slot {sl}): token {k} at step {} is {}, alone it is {}",
+                show(step_of(o, k)),
                 o.tokens[k],
                 solo.tokens[k]
             ),
@@ -159,8 +165,8 @@ pub fn check_request(
             "batch_invariance",
             false,
             format!(
-                "request `{id}` (slot {slot:?}): tokens equal the solo run's, but the logits of token {k} (step {:?}) differ bitwise, and production claims bitwise batch invariance",
-                step_of(o, k)
+                "request `{id}` (slot {sl}): tokens equal the solo run's, but the logits of token {k} (step {}) differ bitwise, and production claims bitwise batch invariance",
+                show(step_of(o, k))
             ),
             step_of(o, k),
             slot,
@@ -194,7 +200,7 @@ pub fn check_request(
                 if a == b {
                     format!("{a}, as in the solo run")
                 } else {
-                    format!("request `{id}` (slot {slot:?}): effective length {a} after prefill at step {:?}, alone {b}", o.admitted_step)
+                    format!("request `{id}` (slot {sl}): effective length {a} after prefill at step {}, alone {b}", show(o.admitted_step))
                 },
                 (a != b).then_some(o.admitted_step).flatten(),
                 slot,
@@ -214,7 +220,7 @@ pub fn check_request(
                 if a == b {
                     "the dense PLE rows equal the solo run's bit for bit".to_string()
                 } else {
-                    format!("request `{id}` (slot {slot:?}): dense PLE at step {:?} differs from the solo run's", o.admitted_step)
+                    format!("request `{id}` (slot {sl}): dense PLE at step {} differs from the solo run's", show(o.admitted_step))
                 },
                 (a != b).then_some(o.admitted_step).flatten(),
                 slot,
@@ -228,9 +234,9 @@ pub fn check_request(
             "slot_reuse",
             ok,
             if ok {
-                format!("slot {slot:?} reused after `{prev}` left it at step {left}: the solo result")
+                format!("slot {sl} reused after `{prev}` left it at step {left}: the solo result")
             } else {
-                format!("request `{id}` in slot {slot:?}, reused after `{prev}` left it at step {left}: state survived the reuse (see batch_invariance / effective_length)")
+                format!("request `{id}` in slot {sl}, reused after `{prev}` left it at step {left}: state survived the reuse (see batch_invariance / effective_length)")
             },
             (!ok).then_some(o.admitted_step).flatten(),
             slot,
@@ -271,8 +277,11 @@ fn oracle_check(ev: &RequestEvidence<'_>, session: Option<&Session<'_>>) -> Serv
         "oracle_tokens",
         false,
         format!(
-            "request `{id}` (slot {:?}): token {k} at step {step:?} is {}, the oracle's is {}",
-            o.slot, o.tokens[k], oracle.tokens[k]
+            "request `{id}` (slot {}): token {k} at step {} is {}, the oracle's is {}",
+            show(o.slot),
+            show(step),
+            o.tokens[k],
+            oracle.tokens[k]
         ),
         step,
         o.slot,
