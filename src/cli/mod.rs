@@ -9,6 +9,7 @@ mod oracle;
 mod points;
 mod progress;
 mod report;
+mod serve;
 mod tokens;
 
 use clap::{Parser, Subcommand};
@@ -58,6 +59,9 @@ enum Command {
     /// Decode through IREE and compare tokens (greedy) and logits (teacher-forced)
     /// with the oracle; localise the first divergent token to a layer and an op.
     Tokens(tokens::TokensArgs),
+    /// Serve a scenario's requests through the production slot functions on IREE
+    /// (continuous batching) and check each against the oracle and its solo run.
+    Serve(serve::ServeArgs),
     /// Re-render a saved JSON run record (table, JUnit) without running anything.
     Report(report::ReportArgs),
     /// List where a function can be cut: its named scopes, with the value and type of each point.
@@ -88,6 +92,7 @@ pub fn main() -> i32 {
         Command::Report(args) => report::run(args),
         Command::Bisect(args) => bisect::run(args),
         Command::Tokens(args) => tokens::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Points(args) => points::run(args),
         Command::Oracle(command) => oracle::run(command),
         Command::Bench(args) => bench::run(args),

@@ -4,13 +4,16 @@
 
 pub mod adapters;
 pub mod admission;
+pub mod checks;
 pub mod engine;
 pub mod error;
+mod execute;
 pub mod functions;
 pub mod scheduler;
 pub mod target;
 
 pub use error::ServeError;
+pub use execute::execute;
 pub use target::{Observed, ServingTarget};
 
 use sha2::{Digest, Sha256};

@@ -25,6 +25,7 @@ pub mod plan;
 pub mod run;
 pub mod samples;
 pub mod samples_tokens;
+pub mod serving;
 pub mod shard;
 pub mod tokens;
 
@@ -47,6 +48,7 @@ pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,
     Provenance, RunRecord, StageRecord, TruthRecord, RUN_RECORD_SCHEMA,
 };
+pub use serving::{ServingRecord, ServingRequestRecord, ServingVerdict, SERVING_SCHEMA};
 pub use shard::{merge, MergeError, Shard, ShardRecord};
 pub use tokens::{
     DivergentToken, StepLocalisation, StepMetrics, TeacherForcedSummary, TokenCaseRecord,

@@ -67,6 +67,7 @@ impl super::Renderer for Html {
                 baselines: std::slice::from_ref(b),
                 ..HtmlInput::default()
             }),
+            AnyRecord::Serving(s) => page("parity serve", &crate::report::serving_text::html(s)),
             AnyRecord::Compare(c) => page(
                 "parity compare",
                 &format!(
