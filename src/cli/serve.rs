@@ -4,6 +4,7 @@
 
 use crate::report::{self, table::Colour, Json, Junit, Renderer, Terminal};
 use crate::run::RunOptions;
+use crate::serve::TargetChoice;
 use parity_record::{AnyRecord, ExitCode};
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,6 +29,16 @@ pub struct ServeArgs {
     /// Path to libIREECompiler.so (default: found through EERIE_PYTHON's iree-base-compiler).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
     iree_compiler_lib: Option<PathBuf>,
+    /// Check a running server instead of the in-process engine: an
+    /// OpenAI-compatible endpoint on loopback, e.g. http://127.0.0.1:8080
+    /// (POST /v1/completions; docs/serving-blackbox.md).
+    #[arg(long, value_name = "URL", conflicts_with = "target_command")]
+    target: Option<String>,
+    /// Check a command instead of the in-process engine: run once per
+    /// request, `{request}` replaced by the request's JSON file (stdin
+    /// without it), JSON lines out (docs/serving-blackbox.md).
+    #[arg(long, value_name = "TEMPLATE")]
+    target_command: Option<String>,
 }
 
 /// Runs `parity serve`: prints the table, then writes the requested reports.
@@ -37,7 +48,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         compiler_lib: args.iree_compiler_lib,
         ..RunOptions::default()
     };
-    let record = AnyRecord::Serving(Box::new(crate::serve::execute(&args.scenario, &options)));
+    let choice = match (args.target, args.target_command) {
+        (Some(url), _) => TargetChoice::Http(url),
+        (None, Some(template)) => TargetChoice::Command(template),
+        (None, None) => TargetChoice::InProcess,
+    };
+    let record = AnyRecord::Serving(Box::new(crate::serve::execute_on(
+        &args.scenario,
+        &options,
+        &choice,
+    )));
     let mut stdout = std::io::stdout().lock();
     let terminal = Terminal {
         colour: Colour::detect(),

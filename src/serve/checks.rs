@@ -124,6 +124,19 @@ pub fn check_request(
             ));
             return out;
         }
+        // A black box reports neither step nor slot: it was admitted when it gave tokens.
+        (None, None) if o.admitted_step.is_none() && o.slot.is_none() && !o.tokens.is_empty() => {
+            out.push(verdict(
+                "admission",
+                true,
+                format!(
+                    "admitted ({} tokens; the target reports no step or slot)",
+                    o.tokens.len()
+                ),
+                None,
+                None,
+            ))
+        }
         (None, None) => out.push(verdict(
             "admission",
             o.admitted_step.is_some() || o.error.is_some(),

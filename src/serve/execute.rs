@@ -1,8 +1,12 @@
-//! `parity serve SCENARIO` in-process: runs the scenario and every admitted
-//! request alone on the engine, then judges each request (`checks`) into a
-//! `parity.serving/1` record. Never fails as a whole: problems become errors
-//! in the record.
+//! `parity serve SCENARIO`: runs the scenario and every admitted request
+//! alone on a target (the in-process engine, or a black box: an HTTP
+//! endpoint or a command template), then judges each request (`checks`)
+//! into a `parity.serving/1` record. Never fails as a whole: problems become
+//! errors in the record. The in-process engine is opened either way: its
+//! admission rules say which requests must be refused, and its session reads
+//! the oracle's tokens and logits.
 
+use super::adapters::targets::{CommandTarget, HttpTarget, REQUEST_TIMEOUT};
 use super::admission::{prepare, Prepared};
 use super::checks::{check_request, RequestEvidence};
 use super::engine::InProcess;
@@ -16,12 +20,38 @@ use parity_spec::{RequestInput, Scenario};
 use std::path::Path;
 use std::time::Instant;
 
-/// Runs the scenario at `path`.
+/// Which target `parity serve` drives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetChoice {
+    /// The in-process engine on IREE.
+    InProcess,
+    /// An OpenAI-compatible endpoint on loopback (`--target URL`).
+    Http(String),
+    /// A command template run per request (`--target-command TEMPLATE`).
+    Command(String),
+}
+
+impl TargetChoice {
+    fn name(&self) -> &'static str {
+        match self {
+            TargetChoice::InProcess => "in-process",
+            TargetChoice::Http(_) => "http",
+            TargetChoice::Command(_) => "command",
+        }
+    }
+}
+
+/// Runs the scenario at `path` in-process.
 pub fn execute(path: &Path, options: &RunOptions) -> ServingRecord {
+    execute_on(path, options, &TargetChoice::InProcess)
+}
+
+/// Runs the scenario at `path` on `choice`.
+pub fn execute_on(path: &Path, options: &RunOptions, choice: &TargetChoice) -> ServingRecord {
     let clock = Instant::now();
     let mut record = ServingRecord::new(
         path.display().to_string(),
-        "in-process".to_string(),
+        choice.name().to_string(),
         env!("CARGO_PKG_VERSION"),
         run::now_rfc3339(),
     );
@@ -48,7 +78,21 @@ pub fn execute(path: &Path, options: &RunOptions) -> ServingRecord {
         }
     };
     record.compiler_revision = target.compiler_revision.clone();
-    if let Err(e) = serve(&scenario, &mut target, &mut record) {
+    let black_box: Result<Option<Box<dyn ServingTarget>>, ServeError> = match choice {
+        TargetChoice::InProcess => Ok(None),
+        TargetChoice::Http(url) => {
+            HttpTarget::new(url, REQUEST_TIMEOUT).map(|t| Some(Box::new(t) as _))
+        }
+        TargetChoice::Command(t) => {
+            CommandTarget::new(t, REQUEST_TIMEOUT).map(|t| Some(Box::new(t) as _))
+        }
+    };
+    let result = match black_box {
+        Err(e) => Err(e),
+        Ok(None) => serve(&scenario, &mut target, None, &mut record),
+        Ok(Some(mut b)) => serve(&scenario, &mut target, Some(b.as_mut()), &mut record),
+    };
+    if let Err(e) = result {
         record.errors.push(e.to_record());
     }
     finish(record)
@@ -57,6 +101,7 @@ pub fn execute(path: &Path, options: &RunOptions) -> ServingRecord {
 fn serve(
     scenario: &Scenario,
     target: &mut InProcess,
+    mut black_box: Option<&mut dyn ServingTarget>,
     record: &mut ServingRecord,
 ) -> Result<(), ServeError> {
     let prepared: Vec<Prepared> = scenario
@@ -64,14 +109,21 @@ fn serve(
         .iter()
         .map(|r| prepare(target, r))
         .collect::<Result<_, _>>()?;
-    let observed = target.run(scenario)?;
+    let observed = match black_box.as_deref_mut() {
+        Some(b) => b.run(scenario)?,
+        None => target.run(scenario)?,
+    };
+    // A black box gives no logits (and claims no bitwise invariance).
     let logits = std::mem::take(&mut target.last_logits);
     let mut solos: Vec<Option<Observed>> = Vec::new();
     for (r, p) in scenario.requests.iter().zip(&prepared) {
         solos.push(if p.refusal.is_some() {
             None
         } else {
-            Some(target.run_solo(r)?)
+            Some(match black_box.as_deref_mut() {
+                Some(b) => b.run_solo(r)?,
+                None => target.run_solo(r)?,
+            })
         });
     }
     record.steps = observed
@@ -126,7 +178,7 @@ fn serve(
             oracle: oracle.as_ref(),
             prompt_len: p.prompt_len as usize,
             previous,
-            bitwise_claimed: true,
+            bitwise_claimed: black_box.is_none(),
         };
         let verdicts = check_request(&ev, session.as_ref());
         let status = if o.error.is_some() {

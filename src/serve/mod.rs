@@ -13,7 +13,7 @@ pub mod scheduler;
 pub mod target;
 
 pub use error::ServeError;
-pub use execute::execute;
+pub use execute::{execute, execute_on, TargetChoice};
 pub use target::{Observed, ServingTarget};
 
 use sha2::{Digest, Sha256};

@@ -241,11 +241,13 @@ impl Model {
                     _ => None,
                 });
         if let Some(context) = context {
-            if p + req.max_tokens - 1 > context {
+            // Conservative, as parity's own admission: prompt plus every
+            // generated token must fit (the last token's K/V included).
+            if p + req.max_tokens > context {
                 return Err(refused(format!(
-                    "the expanded prompt ({p} tokens, {placeholders} of them audio) plus max_tokens {} needs {} positions; the context has {context}",
+                    "the expanded prompt ({p} tokens, {placeholders} of them audio) plus max_tokens {} is {} positions; the context has {context}",
                     req.max_tokens,
-                    p + req.max_tokens - 1
+                    p + req.max_tokens
                 )));
             }
         }
