@@ -34,6 +34,19 @@ fn serve_error(e: AdapterError) -> ServeError {
     }
 }
 
+/// A request the target answered unreadably: its error (the other requests
+/// go on and keep their results); a misdescribed target stops the run.
+fn wire_failure(request: &Request, e: AdapterError) -> Result<Observed, ServeError> {
+    match e {
+        AdapterError::Wire(m) => Ok(Observed {
+            id: request.id.clone(),
+            error: Some(format!("request `{}`: wire: {m}", request.id)),
+            ..Observed::default()
+        }),
+        e => Err(serve_error(e).context(&format!("request `{}`", request.id))),
+    }
+}
+
 /// Tokens after which a black box hangs up: `after_tokens: k`, or for a
 /// step-based cancel the steps it had been running (one token per step).
 pub fn hang_up_after(request: &Request) -> Option<usize> {
@@ -142,13 +155,15 @@ impl HttpTarget {
             hang_up_after: if solo { None } else { hang_up_after(request) },
             timeout: self.timeout,
         };
-        let out = complete(&self.endpoint, &w, options)
-            .map_err(|e| serve_error(e).context(&format!("request `{}`", request.id)))?;
+        let out = match complete(&self.endpoint, &w, options) {
+            Ok(out) => out,
+            Err(e) => return wire_failure(request, e),
+        };
         Ok(Observed {
             id: request.id.clone(),
             tokens: out.tokens,
             refused: out.refused,
-            error: out.error,
+            error: out.error.map(|e| format!("request `{}`: {e}", request.id)),
             ..Observed::default()
         })
     }
@@ -220,15 +235,15 @@ impl CommandTarget {
         std::fs::create_dir_all(&dir)
             .map_err(|e| ServeError::Execution(format!("{}: {e}", dir.display())))?;
         let stop = if solo { None } else { hang_up_after(request) };
-        let out = self
-            .template
-            .run(&w, &dir, self.timeout, stop)
-            .map_err(|e| serve_error(e).context(&format!("request `{}`", request.id)))?;
+        let out = match self.template.run(&w, &dir, self.timeout, stop) {
+            Ok(out) => out,
+            Err(e) => return wire_failure(request, e),
+        };
         Ok(Observed {
             id: request.id.clone(),
             tokens: out.tokens,
             refused: out.refused,
-            error: out.error,
+            error: out.error.map(|e| format!("request `{}`: {e}", request.id)),
             ..Observed::default()
         })
     }
