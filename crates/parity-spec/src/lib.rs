@@ -3,6 +3,7 @@
 //!
 //! Every error carries `file:line:col` and, where it applies, the stage name.
 
+mod bind;
 mod error;
 mod graph;
 mod instantiate;
@@ -14,9 +15,11 @@ mod template;
 mod tokens;
 mod tokens_parse;
 mod tolerance;
+mod transform;
 mod write;
 mod yaml;
 
+pub use bind::{bind_args, Bind, BindError, BindRule, BindTarget, NamePattern};
 pub use error::{Position, Scope, SpecError, SpecErrorKind};
 pub use model::{
     Arg, BaselineSpec, Case, Location, MaskSource, MaskSpec, Module, ModuleSource, OutputSpec,
@@ -27,6 +30,7 @@ pub use parity_tensor::DType;
 pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET_BACKEND};
 pub use stage::MAX_LITERAL_ELEMENTS;
 pub use tokens::{TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS};
+pub use transform::WeightTransform;
 pub use write::quote as yaml_quote;
 
 use std::io::Read;
@@ -108,6 +112,14 @@ impl Spec {
     /// The stage with this name.
     pub fn stage(&self, name: &str) -> Option<&Stage> {
         self.stages.iter().find(|s| s.name == name)
+    }
+
+    /// The weight transform that applies to weight `name` (the first
+    /// `weight_transforms` entry matching it) and the name to read it under.
+    pub fn weight_transform(&self, name: &str) -> Option<(&WeightTransform, String)> {
+        self.weight_transforms
+            .iter()
+            .find_map(|t| t.source_for(name).map(|source| (t, source)))
     }
 
     /// The case with this name.

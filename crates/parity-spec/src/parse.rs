@@ -14,6 +14,7 @@ const TOP_KEYS: &[&str] = &[
     "version",
     "subject",
     "weights",
+    "weight_transforms",
     "oracle",
     "cases",
     "tolerances",
@@ -65,6 +66,10 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
             .iter()
             .map(|n| cx.name(n, "weights").map(|s| base.join(s)))
             .collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    let weight_transforms = match top.opt("weight_transforms") {
+        Some(t) => crate::transform::parse_transforms(&cx, t)?,
         None => Vec::new(),
     };
     let oracle = base.join(cx.name(top.req(&cx, "oracle")?, "oracle")?);
@@ -120,6 +125,7 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         version: 1,
         subject,
         weights,
+        weight_transforms,
         oracle,
         cases,
         tolerances,
