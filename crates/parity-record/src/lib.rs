@@ -45,7 +45,7 @@ pub use exit::ExitCode;
 pub use plan::{PlanExtent, PlanStage, RunPlan};
 pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,
-    Provenance, RunRecord, StageRecord, TruthRecord, RUN_RECORD_SCHEMA,
+    Provenance, RunRecord, StageRecord, TruthRecord, WeightTransformRecord, RUN_RECORD_SCHEMA,
 };
 pub use shard::{merge, MergeError, Shard, ShardRecord};
 pub use tokens::{
