@@ -155,6 +155,9 @@ fn run_parts(r: &RunRecord) -> (String, Vec<String>, String) {
     for e in r.all_errors() {
         let _ = writeln!(head, "- error ({}): {}", e.kind.name(), md(&e.message));
     }
+    for t in &r.provenance.weight_transforms {
+        let _ = writeln!(head, "- weight transformed at load: {}", md(&t.describe()));
+    }
     let mut rows = Vec::new();
     for s in &r.stages {
         if s.outputs.is_empty() && s.status != Status::Pass {

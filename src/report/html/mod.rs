@@ -465,6 +465,13 @@ fn provenance(out: &mut String, run: &RunRecord) {
             esc(m.cache_key.as_deref().unwrap_or("none (not compiled)"))
         );
     }
+    for t in &run.provenance.weight_transforms {
+        let _ = write!(
+            out,
+            "<dt>weight transformed at load</dt><dd>{}</dd>",
+            esc(&t.describe())
+        );
+    }
     match &run.provenance.oracle {
         Some(o) => {
             let text = serde_json::to_string_pretty(&o.provenance).unwrap_or_default();
