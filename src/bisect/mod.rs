@@ -136,6 +136,8 @@ pub(crate) struct Program<'a> {
     outputs: Vec<ValueId>,
     /// The dtype whose rounding errors are measured in.
     budget: DType,
+    /// The spec's `checkpoints:` map for this case: (oracle tensor, point).
+    mapped: Vec<(String, String)>,
 }
 
 impl Program<'_> {
@@ -290,6 +292,15 @@ fn bisect_stage(
         args,
         outputs,
         budget: budget_dtype(stage, Some(&start_name)),
+        mapped: spec
+            .checkpoints
+            .iter()
+            .filter_map(|c| {
+                parity_spec::TokensSpec::render(&c.oracle, case)
+                    .ok()
+                    .map(|name| (name, c.point.clone()))
+            })
+            .collect(),
     };
 
     let runtime = IreeRuntime::new(&spec.subject.driver).map_err(execution)?;
@@ -740,7 +751,12 @@ fn isolated_args(
                 .and_then(|o| sources.oracle(&o.oracle).map_err(|e| e.to_string())),
         }
         .map_err(|e| {
-            let loc = stage.locations.args.get(i).copied().unwrap_or(stage.location);
+            let loc = stage
+                .locations
+                .args
+                .get(i)
+                .copied()
+                .unwrap_or(stage.location);
             input(format!(
                 "{}:{}:{}: stage `{}` argument {i}: {e}",
                 spec_path.display(),

@@ -350,7 +350,10 @@ pub fn bind_args(
             BindTarget::Pattern(_) => continue,
             BindTarget::Index(i) if *i < names.len() => *i,
             BindTarget::Index(i) => {
-                return Err(no_match(rule, format!("`arg: {i}` is past the last argument")))
+                return Err(no_match(
+                    rule,
+                    format!("`arg: {i}` is past the last argument"),
+                ))
             }
             BindTarget::Name(n) => names
                 .iter()

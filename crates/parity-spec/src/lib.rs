@@ -30,7 +30,7 @@ pub use parity_tensor::DType;
 pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET_BACKEND};
 pub use stage::MAX_LITERAL_ELEMENTS;
 pub use tokens::{TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS};
-pub use transform::WeightTransform;
+pub use transform::{CheckpointMap, WeightTransform};
 pub use write::quote as yaml_quote;
 
 use std::io::Read;

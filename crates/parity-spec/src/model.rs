@@ -29,6 +29,8 @@ pub struct Spec {
     pub weights: Vec<PathBuf>,
     /// `weight_transforms:`: rename, transpose, cast applied to weights at load.
     pub weight_transforms: Vec<crate::transform::WeightTransform>,
+    /// `checkpoints:`: oracle tensor -> point, for `parity bisect`'s checkpoints.
+    pub checkpoints: Vec<crate::transform::CheckpointMap>,
     /// The oracle store directory (holding `manifest.json`), resolved against `base_dir`.
     pub oracle: PathBuf,
     /// The cases; a spec without `cases:` has one case named `default` with no variables.
@@ -263,7 +265,10 @@ impl Stage {
     /// Names of the stages this one takes inputs from, without repeats, in argument order.
     pub fn dependencies(&self) -> Vec<&str> {
         let mut deps: Vec<&str> = Vec::new();
-        let bound = self.bind.iter().flat_map(|b| b.rules.iter().map(|r| &r.source));
+        let bound = self
+            .bind
+            .iter()
+            .flat_map(|b| b.rules.iter().map(|r| &r.source));
         for arg in self.args.iter().chain(bound) {
             if let Arg::Stage { stage, .. } = arg {
                 if !deps.contains(&stage.as_str()) {

@@ -21,6 +21,7 @@ const TOP_KEYS: &[&str] = &[
     "stages",
     "tokens",
     "baseline",
+    "checkpoints",
 ];
 const BASELINE_KEYS: &[&str] = &["band", "band_abs", "metrics"];
 const SUBJECT_KEYS: &[&str] = &["modules", "target_backend", "driver", "flags"];
@@ -70,6 +71,10 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
     };
     let weight_transforms = match top.opt("weight_transforms") {
         Some(t) => crate::transform::parse_transforms(&cx, t)?,
+        None => Vec::new(),
+    };
+    let checkpoints = match top.opt("checkpoints") {
+        Some(c) => crate::transform::parse_checkpoints(&cx, c)?,
         None => Vec::new(),
     };
     let oracle = base.join(cx.name(top.req(&cx, "oracle")?, "oracle")?);
@@ -126,6 +131,7 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         subject,
         weights,
         weight_transforms,
+        checkpoints,
         oracle,
         cases,
         tolerances,

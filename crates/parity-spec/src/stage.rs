@@ -148,7 +148,8 @@ pub(crate) fn parse_stage(
             if slice.is_some() {
                 return Err(cx.invalid(
                     b,
-                    "`bind` is not supported on `slice:` stages yet; list their `args` in order".into(),
+                    "`bind` is not supported on `slice:` stages yet; list their `args` in order"
+                        .into(),
                 ));
             }
             Some(crate::bind::parse_bind(&cx, &name, b, literal_budget)?)
@@ -188,7 +189,11 @@ pub(crate) fn parse_stage(
     let mut outputs: Vec<OutputSpec> = Vec::new();
     for out_node in output_nodes {
         // A `bind:` stage's argument count is known only at run time.
-        let arg_count = if bind.is_some() { usize::MAX } else { args.len() };
+        let arg_count = if bind.is_some() {
+            usize::MAX
+        } else {
+            args.len()
+        };
         let out = parse_output(&cx, &name, arg_count, out_node)?;
         if outputs.iter().any(|o| o.name == out.name) {
             return Err(SpecErrorKind::DuplicateOutput {

@@ -43,7 +43,10 @@ impl WeightTransform {
 }
 
 /// Reads `weight_transforms: [...]`.
-pub(crate) fn parse_transforms(cx: &Cx<'_>, node: &Node) -> Result<Vec<WeightTransform>, SpecError> {
+pub(crate) fn parse_transforms(
+    cx: &Cx<'_>,
+    node: &Node,
+) -> Result<Vec<WeightTransform>, SpecError> {
     let mut out = Vec::new();
     for (i, item) in cx.list(node, "weight_transforms")?.iter().enumerate() {
         let m = cx.map(item, "weight transform", "weight transform", KEYS)?;
@@ -102,6 +105,42 @@ pub(crate) fn parse_transforms(cx: &Cx<'_>, node: &Node) -> Result<Vec<WeightTra
             rename,
             transpose,
             cast,
+            location: location(item),
+        });
+    }
+    Ok(out)
+}
+
+/// One `checkpoints:` entry: an oracle tensor that is the value of a point of
+/// the functions parity bisects, when it is not named after that point's
+/// scope (the MLX recorder names tensors after modules, `conformer.0.attention`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointMap {
+    /// The oracle tensor (template over the case, e.g. `"{case}/l1"`).
+    pub oracle: String,
+    /// The point it is the value of, spelled as a `slice:` point (`dense_1`, `%12`).
+    pub point: String,
+    /// Where the entry is in the spec.
+    pub location: Location,
+}
+
+/// Reads `checkpoints: [{oracle, point}, ...]`.
+pub(crate) fn parse_checkpoints(cx: &Cx<'_>, node: &Node) -> Result<Vec<CheckpointMap>, SpecError> {
+    let mut out: Vec<CheckpointMap> = Vec::new();
+    for item in cx.list(node, "checkpoints")? {
+        let m = cx.map(item, "checkpoint", "checkpoint", &["oracle", "point"])?;
+        let oracle_node = m.req(cx, "oracle")?;
+        let oracle = crate::stage::template_string(cx, "checkpoints", oracle_node, "oracle")?;
+        let point = cx.name(m.req(cx, "point")?, "point")?;
+        if out.iter().any(|c| c.oracle == oracle) {
+            return Err(cx.invalid(
+                oracle_node,
+                format!("checkpoint oracle tensor `{oracle}` is mapped twice"),
+            ));
+        }
+        out.push(CheckpointMap {
+            oracle,
+            point,
             location: location(item),
         });
     }

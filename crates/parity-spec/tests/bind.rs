@@ -127,7 +127,12 @@ fn unbound_and_doubly_bound_arguments_name_the_stage_argument_and_position() {
         .unwrap_err()
         .to_string();
     // The patterns match nothing here: the first one reports first.
-    assert_err(&unbound, 11, 9, &["`match: audio_tower__(.*)` matches no argument"]);
+    assert_err(
+        &unbound,
+        11,
+        9,
+        &["`match: audio_tower__(.*)` matches no argument"],
+    );
     let three = vec![
         Some("audio_tower__x".to_string()),
         Some("mel".to_string()),
@@ -141,13 +146,22 @@ fn unbound_and_doubly_bound_arguments_name_the_stage_argument_and_position() {
         &unbound,
         11,
         7,
-        &["stage `enc`", "argument 3 (`lengths`) of `main` is bound by no `bind` rule", "{arg: \"lengths\""],
+        &[
+            "stage `enc`",
+            "argument 3 (`lengths`) of `main` is bound by no `bind` rule",
+            "{arg: \"lengths\"",
+        ],
     );
     let missing = vec![Some("audio_tower__x".to_string()), Some("q__weight".into())];
     let err = bind_args(&spec.path, stage, "main", &missing)
         .unwrap_err()
         .to_string();
-    assert_err(&err, 13, 9, &["`arg: mel` names no argument", "0: `audio_tower__x`"]);
+    assert_err(
+        &err,
+        13,
+        9,
+        &["`arg: mel` names no argument", "0: `audio_tower__x`"],
+    );
 }
 
 #[test]
@@ -159,12 +173,42 @@ fn bind_errors_at_load_time_have_positions() {
         ))
     };
     let cases: &[(&str, usize, usize, &str)] = &[
-        ("      - {match: \"(\", weight: w}\n", 11, 17, "not a valid regular expression"),
-        ("      - {match: \"a(.*)\", weight: \"$2\"}\n", 11, 34, "`$2` but the pattern has 1 capture groups"),
-        ("      - {arg: x, weight: a}\n      - {arg: x, weight: b}\n", 12, 9, "names the same argument"),
-        ("      - {arg: x, weight: a, replace: {a: b}}\n", 11, 38, "`replace` applies to a `match` rule"),
-        ("      - {match: x, stage: s}\n", 11, 9, "binds `oracle:` or `weight:` names"),
-        ("      - {arg: x}\n", 11, 9, "exactly one of: oracle, weight, stage, literal"),
+        (
+            "      - {match: \"(\", weight: w}\n",
+            11,
+            17,
+            "not a valid regular expression",
+        ),
+        (
+            "      - {match: \"a(.*)\", weight: \"$2\"}\n",
+            11,
+            34,
+            "`$2` but the pattern has 1 capture groups",
+        ),
+        (
+            "      - {arg: x, weight: a}\n      - {arg: x, weight: b}\n",
+            12,
+            9,
+            "names the same argument",
+        ),
+        (
+            "      - {arg: x, weight: a, replace: {a: b}}\n",
+            11,
+            38,
+            "`replace` applies to a `match` rule",
+        ),
+        (
+            "      - {match: x, stage: s}\n",
+            11,
+            9,
+            "binds `oracle:` or `weight:` names",
+        ),
+        (
+            "      - {arg: x}\n",
+            11,
+            9,
+            "exactly one of: oracle, weight, stage, literal",
+        ),
         ("      - {weight: x}\n", 11, 9, "exactly one of `arg`"),
     ];
     for (bind, line, col, needle) in cases {
@@ -174,7 +218,12 @@ fn bind_errors_at_load_time_have_positions() {
     let both = with_stages(
         "  - name: enc\n    module: audio\n    function: main\n    args: [{oracle: x}]\n    bind: [{arg: 0, oracle: x}]\n    outputs: [{name: o, oracle: o}]\n",
     );
-    assert_err(&fx.err(&both), 10, 11, &["`args` (in call order) or `bind`"]);
+    assert_err(
+        &fx.err(&both),
+        10,
+        11,
+        &["`args` (in call order) or `bind`"],
+    );
 }
 
 #[test]
@@ -206,7 +255,8 @@ fn a_bind_rule_may_read_an_upstream_stage_and_orders_the_graph() {
 #[test]
 fn weight_transforms_parse_apply_first_match_and_report_errors_with_positions() {
     let fx = Fixture::new();
-    let stage = "stages:\n  - {name: s, module: audio, function: f, outputs: [{name: o, oracle: o}]}\n";
+    let stage =
+        "stages:\n  - {name: s, module: audio, function: f, outputs: [{name: o, oracle: o}]}\n";
     let text = format!(
         "{HEADER}weight_transforms:
   - {{match: \"hf\\\\.(.*)\\\\.q\", rename: \"model.$1.q_proj\", transpose: [1, 0]}}
@@ -219,11 +269,29 @@ fn weight_transforms_parse_apply_first_match_and_report_errors_with_positions() 
     assert_eq!(t.transpose, Some(vec![1, 0]));
     assert_eq!(t.location, Location { line: 7, col: 5 });
     let (t, source) = spec.weight_transform("other").unwrap();
-    assert_eq!((source.as_str(), t.cast), ("other", Some(parity_spec::DType::Bf16)));
+    assert_eq!(
+        (source.as_str(), t.cast),
+        ("other", Some(parity_spec::DType::Bf16))
+    );
     let bad: &[(&str, usize, usize, &str)] = &[
-        ("  - {match: \"(\", cast: f32}\n", 7, 13, "not a valid regular expression"),
-        ("  - {match: a, transpose: [0, 0]}\n", 7, 27, "is not a permutation of 0..2"),
-        ("  - {match: a, rename: \"$1\"}\n", 7, 24, "`$1` but the pattern has 0 capture groups"),
+        (
+            "  - {match: \"(\", cast: f32}\n",
+            7,
+            13,
+            "not a valid regular expression",
+        ),
+        (
+            "  - {match: a, transpose: [0, 0]}\n",
+            7,
+            27,
+            "is not a permutation of 0..2",
+        ),
+        (
+            "  - {match: a, rename: \"$1\"}\n",
+            7,
+            24,
+            "`$1` but the pattern has 0 capture groups",
+        ),
         ("  - {match: a}\n", 7, 5, "does nothing"),
         ("  - {match: a, cast: f33}\n", 7, 22, "f33"),
         ("  - {match: a, flip: true}\n", 7, 16, "flip"),
