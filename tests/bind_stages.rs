@@ -12,7 +12,9 @@ use std::path::Path;
 /// The subject's `sscp_conv_0` stage block, as stages.yaml has it.
 fn sscp_conv_0_block() -> String {
     let text = std::fs::read_to_string(repo().join("subject/gemma3n/stages.yaml")).unwrap();
-    let start = text.find("  - name: sscp_conv_0\n").expect("stage sscp_conv_0");
+    let start = text
+        .find("  - name: sscp_conv_0\n")
+        .expect("stage sscp_conv_0");
     let len = text[start + 1..]
         .find("\n  - name: ")
         .expect("a stage after it");
@@ -72,11 +74,17 @@ fn write(dir: &Path, text: &str) {
 #[test]
 fn a_bound_stage_gives_the_same_run_as_the_explicit_argument_list() {
     let block = sscp_conv_0_block();
-    assert!(block.contains("    args:\n      - {oracle: \"{case}/mel\"}"), "{block}");
+    assert!(
+        block.contains("    args:\n      - {oracle: \"{case}/mel\"}"),
+        "{block}"
+    );
     let dir = tempfile::tempdir().unwrap();
     write(
         dir.path(),
-        &spec_text(&format!("{block}{}", bound(&block, "sscp_conv_0_bound", RULES))),
+        &spec_text(&format!(
+            "{block}{}",
+            bound(&block, "sscp_conv_0_bound", RULES)
+        )),
     );
     let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &[]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
@@ -126,7 +134,8 @@ fn unbound_and_doubly_bound_arguments_are_exit_2_with_positions() {
     let bind_list = line_of("    bind:", 0) + 1;
     assert!(
         msg.contains(&format!("stages.yaml:{bind_list}:7: stage `unbound`:"))
-            && msg.contains("argument 0 (`mel`) of `sscp_conv_0_c1_b128` is bound by no `bind` rule"),
+            && msg
+                .contains("argument 0 (`mel`) of `sscp_conv_0_c1_b128` is bound by no `bind` rule"),
         "{msg}"
     );
     assert_eq!(unbound["error"]["kind"], "input");
@@ -135,15 +144,28 @@ fn unbound_and_doubly_bound_arguments_are_exit_2_with_positions() {
     let second = line_of("(.*)__norm__weight", 0);
     assert!(
         msg.contains(&format!("stages.yaml:{second}:9: stage `doubly`"))
-            && msg.contains("argument 2 (`audio_tower__subsample_conv_projection__conv_0__norm__weight`)")
+            && msg.contains(
+                "argument 2 (`audio_tower__subsample_conv_projection__conv_0__norm__weight`)"
+            )
             && msg.contains("bound twice"),
         "{msg}"
     );
     // `-q` shows both errors' text.
     let out = common::parity(
         dir.path(),
-        &["check", "stages.yaml", "--mode", "isolated", "-q", "--out-dir", "out2"],
+        &[
+            "check",
+            "stages.yaml",
+            "--mode",
+            "isolated",
+            "-q",
+            "--out-dir",
+            "out2",
+        ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("is bound by no `bind` rule") && stdout.contains("bound twice"), "{stdout}");
+    assert!(
+        stdout.contains("is bound by no `bind` rule") && stdout.contains("bound twice"),
+        "{stdout}"
+    );
 }

@@ -110,7 +110,11 @@ fn an_unknown_weight_names_its_yaml_position() {
 fn a_missing_output_oracle_names_the_outputs_yaml_position_in_text_and_record() {
     let dir = basic_copy();
     let spec = dir.path().join("stages.yaml");
-    edit(&spec, "        oracle: scores\n", "        oracle: scores_nope\n");
+    edit(
+        &spec,
+        "        oracle: scores\n",
+        "        oracle: scores_nope\n",
+    );
     // The output's mapping starts at its `name:` line (a block mapping in a list).
     let line = line_of(&spec, "oracle: scores_nope") - 1;
     let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);

@@ -50,13 +50,18 @@ fn a_transposed_square_weight_passes_with_its_transform_and_fails_without() {
     let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &[]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let record = record.unwrap();
-    let applied = record["provenance"]["weight_transforms"].as_array().unwrap();
+    let applied = record["provenance"]["weight_transforms"]
+        .as_array()
+        .unwrap();
     assert_eq!(applied.len(), 1, "{applied:?}");
     assert_eq!(applied[0]["weight"], "attn.wq");
     assert_eq!(applied[0]["source"], "hf.attn.wq");
     assert_eq!(applied[0]["transpose"], serde_json::json!([1, 0]));
     assert!(
-        applied[0]["rule"].as_str().unwrap().ends_with("stages.yaml:22:5"),
+        applied[0]["rule"]
+            .as_str()
+            .unwrap()
+            .ends_with("stages.yaml:22:5"),
         "{applied:?}"
     );
     assert!(

@@ -200,7 +200,12 @@ fn quiet_shows_the_error_text_of_errored_stages_and_of_the_run() {
     assert!(out.contains("first divergence: stage `norm`"), "{out}");
     // Past the cap, the rest are counted, not listed.
     let mut many = samples::failing_run();
-    let errored = many.stages.iter().find(|s| s.error.is_some()).unwrap().clone();
+    let errored = many
+        .stages
+        .iter()
+        .find(|s| s.error.is_some())
+        .unwrap()
+        .clone();
     many.stages.extend(std::iter::repeat_n(errored, 30));
     let out = text(&quiet, many);
     assert!(out.contains("... and 11 more errored stage runs"), "{out}");

@@ -222,8 +222,10 @@ impl StageContext<'_> {
     /// The structured location of a message that starts with the spec's
     /// `file:line:col`, with the stage and case.
     fn location(&self, stage: &Stage, message: &str) -> Option<Box<parity_record::Location>> {
-        let mut at =
-            parity_record::Location::from_diagnostic(&self.spec.path.display().to_string(), message);
+        let mut at = parity_record::Location::from_diagnostic(
+            &self.spec.path.display().to_string(),
+            message,
+        );
         at.stage = Some(stage.name.clone());
         at.case = Some(self.case.to_string());
         Some(Box::new(at))

@@ -61,7 +61,11 @@ pub fn cast(t: &Tensor, dtype: DType) -> Result<Tensor, String> {
 }
 
 /// Which weight read by the selected stages got which transform, in name order.
-pub fn records(spec: &Spec, cases: &[(&str, Vec<Stage>)], selected: &[usize]) -> Vec<WeightTransformRecord> {
+pub fn records(
+    spec: &Spec,
+    cases: &[(&str, Vec<Stage>)],
+    selected: &[usize],
+) -> Vec<WeightTransformRecord> {
     let mut out: BTreeMap<String, WeightTransformRecord> = BTreeMap::new();
     for (_, stages) in cases {
         for stage in selected.iter().filter_map(|&i| stages.get(i)) {
