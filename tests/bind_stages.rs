@@ -36,7 +36,7 @@ cases:
   - {{name: full128, vars: {{clips: \"1\", bucket: \"128\"}}}}
 stages:
 {stages}",
-        sub.join("gemma3n_audio_f32.mlir").display(),
+        sub.join("gemma3n_audio_f32.mlir.gz").display(),
         sub.join("weights.safetensors").display(),
         sub.join("../../oracle-dumps/gemma3n").display(),
     )

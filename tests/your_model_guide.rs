@@ -75,7 +75,13 @@ fn the_guide_takes_a_second_model_from_export_to_a_bisected_injected_bug() {
     let points = parity(dir, &["points", "model.mlir", "--function", "main"]);
     let listing = text(&points);
     assert!(points.status.success(), "{listing}");
-    for needle in ["\"params['l1.weight']\"", "\"x\"", "dense_1 ", "act ", "dense_2 "] {
+    for needle in [
+        "\"params['l1.weight']\"",
+        "\"x\"",
+        "dense_1 ",
+        "act ",
+        "dense_2 ",
+    ] {
         assert!(listing.contains(needle), "{needle} not in:\n{listing}");
     }
 
@@ -126,7 +132,10 @@ fn the_guide_takes_a_second_model_from_export_to_a_bisected_injected_bug() {
     std::fs::write(dir.join("untransposed.yaml"), partial).unwrap();
     let (code, stdout, stderr, record) = check(dir, "untransposed.yaml", &["--mode", "isolated"]);
     assert_eq!(code, 1, "{stdout}\n{stderr}");
-    assert_eq!(stage(record.as_ref().unwrap(), "encode", "isolated")["status"], "fail");
+    assert_eq!(
+        stage(record.as_ref().unwrap(), "encode", "isolated")["status"],
+        "fail"
+    );
 
     // The injected bug: the faulty export fails the same spec...
     let faulty = SPEC.replace("model.mlir", "model_faulty.mlir");
@@ -136,7 +145,14 @@ fn the_guide_takes_a_second_model_from_export_to_a_bisected_injected_bug() {
     // ... and bisect localises it inside dense_2, after the mapped checkpoints pass.
     let out = parity(
         dir,
-        &["bisect", "faulty.yaml", "--json", "bisect/bisect.json", "--repro-dir", "bisect/repro"],
+        &[
+            "bisect",
+            "faulty.yaml",
+            "--json",
+            "bisect/bisect.json",
+            "--repro-dir",
+            "bisect/repro",
+        ],
     );
     let said = text(&out);
     let json: serde_json::Value = serde_json::from_str(
@@ -149,7 +165,11 @@ fn the_guide_takes_a_second_model_from_export_to_a_bisected_injected_bug() {
     let region = &json["region"];
     assert_eq!(region["failing"], "full/l2", "{said}");
     assert!(
-        region["passing"].as_array().unwrap().iter().any(|p| p == "full/act"),
+        region["passing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "full/act"),
         "{said}"
     );
     let op_list: Vec<&str> = region["op_list"]
@@ -159,7 +179,8 @@ fn the_guide_takes_a_second_model_from_export_to_a_bisected_injected_bug() {
         .map(|o| o.as_str().unwrap())
         .collect();
     assert!(
-        op_list.iter().any(|o| o.contains("dense_2")) && !op_list.iter().any(|o| o.contains("dense_1")),
+        op_list.iter().any(|o| o.contains("dense_2"))
+            && !op_list.iter().any(|o| o.contains("dense_1")),
         "{op_list:?}"
     );
     if let Some(loc) = json["first_divergent_op"]["loc"].as_str() {
@@ -169,7 +190,12 @@ fn the_guide_takes_a_second_model_from_export_to_a_bisected_injected_bug() {
     let mapped: Vec<(&str, bool)> = checkpoints
         .iter()
         .filter(|c| c["kind"] == "mapped")
-        .map(|c| (c["oracle"].as_str().unwrap(), c["passed"].as_bool().unwrap()))
+        .map(|c| {
+            (
+                c["oracle"].as_str().unwrap(),
+                c["passed"].as_bool().unwrap(),
+            )
+        })
         .collect();
     assert!(
         mapped.contains(&("full/act", true)),

@@ -9,16 +9,10 @@
 //! errors naming the stage, the argument (index and MLIR name) and the spec's
 //! `file:line:col`.
 
-use crate::error::SpecError;
 use crate::model::{Arg, Location, Stage};
-use crate::reader::Cx;
-use crate::stage::{location, parse_arg_entry};
-use crate::yaml::Node;
 use std::path::Path;
 
-const RULE_KEYS: &[&str] = &[
-    "arg", "match", "replace", "oracle", "weight", "stage", "literal",
-];
+pub(crate) use crate::bind_parse::parse_bind;
 
 /// A stage's `bind:` list.
 #[derive(Clone, Debug, PartialEq)]
@@ -147,124 +141,6 @@ pub enum BindError {
     },
 }
 
-/// Reads `bind: [rule, ...]`.
-pub(crate) fn parse_bind(
-    cx: &Cx<'_>,
-    stage: &str,
-    node: &Node,
-    literal_budget: &mut usize,
-) -> Result<Bind, SpecError> {
-    let mut rules: Vec<BindRule> = Vec::new();
-    for (i, item) in cx.list(node, "bind")?.iter().enumerate() {
-        let rule = parse_rule(cx, stage, i, item, literal_budget)?;
-        if !matches!(rule.target, BindTarget::Pattern(_)) {
-            if let Some(prev) = rules.iter().find(|r| r.target == rule.target) {
-                return Err(cx.invalid(
-                    item,
-                    format!(
-                        "bind rule {i} names the same argument as the rule at line {}",
-                        prev.location.line
-                    ),
-                ));
-            }
-        }
-        rules.push(rule);
-    }
-    if rules.is_empty() {
-        return Err(cx.invalid(node, "`bind` is empty; list at least one rule".into()));
-    }
-    Ok(Bind {
-        rules,
-        location: location(node),
-    })
-}
-
-fn parse_rule(
-    cx: &Cx<'_>,
-    stage: &str,
-    index: usize,
-    node: &Node,
-    literal_budget: &mut usize,
-) -> Result<BindRule, SpecError> {
-    let m = cx.map(node, "bind rule", "bind rule", RULE_KEYS)?;
-    let target = match (m.opt("arg"), m.opt("match")) {
-        (Some(a), None) => match a.as_i128() {
-            Some(_) => BindTarget::Index(cx.usize(a, "arg")?),
-            None => BindTarget::Name(cx.name(a, "arg")?),
-        },
-        (None, Some(p)) => {
-            let text = cx.name(p, "match")?;
-            let pattern = NamePattern::new(&text).map_err(|e| {
-                cx.invalid(p, format!("bind rule {index}: `match` is not a valid regular expression: {e}"))
-            })?;
-            BindTarget::Pattern(pattern)
-        }
-        _ => {
-            return Err(cx.invalid(
-                node,
-                format!("bind rule {index} needs exactly one of `arg` (an argument's MLIR name or index) or `match` (a pattern on the names)"),
-            ))
-        }
-    };
-    // The source is an ordinary argument: the rule minus its own keys.
-    let sources: Vec<(&Node, &Node)> = m
-        .entries()
-        .filter(|(k, _)| !matches!(k.scalar(), Some("arg" | "match" | "replace")))
-        .collect();
-    let [(key, value)] = sources.as_slice() else {
-        return Err(cx.invalid(
-            node,
-            format!("bind rule {index} needs exactly one of: oracle, weight, stage, literal"),
-        ));
-    };
-    let source = parse_arg_entry(
-        cx,
-        stage,
-        index,
-        key.scalar().unwrap_or_default(),
-        value,
-        literal_budget,
-    )?;
-    let mut replace = Vec::new();
-    if let BindTarget::Pattern(pattern) = &target {
-        let (Arg::Oracle(name) | Arg::Weight(name)) = &source else {
-            return Err(cx.invalid(
-                node,
-                format!("bind rule {index}: a `match` rule binds `oracle:` or `weight:` names (use `arg:` for a `stage:` or `literal:`)"),
-            ));
-        };
-        if let Some(bad) = capture_refs(name).find(|&d| d >= pattern.groups()) {
-            return Err(cx.invalid(
-                value,
-                format!(
-                    "bind rule {index}: `${bad}` but the pattern has {} capture groups",
-                    pattern.groups() - 1
-                ),
-            ));
-        }
-        if let Some(r) = m.opt("replace") {
-            for (from, to) in cx.free_map(r, "replace", "replace")?.entries() {
-                let from_text = cx.string(from, "replace key")?;
-                if from_text.is_empty() {
-                    return Err(cx.invalid(from, "a `replace` key must not be empty".into()));
-                }
-                replace.push((from_text, cx.string(to, "replace value")?));
-            }
-        }
-    } else if let Some(r) = m.opt("replace") {
-        return Err(cx.invalid(
-            r,
-            "`replace` applies to a `match` rule's captures; an `arg:` rule has none".into(),
-        ));
-    }
-    Ok(BindRule {
-        target,
-        source,
-        replace,
-        location: location(node),
-    })
-}
-
 /// The digits `d` of every `$d` in `text` (`$$` is a literal `$`).
 pub(crate) fn capture_refs(text: &str) -> impl Iterator<Item = usize> + '_ {
     let mut chars = text.chars().peekable();
@@ -321,7 +197,7 @@ pub fn bind_args(
     stage: &Stage,
     function: &str,
     names: &[Option<String>],
-) -> Result<(Vec<Arg>, Vec<Location>), BindError> {
+) -> Result<(Vec<Arg>, Vec<Location>), Box<BindError>> {
     let Some(bind) = &stage.bind else {
         return Ok((stage.args.clone(), stage.locations.args.clone()));
     };
@@ -336,12 +212,14 @@ pub fn bind_args(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let no_match = |rule: &BindRule, what: String| BindError::NoMatch {
-        at: at(rule.location),
-        stage: stage.name.clone(),
-        function: function.to_string(),
-        what,
-        available: available(),
+    let no_match = |rule: &BindRule, what: String| {
+        Box::new(BindError::NoMatch {
+            at: at(rule.location),
+            stage: stage.name.clone(),
+            function: function.to_string(),
+            what,
+            available: available(),
+        })
     };
     let mut chosen: Vec<Option<(&BindRule, Arg)>> = vec![None; names.len()];
     // Explicit rules first: they win over patterns.
@@ -361,14 +239,14 @@ pub fn bind_args(
                 .ok_or_else(|| no_match(rule, format!("`arg: {n}` names no argument")))?,
         };
         if let Some((first, _)) = &chosen[index] {
-            return Err(BindError::DoublyBound {
+            return Err(Box::new(BindError::DoublyBound {
                 at: at(rule.location),
                 stage: stage.name.clone(),
                 function: function.to_string(),
                 index,
                 name: shown(index),
                 first_line: first.location.line,
-            });
+            }));
         }
         chosen[index] = Some((rule, rule.source.clone()));
     }
@@ -387,14 +265,14 @@ pub fn bind_args(
                 continue;
             }
             if let Some((first, _)) = &chosen[index] {
-                return Err(BindError::DoublyBound {
+                return Err(Box::new(BindError::DoublyBound {
                     at: at(rule.location),
                     stage: stage.name.clone(),
                     function: function.to_string(),
                     index,
                     name: shown(index),
                     first_line: first.location.line,
-                });
+                }));
             }
             let source = match &rule.source {
                 Arg::Oracle(t) => Arg::Oracle(expand(t, &captures, &rule.replace)),
@@ -414,7 +292,7 @@ pub fn bind_args(
     let mut locations = Vec::with_capacity(names.len());
     for (index, slot) in chosen.into_iter().enumerate() {
         let Some((rule, arg)) = slot else {
-            return Err(BindError::Unbound {
+            return Err(Box::new(BindError::Unbound {
                 at: at(bind.location),
                 stage: stage.name.clone(),
                 function: function.to_string(),
@@ -424,7 +302,7 @@ pub fn bind_args(
                     Some(n) => crate::write::quote(n),
                     None => index.to_string(),
                 },
-            });
+            }));
         };
         args.push(arg);
         locations.push(rule.location);

@@ -4,6 +4,7 @@
 //! Every error carries `file:line:col` and, where it applies, the stage name.
 
 mod bind;
+mod bind_parse;
 mod error;
 mod graph;
 mod instantiate;

@@ -301,3 +301,24 @@ fn weight_transforms_parse_apply_first_match_and_report_errors_with_positions() 
         assert_err(&msg, *line, *col, &[needle]);
     }
 }
+
+#[test]
+fn checkpoints_map_oracle_tensors_to_points_once_each() {
+    let fx = Fixture::new();
+    let stage =
+        "stages:\n  - {name: s, module: audio, function: f, outputs: [{name: o, oracle: o}]}\n";
+    let text = format!(
+        "{HEADER}checkpoints:\n  - {{oracle: \"{{case}}/l1\", point: dense_1}}\n  - {{oracle: \"{{case}}/act\", point: \"%12\"}}\n{stage}"
+    );
+    let spec = fx.parse(&text).unwrap();
+    assert_eq!(spec.checkpoints.len(), 2);
+    assert_eq!(spec.checkpoints[0].oracle, "{case}/l1");
+    assert_eq!(spec.checkpoints[1].point, "%12");
+    assert_eq!(spec.checkpoints[1].location, Location { line: 8, col: 5 });
+    let twice = format!(
+        "{HEADER}checkpoints:\n  - {{oracle: a, point: x}}\n  - {{oracle: a, point: y}}\n{stage}"
+    );
+    assert_err(&fx.err(&twice), 8, 14, &["`a` is mapped twice"]);
+    let bad = format!("{HEADER}checkpoints:\n  - {{oracle: a}}\n{stage}");
+    assert_err(&fx.err(&bad), 7, 5, &["point"]);
+}

@@ -200,6 +200,8 @@ fn a_null_metadata_as_mlx_writes_it_is_no_metadata() {
     bytes.extend_from_slice(bad.as_bytes());
     bytes.extend([0u8; 8]);
     std::fs::write(&path, bytes).unwrap();
-    let err = parity_tensor::read_safetensors(&path).unwrap_err().to_string();
+    let err = parity_tensor::read_safetensors(&path)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("must map strings to strings"), "{err}");
 }
