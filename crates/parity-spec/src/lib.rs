@@ -4,6 +4,8 @@
 //! Every error carries `file:line:col` and, where it applies, the stage name.
 
 mod error;
+mod fuzz;
+mod fuzz_parse;
 mod graph;
 mod instantiate;
 mod model;
@@ -18,6 +20,11 @@ mod write;
 mod yaml;
 
 pub use error::{Position, Scope, SpecError, SpecErrorKind};
+pub use fuzz::{
+    FuzzArg, FuzzOutput, FuzzShape, FuzzSpec, LengthsContract, MaskContract, MaskLayout,
+    MelContract, Tolerance as FuzzTolerance, ValidRegion, INVARIANTS as FUZZ_INVARIANTS,
+};
+pub use fuzz_parse::MAX_FUZZ_CASES;
 pub use model::{
     Arg, BaselineSpec, Case, Location, MaskSource, MaskSpec, Module, ModuleSource, OutputSpec,
     SliceSpec, Spec, Stage, StageLocations, Subject, BASELINE_METRICS,
@@ -91,6 +98,7 @@ impl Spec {
             spec.instantiate(case)?;
         }
         tokens_parse::validate(&spec)?;
+        fuzz_parse::validate(&spec)?;
         Ok(spec)
     }
 
