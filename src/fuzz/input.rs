@@ -65,20 +65,28 @@ fn load(path: &Path) -> Result<Inputs, String> {
     Ok(Inputs { mel, mask, lengths })
 }
 
-/// `--input FILE`: the guard, then pad-content invariance of that batch
-/// (NaN, then +inf, then garbage in every padded frame of every clip).
-pub fn check_file(exec: &Exec<'_>, path: &Path, record: &mut FuzzRecord) {
+/// A user's batch that passed the guard: its inputs, shape and valid frames.
+pub struct Checked {
+    inputs: Inputs,
+    shape: parity_spec::FuzzShape,
+    valid: Vec<usize>,
+}
+
+/// `--input FILE` read and put through the guard (no IREE involved): a
+/// malformed batch is an input error naming the file and what is wrong.
+pub fn load_checked(spec: &parity_spec::FuzzSpec, path: &Path) -> Result<Checked, ErrorRecord> {
     let case = format!("case `{}`", path.display());
-    let inputs = match load(path) {
-        Ok(i) => i,
-        Err(m) => return record.errors.push(ErrorRecord::input(format!("{case}: {m}"))),
-    };
-    let (shape, valid) = match validate(exec.fuzz, &inputs.mel, &inputs.mask, inputs.lengths.as_ref()) {
-        Ok(v) => v,
-        Err(m) => {
-            return record.errors.push(FuzzError::Malformed(m.to_string()).to_record(&case));
-        }
-    };
+    let inputs = load(path).map_err(|m| ErrorRecord::input(format!("{case}: {m}")))?;
+    let (shape, valid) = validate(spec, &inputs.mel, &inputs.mask, inputs.lengths.as_ref())
+        .map_err(|m| FuzzError::Malformed(m.to_string()).to_record(&case))?;
+    Ok(Checked { inputs, shape, valid })
+}
+
+/// `--input FILE` after the guard: pad-content invariance of that batch
+/// (NaN, then +inf, then garbage in every padded frame of every clip).
+pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut FuzzRecord) {
+    let case = format!("case `{}`", path.display());
+    let Checked { inputs, shape, valid } = checked;
     let tol = exec.fuzz.tolerance_of("pad_content");
     let reference = match exec.call(&inputs) {
         Ok(r) => r,

@@ -92,6 +92,17 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
     if !record.errors.is_empty() {
         return finish(record, clock);
     }
+    // A user's batch is validated before anything is compiled or run.
+    let user = match &options.input {
+        Some(path) => match input::load_checked(fuzz, path) {
+            Ok(batch) => Some(batch),
+            Err(e) => {
+                record.errors.push(e);
+                return finish(record, clock);
+            }
+        },
+        None => None,
+    };
     let sources = match InputSources::open(spec) {
         Ok(s) => s,
         Err(m) => {
@@ -123,8 +134,8 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
             return finish(record, clock);
         }
     };
-    if let Some(path) = &options.input {
-        input::check_file(&exec, path, &mut record);
+    if let (Some(path), Some(batch)) = (&options.input, user) {
+        input::check_file(&exec, path, batch, &mut record);
         return finish(record, clock);
     }
     let wanted = |name: &str| {
