@@ -19,6 +19,8 @@ mod malformed;
 pub mod regress;
 mod seed;
 pub mod strategy;
+#[cfg(test)]
+mod tests;
 mod validate;
 
 pub use error::FuzzError;
