@@ -36,7 +36,11 @@ fn fuzz(spec: &str, args: &[&str]) -> (i32, String, Value) {
         String::from_utf8_lossy(&o.stderr)
     );
     let json = std::fs::read_to_string(out.path().join("fuzz.json")).expect("fuzz.json");
-    (o.status.code().unwrap_or(-1), text, serde_json::from_str(&json).unwrap())
+    (
+        o.status.code().unwrap_or(-1),
+        text,
+        serde_json::from_str(&json).unwrap(),
+    )
 }
 
 fn invariant<'a>(r: &'a Value, name: &str) -> &'a Value {
@@ -120,12 +124,14 @@ fn write_case(dir: &Path, name: &str, mel: Tensor, mask: Tensor) -> String {
 #[test]
 fn malformed_batches_are_refused_with_exit_2_before_iree() {
     let dir = tempfile::tempdir().unwrap();
-    let mel = |clips: usize| Tensor::from_f32(vec![clips, 32, 32], &vec![0.5; clips * 1024]).unwrap();
+    let mel =
+        |clips: usize| Tensor::from_f32(vec![clips, 32, 32], &vec![0.5; clips * 1024]).unwrap();
     // true = padded: frames 0..4 valid, 4 padded, 5 valid again.
     let mut hole = vec![1.0; 32];
     hole[..4].fill(0.0);
     hole[5] = 0.0;
-    let bool_mask = |v: &[f64], clips| Tensor::from_f64_as(DType::Bool, vec![clips, 32], v).unwrap();
+    let bool_mask =
+        |v: &[f64], clips| Tensor::from_f64_as(DType::Bool, vec![clips, 32], v).unwrap();
     let cases = [
         ("hole.npz", mel(1), bool_mask(&hole, 1), "clip 0: hole in a prefix mask: frame 4 is padded but frame 5 is valid"),
         ("all_padded.npz", mel(1), bool_mask(&[1.0; 32], 1), "clip 0: every frame is padded"),
@@ -141,7 +147,10 @@ fn malformed_batches_are_refused_with_exit_2_before_iree() {
         assert_eq!(code, 2, "{name}: {text}");
         let message = r["errors"][0]["message"].as_str().unwrap();
         assert!(message.contains(&format!("case `{path}`")), "{message}");
-        assert!(message.contains("malformed input refused before IREE"), "{message}");
+        assert!(
+            message.contains("malformed input refused before IREE"),
+            "{message}"
+        );
         assert!(message.contains(want), "{name}: {message}");
         // Refused before anything was compiled or run.
         assert!(r["compiler_revision"].is_null(), "{r:#}");

@@ -91,7 +91,10 @@ impl MelSources {
 
     /// Fewest frames of any source clip.
     pub fn min_frames(&self) -> usize {
-        (0..self.clips.len()).map(|i| self.frames(i)).min().unwrap_or(0)
+        (0..self.clips.len())
+            .map(|i| self.frames(i))
+            .min()
+            .unwrap_or(0)
     }
 }
 
@@ -147,7 +150,8 @@ impl Batch {
             .iter()
             .map(|&p| if p == spec.mask.padded { 1.0 } else { 0.0 })
             .collect();
-        let mask = Tensor::from_f64_as(spec.mask.dtype, vec![b, t], &mask).map_err(|e| e.to_string())?;
+        let mask =
+            Tensor::from_f64_as(spec.mask.dtype, vec![b, t], &mask).map_err(|e| e.to_string())?;
         let lengths = match &spec.lengths {
             Some(l) => {
                 let v: Vec<f64> = self.clips.iter().map(|c| c.valid as f64).collect();
@@ -184,7 +188,11 @@ impl Batch {
                 } else {
                     format!("frames {}..{}", w.start, w.end)
                 };
-                format!("clip {}: {frames} (every feature) = {}", w.clip, w.fill.describe())
+                format!(
+                    "clip {}: {frames} (every feature) = {}",
+                    w.clip,
+                    w.fill.describe()
+                )
             })
             .collect::<Vec<_>>()
             .join("; ")

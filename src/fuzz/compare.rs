@@ -86,7 +86,11 @@ pub fn compare_clip(
         } else {
             (0, 0, a.numel())
         };
-        let row_len: usize = if shape.len() >= 2 { shape[2..].iter().product() } else { 1 };
+        let row_len: usize = if shape.len() >= 2 {
+            shape[2..].iter().product()
+        } else {
+            1
+        };
         let n = if o.batched && shape.len() >= 2 {
             valid_rows(spec, r, i, rc, frames) * row_len
         } else {
@@ -152,12 +156,20 @@ pub fn unravel(shape: &[usize], mut i: usize) -> Vec<usize> {
 
 /// `lengths_rule` violations of a run: the first output that is not
 /// `ceil(valid / n)` for some clip, as (output, clip, got, want).
-pub fn lengths_rule(spec: &FuzzSpec, outs: &[Tensor], valid: &[usize]) -> Option<(String, usize, f64, usize)> {
+pub fn lengths_rule(
+    spec: &FuzzSpec,
+    outs: &[Tensor],
+    valid: &[usize],
+) -> Option<(String, usize, f64, usize)> {
     for (i, o) in spec.outputs.iter().enumerate() {
         let Some(n) = o.lengths_rule else { continue };
         for (c, &v) in valid.iter().enumerate() {
             let want = v.div_ceil(n);
-            let got = if c < outs[i].numel() { outs[i].get_f64(c) } else { f64::NAN };
+            let got = if c < outs[i].numel() {
+                outs[i].get_f64(c)
+            } else {
+                f64::NAN
+            };
             if got != want as f64 {
                 return Some((o.name.clone(), c, got, want));
             }

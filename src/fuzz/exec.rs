@@ -32,7 +32,12 @@ impl<'a> Exec<'a> {
         inputs: &InputSources,
         modules: &'a ModuleSet,
     ) -> Result<Exec<'a>, FuzzError> {
-        let at = format!("{}:{}:{}", spec.path.display(), fuzz.location.line, fuzz.location.col);
+        let at = format!(
+            "{}:{}:{}",
+            spec.path.display(),
+            fuzz.location.line,
+            fuzz.location.col
+        );
         let mut fixed = Vec::with_capacity(fuzz.args.len());
         for (i, a) in fuzz.args.iter().enumerate() {
             let t: Option<Result<Tensor, String>> = match a {
@@ -49,9 +54,9 @@ impl<'a> Exec<'a> {
                 _ => None,
             };
             fixed.push(match t {
-                Some(r) => Some(
-                    r.map_err(|e| FuzzError::Input(format!("{at}: fuzz argument {i}: {e}")))?,
-                ),
+                Some(r) => {
+                    Some(r.map_err(|e| FuzzError::Input(format!("{at}: fuzz argument {i}: {e}")))?)
+                }
                 None => None,
             });
         }
@@ -83,7 +88,10 @@ impl<'a> Exec<'a> {
                         i / f
                     )));
                 }
-                clips.push((format!("{name}[{c}]"), v.iter().map(|&x| x as f32).collect()));
+                clips.push((
+                    format!("{name}[{c}]"),
+                    v.iter().map(|&x| x as f32).collect(),
+                ));
             }
         }
         Ok(Exec {
@@ -105,8 +113,13 @@ impl<'a> Exec<'a> {
 
     /// Validates `inputs` (the guard) and calls the entry point of their shape.
     pub fn call(&self, inputs: &Inputs) -> Result<Vec<Tensor>, FuzzError> {
-        let (shape, _) = validate(self.fuzz, &inputs.mel, &inputs.mask, inputs.lengths.as_ref())
-            .map_err(|m| FuzzError::Malformed(m.to_string()))?;
+        let (shape, _) = validate(
+            self.fuzz,
+            &inputs.mel,
+            &inputs.mask,
+            inputs.lengths.as_ref(),
+        )
+        .map_err(|m| FuzzError::Malformed(m.to_string()))?;
         let function = self.fuzz.function_for(shape);
         let mut args = Vec::with_capacity(self.fixed.len());
         for (a, f) in self.fuzz.args.iter().zip(&self.fixed) {

@@ -8,7 +8,9 @@ use super::compare::compare_clip;
 use super::exec::Exec;
 use super::validate::validate;
 use super::{malformed, seed, strategy, FuzzError};
-use parity_record::{ControlRecord, ErrorRecord, FuzzRecord, InvariantRecord, MinimalCase, Status, Violation};
+use parity_record::{
+    ControlRecord, ErrorRecord, FuzzRecord, InvariantRecord, MinimalCase, Status, Violation,
+};
 use parity_tensor::Tensor;
 use proptest::strategy::ValueTree;
 use std::path::Path;
@@ -31,17 +33,26 @@ pub fn guard_check(exec: &Exec<'_>, run_seed: u64, cases: usize) -> InvariantRec
     let mut failures = Vec::new();
     for i in 0..cases {
         let case_seed = seed::case_seed(run_seed, "malformed", i);
-        let Ok(tree) = seed::tree(&s, case_seed) else { continue };
+        let Ok(tree) = seed::tree(&s, case_seed) else {
+            continue;
+        };
         let (draw, breakage, raw) = tree.current();
-        let Ok(good) = draw.batch().inputs(exec.fuzz, &exec.sources) else { continue };
+        let Ok(good) = draw.batch().inputs(exec.fuzz, &exec.sources) else {
+            continue;
+        };
         accepted_ok &= validate(exec.fuzz, &good.mel, &good.mask, good.lengths.as_ref()).is_ok();
-        let Some((bad, fragment)) = malformed::apply(exec.fuzz, &good, &draw, breakage, raw) else { continue };
+        let Some((bad, fragment)) = malformed::apply(exec.fuzz, &good, &draw, breakage, raw) else {
+            continue;
+        };
         rec.cases_run += 1;
         match validate(exec.fuzz, &bad.mel, &bad.mask, bad.lengths.as_ref()) {
             Err(m) if m.to_string().contains(fragment) => {}
             other => {
                 rec.cases_failed += 1;
-                failures.push(format!("{breakage:?} (case seed {case_seed}): {:?}", other.map(|_| "accepted")));
+                failures.push(format!(
+                    "{breakage:?} (case seed {case_seed}): {:?}",
+                    other.map(|_| "accepted")
+                ));
             }
         }
     }
@@ -61,7 +72,11 @@ fn load(path: &Path) -> Result<Inputs, String> {
     let npz = parity_tensor::read_npz(path).map_err(|e| e.to_string())?;
     let get = |k: &str| npz.get(k).map_err(|e| e.to_string());
     let (mel, mask) = (get("mel")?, get("mask").or_else(|_| get("mel_mask"))?);
-    let lengths = if npz.contains("lengths") { Some(get("lengths")?) } else { None };
+    let lengths = if npz.contains("lengths") {
+        Some(get("lengths")?)
+    } else {
+        None
+    };
     Ok(Inputs { mel, mask, lengths })
 }
 
@@ -79,14 +94,22 @@ pub fn load_checked(spec: &parity_spec::FuzzSpec, path: &Path) -> Result<Checked
     let inputs = load(path).map_err(|m| ErrorRecord::input(format!("{case}: {m}")))?;
     let (shape, valid) = validate(spec, &inputs.mel, &inputs.mask, inputs.lengths.as_ref())
         .map_err(|m| FuzzError::Malformed(m.to_string()).to_record(&case))?;
-    Ok(Checked { inputs, shape, valid })
+    Ok(Checked {
+        inputs,
+        shape,
+        valid,
+    })
 }
 
 /// `--input FILE` after the guard: pad-content invariance of that batch
 /// (NaN, then +inf, then garbage in every padded frame of every clip).
 pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut FuzzRecord) {
     let case = format!("case `{}`", path.display());
-    let Checked { inputs, shape, valid } = checked;
+    let Checked {
+        inputs,
+        shape,
+        valid,
+    } = checked;
     let tol = exec.fuzz.tolerance_of("pad_content");
     let reference = match exec.call(&inputs) {
         Ok(r) => r,
@@ -104,7 +127,11 @@ pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut F
         note: None,
     };
     let (b, t) = (shape.clips, shape.bucket);
-    for fill in [Fill::Value(f32::NAN), Fill::Value(f32::INFINITY), Fill::Garbage(7)] {
+    for fill in [
+        Fill::Value(f32::NAN),
+        Fill::Value(f32::INFINITY),
+        Fill::Garbage(7),
+    ] {
         let mut mel = inputs.mel.to_f64_vec();
         let f = exec.fuzz.mel.features;
         for (c, &v) in valid.iter().enumerate() {
@@ -115,7 +142,11 @@ pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut F
         let written = Inputs {
             mel: match Tensor::from_f64_as(inputs.mel.dtype(), vec![b, t, f], &mel) {
                 Ok(m) => m,
-                Err(e) => return record.errors.push(ErrorRecord::input(format!("{case}: {e}"))),
+                Err(e) => {
+                    return record
+                        .errors
+                        .push(ErrorRecord::input(format!("{case}: {e}")))
+                }
             },
             mask: inputs.mask.clone(),
             lengths: inputs.lengths.clone(),
@@ -126,7 +157,9 @@ pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut F
         };
         rec.cases_run += 1;
         let diff = (0..b).fold(super::compare::Diff::default(), |d, c| {
-            d.and(compare_clip(exec.fuzz, tol, &reference, c, valid[c], &out, c))
+            d.and(compare_clip(
+                exec.fuzz, tol, &reference, c, valid[c], &out, c,
+            ))
         });
         rec.max_diff = rec.max_diff.map(|m| m.max(diff.max_diff));
         if let Some(moved) = diff.moved {
@@ -137,7 +170,10 @@ pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut F
                 invariant: "pad_content".into(),
                 seed: 0,
                 shrink_steps: 0,
-                summary: format!("pad_content: {case}: {change} moves `{}`{:?}: {} -> {}", moved.output, moved.index, moved.expected, moved.actual),
+                summary: format!(
+                    "pad_content: {case}: {change} moves `{}`{:?}: {} -> {}",
+                    moved.output, moved.index, moved.expected, moved.actual
+                ),
                 case: MinimalCase {
                     function: exec.fuzz.function_for(shape),
                     clips: b,

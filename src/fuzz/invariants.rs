@@ -40,7 +40,11 @@ pub fn plan(exec: &Exec<'_>) -> Vec<Invariant> {
     let f = exec.fuzz;
     let singles: Vec<FuzzShape> = f.shapes.iter().copied().filter(|s| s.clips == 1).collect();
     let multi: Vec<FuzzShape> = f.shapes.iter().copied().filter(|s| s.clips >= 2).collect();
-    let company: Vec<FuzzShape> = multi.iter().copied().filter(|m| f.shape(1, m.bucket).is_some()).collect();
+    let company: Vec<FuzzShape> = multi
+        .iter()
+        .copied()
+        .filter(|m| f.shape(1, m.bucket).is_some())
+        .collect();
     let smallest = singles.iter().map(|s| s.bucket).min().unwrap_or(0);
     let skip_if = |empty: bool, why: &str| empty.then(|| why.to_string());
     vec![
@@ -98,45 +102,88 @@ fn minimal(exec: &Exec<'_>, batch: &Batch, change: String) -> MinimalCase {
     }
 }
 
-fn all_clips(exec: &Exec<'_>, tol: FuzzTolerance, batch: &Batch, r: &[parity_tensor::Tensor], c: &[parity_tensor::Tensor]) -> Diff {
+fn all_clips(
+    exec: &Exec<'_>,
+    tol: FuzzTolerance,
+    batch: &Batch,
+    r: &[parity_tensor::Tensor],
+    c: &[parity_tensor::Tensor],
+) -> Diff {
     (0..batch.shape.clips).fold(Diff::default(), |d, k| {
-        d.and(compare_clip(exec.fuzz, tol, r, k, batch.clips[k].valid, c, k))
+        d.and(compare_clip(
+            exec.fuzz,
+            tol,
+            r,
+            k,
+            batch.clips[k].valid,
+            c,
+            k,
+        ))
     })
 }
 
 /// Runs invariant `name` on `draw`.
-pub fn check(exec: &Exec<'_>, name: &str, tol: FuzzTolerance, draw: &Draw) -> Result<Outcome, FuzzError> {
+pub fn check(
+    exec: &Exec<'_>,
+    name: &str,
+    tol: FuzzTolerance,
+    draw: &Draw,
+) -> Result<Outcome, FuzzError> {
     let f = exec.fuzz;
     let base = draw.batch();
     match name {
         "pad_content" => {
             let Some(w) = draw.pad_write() else {
-                return Err(FuzzError::Input("pad_content: a drawn clip has no padded frame".into()));
+                return Err(FuzzError::Input(
+                    "pad_content: a drawn clip has no padded frame".into(),
+                ));
             };
             let mut written = base.clone();
             written.writes.push(w);
             let (r, c) = (exec.run(&base)?, exec.run(&written)?);
             let change = format!("padded {}", written.describe_writes());
-            Ok(Outcome { diff: all_clips(exec, tol, &base, &r, &c), case: minimal(exec, &base, change) })
+            Ok(Outcome {
+                diff: all_clips(exec, tol, &base, &r, &c),
+                case: minimal(exec, &base, change),
+            })
         }
         "bucket" => {
             let clip = draw.clips[0].clone();
             let mut diff = Diff::default();
-            let mut largest = f.shapes.iter().copied().filter(|s| s.clips == 1).collect::<Vec<_>>();
+            let mut largest = f
+                .shapes
+                .iter()
+                .copied()
+                .filter(|s| s.clips == 1)
+                .collect::<Vec<_>>();
             largest.sort_by_key(|s| s.bucket);
             let Some(&big) = largest.last() else {
                 return Err(FuzzError::Input("bucket: no single-clip shape".into()));
             };
-            let one = |shape| Batch { shape, clips: vec![clip.clone()], writes: Vec::new() };
+            let one = |shape| Batch {
+                shape,
+                clips: vec![clip.clone()],
+                writes: Vec::new(),
+            };
             let r = exec.run(&one(big))?;
             let mut compared = Vec::new();
-            for &s in largest.iter().filter(|s| s.bucket != big.bucket && s.bucket >= clip.valid) {
+            for &s in largest
+                .iter()
+                .filter(|s| s.bucket != big.bucket && s.bucket >= clip.valid)
+            {
                 let c = exec.run(&one(s))?;
                 diff = diff.and(compare_clip(f, tol, &r, 0, clip.valid, &c, 0));
                 compared.push(format!("b{}", s.bucket));
             }
-            let change = format!("the same clip in bucket(s) {} instead of b{}", compared.join(", "), big.bucket);
-            Ok(Outcome { diff, case: minimal(exec, &one(big), change) })
+            let change = format!(
+                "the same clip in bucket(s) {} instead of b{}",
+                compared.join(", "),
+                big.bucket
+            );
+            Ok(Outcome {
+                diff,
+                case: minimal(exec, &one(big), change),
+            })
         }
         "batch_order" => {
             let mut rev = base.clone();
@@ -144,19 +191,44 @@ pub fn check(exec: &Exec<'_>, name: &str, tol: FuzzTolerance, draw: &Draw) -> Re
             let (r, c) = (exec.run(&base)?, exec.run(&rev)?);
             let n = base.shape.clips;
             let diff = (0..n).fold(Diff::default(), |d, k| {
-                d.and(compare_clip(f, tol, &r, k, base.clips[k].valid, &c, n - 1 - k))
+                d.and(compare_clip(
+                    f,
+                    tol,
+                    &r,
+                    k,
+                    base.clips[k].valid,
+                    &c,
+                    n - 1 - k,
+                ))
             });
-            Ok(Outcome { diff, case: minimal(exec, &base, "the clips in reverse order".into()) })
+            Ok(Outcome {
+                diff,
+                case: minimal(exec, &base, "the clips in reverse order".into()),
+            })
         }
         "batch_company" => {
             let Some(single) = f.shape(1, base.shape.bucket) else {
-                return Err(FuzzError::Input("batch_company: no c1 shape of this bucket".into()));
+                return Err(FuzzError::Input(
+                    "batch_company: no c1 shape of this bucket".into(),
+                ));
             };
-            let alone = Batch { shape: single, clips: vec![base.clips[0].clone()], writes: Vec::new() };
+            let alone = Batch {
+                shape: single,
+                clips: vec![base.clips[0].clone()],
+                writes: Vec::new(),
+            };
             let (r, c) = (exec.run(&alone)?, exec.run(&base)?);
             let diff = compare_clip(f, tol, &r, 0, base.clips[0].valid, &c, 0);
-            let change = format!("clip 0 alone in `{}` vs first of {} in `{}`", f.function_for(single), base.shape.clips, f.function_for(base.shape));
-            Ok(Outcome { diff, case: minimal(exec, &alone, change) })
+            let change = format!(
+                "clip 0 alone in `{}` vs first of {} in `{}`",
+                f.function_for(single),
+                base.shape.clips,
+                f.function_for(base.shape)
+            );
+            Ok(Outcome {
+                diff,
+                case: minimal(exec, &alone, change),
+            })
         }
         "history" => {
             let r = exec.run(&base)?;
@@ -166,7 +238,11 @@ pub fn check(exec: &Exec<'_>, name: &str, tol: FuzzTolerance, draw: &Draw) -> Re
             let c = exec.run(&base)?;
             Ok(Outcome {
                 diff: all_clips(exec, tol, &base, &r, &c),
-                case: minimal(exec, &base, "run again after three unrelated cases (NaN in their padded frames)".into()),
+                case: minimal(
+                    exec,
+                    &base,
+                    "run again after three unrelated cases (NaN in their padded frames)".into(),
+                ),
             })
         }
         "lengths" => {
@@ -177,11 +253,25 @@ pub fn check(exec: &Exec<'_>, name: &str, tol: FuzzTolerance, draw: &Draw) -> Re
                     let d = (got - want as f64).abs();
                     Diff {
                         max_diff: d,
-                        moved: Some(parity_record::MovedElement { output, index: vec![clip], expected: want as f64, actual: got, max_diff: d, differing: 1 }),
+                        moved: Some(parity_record::MovedElement {
+                            output,
+                            index: vec![clip],
+                            expected: want as f64,
+                            actual: got,
+                            max_diff: d,
+                            differing: 1,
+                        }),
                     }
                 }
             };
-            Ok(Outcome { diff, case: minimal(exec, &base, "the lengths output vs ceil(valid frames / n)".into()) })
+            Ok(Outcome {
+                diff,
+                case: minimal(
+                    exec,
+                    &base,
+                    "the lengths output vs ceil(valid frames / n)".into(),
+                ),
+            })
         }
         other => Err(FuzzError::Input(format!("unknown invariant `{other}`"))),
     }
@@ -192,15 +282,28 @@ fn unrelated(draw: &Draw, k: usize) -> Batch {
     let clips: Vec<Clip> = draw
         .clips
         .iter()
-        .map(|c| Clip { valid: c.valid.saturating_sub(k + 1).max(1), source: c.source, offset: 0 })
+        .map(|c| Clip {
+            valid: c.valid.saturating_sub(k + 1).max(1),
+            source: c.source,
+            offset: 0,
+        })
         .collect();
     let writes = clips
         .iter()
         .enumerate()
         .filter(|(_, c)| c.valid < draw.shape.bucket)
-        .map(|(i, c)| Write { clip: i, start: c.valid, end: draw.shape.bucket, fill: Fill::Value(f32::NAN) })
+        .map(|(i, c)| Write {
+            clip: i,
+            start: c.valid,
+            end: draw.shape.bucket,
+            fill: Fill::Value(f32::NAN),
+        })
         .collect();
-    Batch { shape: draw.shape, clips, writes }
+    Batch {
+        shape: draw.shape,
+        clips,
+        writes,
+    }
 }
 
 /// The negative control of invariant `name` on `draw`: a comparison the
@@ -217,7 +320,12 @@ pub fn control(exec: &Exec<'_>, name: &str, draw: &Draw) -> Result<(String, Diff
             // A wrong mask: the frames written are the clip's last valid ones.
             let n = draw.count.min(valid).max(1);
             let mut wrong = base.clone();
-            wrong.writes.push(Write { clip: t, start: valid - n, end: valid, fill: Fill::Garbage(1) });
+            wrong.writes.push(Write {
+                clip: t,
+                start: valid - n,
+                end: valid,
+                fill: Fill::Garbage(1),
+            });
             let (r, c) = (exec.run(&base)?, exec.run(&wrong)?);
             let what = format!("garbage written into clip {t}'s last {n} valid frame(s) ({}..{valid}), as a mask calling them padded would allow", valid - n);
             Ok((what, all_clips(exec, tol, &base, &r, &c)))
@@ -228,8 +336,14 @@ pub fn control(exec: &Exec<'_>, name: &str, draw: &Draw) -> Result<(String, Diff
             other.clips[0].offset = if base.clips[0].offset > 0 { 0 } else { 1 };
             other.clips[0].valid = base.clips[0].valid;
             let (r, c) = (exec.run(&base)?, exec.run(&other)?);
-            let what = format!("clip 0 compared with the same clip shifted to source offset {}", other.clips[0].offset);
-            Ok((what, compare_clip(f, tol, &r, 0, base.clips[0].valid, &c, 0)))
+            let what = format!(
+                "clip 0 compared with the same clip shifted to source offset {}",
+                other.clips[0].offset
+            );
+            Ok((
+                what,
+                compare_clip(f, tol, &r, 0, base.clips[0].valid, &c, 0),
+            ))
         }
         "batch_order" => {
             // The outputs of the reversed batch compared unpermuted.
@@ -239,8 +353,12 @@ pub fn control(exec: &Exec<'_>, name: &str, draw: &Draw) -> Result<(String, Diff
                 rev.clips[0].offset = if base.clips[0].offset > 0 { 0 } else { 1 };
             }
             let (r, c) = (exec.run(&base)?, exec.run(&rev)?);
-            let what = "the reversed batch's outputs compared without undoing the permutation".to_string();
-            Ok((what, compare_clip(f, tol, &r, 0, base.clips[0].valid, &c, 0)))
+            let what =
+                "the reversed batch's outputs compared without undoing the permutation".to_string();
+            Ok((
+                what,
+                compare_clip(f, tol, &r, 0, base.clips[0].valid, &c, 0),
+            ))
         }
         other => Err(FuzzError::Input(format!("unknown invariant `{other}`"))),
     }

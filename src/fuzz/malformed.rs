@@ -68,20 +68,33 @@ pub fn apply(
             "is negative"
         }
         Breakage::MaskDtype => {
-            let wrong = if spec.mask.dtype == DType::Bool { DType::F32 } else { DType::Bool };
+            let wrong = if spec.mask.dtype == DType::Bool {
+                DType::F32
+            } else {
+                DType::Bool
+            };
             out.mask = Tensor::from_f64_as(wrong, vec![clips, bucket], &mask).ok()?;
             "mask: dtype"
         }
         Breakage::MelShape => {
             let f = spec.mel.features + 1;
-            out.mel = Tensor::from_f32(vec![clips, bucket, f], &vec![0.0; clips * bucket * f]).ok()?;
+            out.mel =
+                Tensor::from_f32(vec![clips, bucket, f], &vec![0.0; clips * bucket * f]).ok()?;
             "features per frame"
         }
         Breakage::TooManyClips => {
             let n = spec.max_clips() + 1;
             let f = spec.mel.features;
             out.mel = Tensor::from_f32(vec![n, bucket, f], &vec![0.0; n * bucket * f]).ok()?;
-            let m: Vec<f64> = (0..n * bucket).map(|i| if i % bucket == 0 { 1.0 - padded } else { padded }).collect();
+            let m: Vec<f64> = (0..n * bucket)
+                .map(|i| {
+                    if i % bucket == 0 {
+                        1.0 - padded
+                    } else {
+                        padded
+                    }
+                })
+                .collect();
             out.mask = Tensor::from_f64_as(spec.mask.dtype, vec![n, bucket], &m).ok()?;
             if let Some(l) = &spec.lengths {
                 out.lengths = Tensor::from_f64_as(l.dtype, vec![n], &vec![1.0; n]).ok();

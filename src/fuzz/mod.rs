@@ -65,7 +65,11 @@ const SHRINK_BUDGET: usize = 256;
 /// errors in the record.
 pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
     let clock = Instant::now();
-    let mut record = FuzzRecord::new(spec.path.display().to_string(), env!("CARGO_PKG_VERSION"), run::now_rfc3339());
+    let mut record = FuzzRecord::new(
+        spec.path.display().to_string(),
+        env!("CARGO_PKG_VERSION"),
+        run::now_rfc3339(),
+    );
     let Some(fuzz) = &spec.fuzz else {
         record.errors.push(ErrorRecord::input(format!(
             "{}: the spec has no `fuzz:` section (docs/stages-schema.md, \"fuzz\")",
@@ -75,7 +79,11 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
     };
     record.seed = options.seed.unwrap_or(fuzz.seed);
     record.cases = options.cases.unwrap_or(fuzz.cases);
-    for name in options.only.iter().chain(options.replay.iter().map(|r| &r.0)) {
+    for name in options
+        .only
+        .iter()
+        .chain(options.replay.iter().map(|r| &r.0))
+    {
         if !parity_spec::FUZZ_INVARIANTS.contains(&name.as_str()) && name != "malformed" {
             record.errors.push(ErrorRecord::input(format!(
                 "no invariant named `{name}` (known: malformed, {})",
@@ -83,7 +91,10 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
             )));
         }
     }
-    let regressions = options.regressions.clone().or_else(|| fuzz.regressions.clone());
+    let regressions = options
+        .regressions
+        .clone()
+        .or_else(|| fuzz.regressions.clone());
     let persisted = match &regressions {
         Some(p) => regress::read(p).unwrap_or_else(|m| {
             record.errors.push(ErrorRecord::input(m));
@@ -125,7 +136,12 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
         return finish(record, clock);
     }
     let modules = ModuleSet::load(&spec.subject.driver, &compiled);
-    record.errors.extend(modules.load_errors().into_iter().map(ErrorRecord::execution));
+    record.errors.extend(
+        modules
+            .load_errors()
+            .into_iter()
+            .map(ErrorRecord::execution),
+    );
     if !record.errors.is_empty() {
         return finish(record, clock);
     }
@@ -148,7 +164,9 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
         }
     };
     if wanted("malformed") && options.replay.is_empty() {
-        record.invariants.push(input::guard_check(&exec, record.seed, record.cases));
+        record
+            .invariants
+            .push(input::guard_check(&exec, record.seed, record.cases));
     }
     let mut lengths = invariants::plan(&exec);
     lengths.push(invariants::Invariant {
@@ -157,24 +175,39 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
         shapes: fuzz.shapes.clone(),
         max_valid: usize::MAX,
         need_pad: false,
-        skip: (!fuzz.outputs.iter().any(|o| o.lengths_rule.is_some())).then(|| "no output has a `lengths_rule`".to_string()),
+        skip: (!fuzz.outputs.iter().any(|o| o.lengths_rule.is_some()))
+            .then(|| "no output has a `lengths_rule`".to_string()),
     });
     for inv in lengths.iter().filter(|i| wanted(i.name)) {
         let seeds: Vec<(u64, bool)> = if options.replay.is_empty() {
-            let replayed = persisted.iter().filter(|e| e.invariant == inv.name).map(|e| (e.seed, true));
-            let generated = (0..record.cases).map(|i| (seed::case_seed(record.seed, inv.name, i), false));
+            let replayed = persisted
+                .iter()
+                .filter(|e| e.invariant == inv.name)
+                .map(|e| (e.seed, true));
+            let generated =
+                (0..record.cases).map(|i| (seed::case_seed(record.seed, inv.name, i), false));
             replayed.chain(generated).collect()
         } else {
-            options.replay.iter().filter(|r| r.0 == inv.name).map(|r| (r.1, true)).collect()
+            options
+                .replay
+                .iter()
+                .filter(|r| r.0 == inv.name)
+                .map(|r| (r.1, true))
+                .collect()
         };
         let (rec, violation) = run_invariant(&exec, inv, &seeds, &mut record.replayed);
         record.invariants.push(rec);
         if let Some(v) = violation {
             if options.persist {
                 if let Some(path) = &regressions {
-                    let entry = regress::Entry { invariant: v.invariant.clone(), seed: v.seed };
+                    let entry = regress::Entry {
+                        invariant: v.invariant.clone(),
+                        seed: v.seed,
+                    };
                     if let Err(m) = regress::append(path, &entry) {
-                        record.warnings.push(format!("failing seed not persisted: {m}"));
+                        record
+                            .warnings
+                            .push(format!("failing seed not persisted: {m}"));
                     }
                 }
             }
@@ -184,11 +217,13 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
     for inv in &record.invariants {
         if inv.status == Status::Error {
             if let Some(n) = &inv.note {
-                record.errors.push(if n.contains("malformed input refused") || n.starts_with("input:") {
-                    ErrorRecord::input(format!("invariant `{}`: {n}", inv.name))
-                } else {
-                    ErrorRecord::execution(format!("invariant `{}`: {n}", inv.name))
-                });
+                record.errors.push(
+                    if n.contains("malformed input refused") || n.starts_with("input:") {
+                        ErrorRecord::input(format!("invariant `{}`: {n}", inv.name))
+                    } else {
+                        ErrorRecord::execution(format!("invariant `{}`: {n}", inv.name))
+                    },
+                );
             }
         }
     }
@@ -211,7 +246,11 @@ fn run_invariant(
     seeds: &[(u64, bool)],
     replayed: &mut Vec<ReplayRecord>,
 ) -> (InvariantRecord, Option<Violation>) {
-    let tol = if inv.name == "lengths" { FuzzTolerance::Exact } else { exec.fuzz.tolerance_of(inv.name) };
+    let tol = if inv.name == "lengths" {
+        FuzzTolerance::Exact
+    } else {
+        exec.fuzz.tolerance_of(inv.name)
+    };
     let mut rec = InvariantRecord {
         name: inv.name.to_string(),
         status: Status::Pass,
@@ -228,7 +267,13 @@ fn run_invariant(
         rec.note = Some(why.clone());
         return (rec, None);
     }
-    let strategy = strategy::draw(exec.fuzz, &exec.sources, inv.shapes.clone(), inv.max_valid, inv.need_pad);
+    let strategy = strategy::draw(
+        exec.fuzz,
+        &exec.sources,
+        inv.shapes.clone(),
+        inv.max_valid,
+        inv.need_pad,
+    );
     let err = |rec: &mut InvariantRecord, e: FuzzError| {
         rec.status = Status::Error;
         rec.note = Some(match e {
@@ -248,7 +293,11 @@ fn run_invariant(
         if rec.control.is_none() && inv.name != "lengths" {
             match invariants::control(exec, inv.name, &draw) {
                 Ok((description, d)) => {
-                    rec.control = Some(ControlRecord { description, fired: !d.holds(), max_diff: d.max_diff })
+                    rec.control = Some(ControlRecord {
+                        description,
+                        fired: !d.holds(),
+                        max_diff: d.max_diff,
+                    })
                 }
                 Err(e) => {
                     err(&mut rec, e);
@@ -265,7 +314,11 @@ fn run_invariant(
         };
         rec.cases_run += 1;
         if is_replay {
-            replayed.push(ReplayRecord { invariant: inv.name.to_string(), seed: case_seed, still_fails: !outcome.diff.holds() });
+            replayed.push(ReplayRecord {
+                invariant: inv.name.to_string(),
+                seed: case_seed,
+                still_fails: !outcome.diff.holds(),
+            });
         }
         if outcome.diff.holds() {
             rec.max_diff = Some(rec.max_diff.unwrap_or(0.0).max(outcome.diff.max_diff));
@@ -274,9 +327,15 @@ fn run_invariant(
         rec.cases_failed += 1;
         rec.status = Status::Fail;
         let (_, last, steps) = seed::shrink(&mut tree, outcome, SHRINK_BUDGET, &mut |d| {
-            invariants::check(exec, inv.name, tol, d).ok().filter(|o| !o.diff.holds())
+            invariants::check(exec, inv.name, tol, d)
+                .ok()
+                .filter(|o| !o.diff.holds())
         });
-        let moved = last.diff.moved.clone().unwrap_or_else(|| unreachable_moved(inv.name));
+        let moved = last
+            .diff
+            .moved
+            .clone()
+            .unwrap_or_else(|| unreachable_moved(inv.name));
         let summary = format!(
             "{}: {} in `{}` (valid frames {:?}; {}) moves `{}`{:?}: {} -> {} (max diff {}, {} element(s) of its valid region)",
             inv.name,
@@ -291,8 +350,17 @@ fn run_invariant(
             moved.max_diff,
             moved.differing
         );
-        rec.note = Some(format!("stopped at the first violation (case seed {case_seed}); shrunk in {steps} step(s)"));
-        let violation = Violation { invariant: inv.name.to_string(), seed: case_seed, shrink_steps: steps, case: last.case, moved, summary };
+        rec.note = Some(format!(
+            "stopped at the first violation (case seed {case_seed}); shrunk in {steps} step(s)"
+        ));
+        let violation = Violation {
+            invariant: inv.name.to_string(),
+            seed: case_seed,
+            shrink_steps: steps,
+            case: last.case,
+            moved,
+            summary,
+        };
         return (rec, Some(violation));
     }
     (rec, None)

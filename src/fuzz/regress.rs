@@ -36,12 +36,24 @@ pub fn parse(text: &str) -> Result<Vec<Entry>, (usize, String)> {
             return Err((i + 1, format!("`{line}` is not `INVARIANT SEED`")));
         };
         if !parity_spec::FUZZ_INVARIANTS.contains(&inv) {
-            return Err((i + 1, format!("unknown invariant `{inv}` (known: {})", parity_spec::FUZZ_INVARIANTS.join(", "))));
+            return Err((
+                i + 1,
+                format!(
+                    "unknown invariant `{inv}` (known: {})",
+                    parity_spec::FUZZ_INVARIANTS.join(", ")
+                ),
+            ));
         }
-        let seed = seed
-            .parse::<u64>()
-            .map_err(|_| (i + 1, format!("seed `{seed}` is not an unsigned 64-bit integer")))?;
-        out.push(Entry { invariant: inv.to_string(), seed });
+        let seed = seed.parse::<u64>().map_err(|_| {
+            (
+                i + 1,
+                format!("seed `{seed}` is not an unsigned 64-bit integer"),
+            )
+        })?;
+        out.push(Entry {
+            invariant: inv.to_string(),
+            seed,
+        });
     }
     Ok(out)
 }
@@ -60,7 +72,8 @@ pub fn append(path: &Path, entry: &Entry) -> Result<(), String> {
         text.push('\n');
     }
     text.push_str(&format!("{} {}\n", entry.invariant, entry.seed));
-    crate::report::write_atomic(path, text.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    crate::report::write_atomic(path, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -71,7 +84,13 @@ mod tests {
     fn parses_and_refuses_with_line_numbers() {
         let ok = parse("# c\npad_content 12 # x\n\nbucket 3\n").unwrap();
         assert_eq!(ok.len(), 2);
-        assert_eq!(ok[0], Entry { invariant: "pad_content".into(), seed: 12 });
+        assert_eq!(
+            ok[0],
+            Entry {
+                invariant: "pad_content".into(),
+                seed: 12
+            }
+        );
         assert_eq!(parse("pad_content\n").unwrap_err().0, 1);
         let e = parse("x\nnope 1\n").unwrap_err();
         assert_eq!(e.0, 1);

@@ -15,11 +15,9 @@ pub fn mix(mut x: u64) -> u64 {
 
 /// The seed of case `index` of `invariant` in a run seeded `run_seed`.
 pub fn case_seed(run_seed: u64, invariant: &str, index: usize) -> u64 {
-    let tag = invariant
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-        });
+    let tag = invariant.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
     mix(run_seed ^ mix(tag ^ index as u64))
 }
 

@@ -57,7 +57,8 @@ impl Draw {
 /// non-finite ones, then garbage.
 pub fn fill() -> impl Strategy<Value = Fill> {
     prop_oneof![
-        (any::<bool>(), 1i16..=1000).prop_map(|(neg, v)| Fill::Value(if neg { -v } else { v } as f32)),
+        (any::<bool>(), 1i16..=1000)
+            .prop_map(|(neg, v)| Fill::Value(if neg { -v } else { v } as f32)),
         Just(Fill::Value(f32::NAN)),
         Just(Fill::Value(f32::INFINITY)),
         Just(Fill::Value(f32::NEG_INFINITY)),
@@ -75,7 +76,9 @@ pub fn draw(
     need_pad: bool,
 ) -> BoxedStrategy<Draw> {
     let min_valid = spec.mask.min_valid;
-    let frames: Vec<usize> = (0..sources.clips.len()).map(|i| sources.frames(i)).collect();
+    let frames: Vec<usize> = (0..sources.clips.len())
+        .map(|i| sources.frames(i))
+        .collect();
     let n_src = frames.len().max(1);
     let shape_count = shapes.len();
     (0..shape_count)
@@ -86,14 +89,15 @@ pub fn draw(
                 .min(frames.iter().copied().min().unwrap_or(0))
                 .max(min_valid);
             let frames = frames.clone();
-            let clip = (min_valid..=hi, 0..n_src, 0usize..4096).prop_map(move |(valid, source, raw)| {
-                let room = frames.get(source).map_or(0, |f| f.saturating_sub(valid));
-                Clip {
-                    valid,
-                    source,
-                    offset: raw % (room + 1),
-                }
-            });
+            let clip =
+                (min_valid..=hi, 0..n_src, 0usize..4096).prop_map(move |(valid, source, raw)| {
+                    let room = frames.get(source).map_or(0, |f| f.saturating_sub(valid));
+                    Clip {
+                        valid,
+                        source,
+                        offset: raw % (room + 1),
+                    }
+                });
             (
                 Just(shape),
                 proptest::collection::vec(clip, shape.clips),

@@ -11,13 +11,20 @@ use proptest::prelude::*;
 
 fn spec(padded: bool) -> FuzzSpec {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("subject/gemma3n/fuzz.yaml");
-    let mut f = Spec::load(path).expect("fuzz.yaml").fuzz.expect("fuzz section");
+    let mut f = Spec::load(path)
+        .expect("fuzz.yaml")
+        .fuzz
+        .expect("fuzz section");
     f.mask.padded = padded;
     f
 }
 
 fn sources() -> MelSources {
-    let clip = |k: usize| (0..128 * 32).map(|i| ((i * 7 + k) % 13) as f32 - 6.0).collect();
+    let clip = |k: usize| {
+        (0..128 * 32)
+            .map(|i| ((i * 7 + k) % 13) as f32 - 6.0)
+            .collect()
+    };
     MelSources {
         clips: vec![("a".into(), clip(0)), ("b".into(), clip(1))],
         features: 32,
@@ -60,16 +67,21 @@ proptest! {
 #[test]
 fn lengths_contract_breakages_are_refused() {
     let mut f = spec(true);
-    f.lengths = Some(parity_spec::LengthsContract { dtype: parity_tensor::DType::I32 });
+    f.lengths = Some(parity_spec::LengthsContract {
+        dtype: parity_tensor::DType::I32,
+    });
     let src = sources();
     let s = malformed(&f, &src);
     let mut seen = std::collections::HashSet::new();
     for seed in 0..400u64 {
-        let (d, b, raw) = proptest::strategy::ValueTree::current(&super::seed::tree(&s, seed).unwrap());
+        let (d, b, raw) =
+            proptest::strategy::ValueTree::current(&super::seed::tree(&s, seed).unwrap());
         let good = d.batch().inputs(&f, &src).unwrap();
         assert!(validate(&f, &good.mel, &good.mask, good.lengths.as_ref()).is_ok());
         if let Some((bad, fragment)) = breaking::apply(&f, &good, &d, b, raw) {
-            let err = validate(&f, &bad.mel, &bad.mask, bad.lengths.as_ref()).unwrap_err().to_string();
+            let err = validate(&f, &bad.mel, &bad.mask, bad.lengths.as_ref())
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(fragment), "{b:?}: {err}");
             seen.insert(format!("{b:?}"));
         }

@@ -79,19 +79,52 @@ pub fn validate(
     lengths: Option<&Tensor>,
 ) -> Result<(FuzzShape, Vec<usize>), Malformed> {
     if mel.dtype() != spec.mel.dtype {
-        return Err(layout("mel", format!("dtype {} (the contract says {})", mel.dtype(), spec.mel.dtype)));
+        return Err(layout(
+            "mel",
+            format!(
+                "dtype {} (the contract says {})",
+                mel.dtype(),
+                spec.mel.dtype
+            ),
+        ));
     }
     let &[clips, bucket, features] = mel.shape() else {
-        return Err(layout("mel", format!("shape {:?} is not [clips, frames, {}]", mel.shape(), spec.mel.features)));
+        return Err(layout(
+            "mel",
+            format!(
+                "shape {:?} is not [clips, frames, {}]",
+                mel.shape(),
+                spec.mel.features
+            ),
+        ));
     };
     if features != spec.mel.features {
-        return Err(layout("mel", format!("{features} features per frame (the contract says {})", spec.mel.features)));
+        return Err(layout(
+            "mel",
+            format!(
+                "{features} features per frame (the contract says {})",
+                spec.mel.features
+            ),
+        ));
     }
     if mask.dtype() != spec.mask.dtype {
-        return Err(layout("mask", format!("dtype {} (the contract says {})", mask.dtype(), spec.mask.dtype)));
+        return Err(layout(
+            "mask",
+            format!(
+                "dtype {} (the contract says {})",
+                mask.dtype(),
+                spec.mask.dtype
+            ),
+        ));
     }
     if mask.shape() != [clips, bucket] {
-        return Err(layout("mask", format!("shape {:?} does not match mel's [clips, frames] = [{clips}, {bucket}]", mask.shape())));
+        return Err(layout(
+            "mask",
+            format!(
+                "shape {:?} does not match mel's [clips, frames] = [{clips}, {bucket}]",
+                mask.shape()
+            ),
+        ));
     }
     let shape = shape_for(spec, clips, bucket)?;
     let padded_value = if spec.mask.padded { 1.0 } else { 0.0 };
@@ -101,13 +134,27 @@ pub fn validate(
             .map(|t| mask.get_f64(c * bucket + t) == padded_value)
             .collect();
         if mask.dtype() != DType::Bool {
-            if let Some(t) = (0..bucket).find(|&t| !matches!(mask.get_f64(c * bucket + t), v if v == 0.0 || v == 1.0)) {
-                return Err(Malformed::Clip { clip: c, message: format!("mask frame {t} is {}, not 0 or 1", mask.get_f64(c * bucket + t)) });
+            if let Some(t) = (0..bucket)
+                .find(|&t| !matches!(mask.get_f64(c * bucket + t), v if v == 0.0 || v == 1.0))
+            {
+                return Err(Malformed::Clip {
+                    clip: c,
+                    message: format!(
+                        "mask frame {t} is {}, not 0 or 1",
+                        mask.get_f64(c * bucket + t)
+                    ),
+                });
             }
         }
         let n_valid = padded.iter().filter(|p| !**p).count();
         if n_valid == 0 {
-            return Err(Malformed::Clip { clip: c, message: format!("every frame is padded (the mask is all {})", spec.mask.padded) });
+            return Err(Malformed::Clip {
+                clip: c,
+                message: format!(
+                    "every frame is padded (the mask is all {})",
+                    spec.mask.padded
+                ),
+            });
         }
         if spec.mask.layout == MaskLayout::Prefix {
             if let Some(hole) = (1..bucket).find(|&t| padded[t - 1] && !padded[t]) {
@@ -118,31 +165,59 @@ pub fn validate(
             }
         }
         if n_valid < spec.mask.min_valid {
-            return Err(Malformed::Clip { clip: c, message: format!("{n_valid} valid frame(s), fewer than the contract's min_valid {}", spec.mask.min_valid) });
+            return Err(Malformed::Clip {
+                clip: c,
+                message: format!(
+                    "{n_valid} valid frame(s), fewer than the contract's min_valid {}",
+                    spec.mask.min_valid
+                ),
+            });
         }
         valid.push(n_valid);
     }
     if let (Some(contract), Some(lengths)) = (&spec.lengths, lengths) {
         if lengths.dtype() != contract.dtype {
-            return Err(layout("lengths", format!("dtype {} (the contract says {})", lengths.dtype(), contract.dtype)));
+            return Err(layout(
+                "lengths",
+                format!(
+                    "dtype {} (the contract says {})",
+                    lengths.dtype(),
+                    contract.dtype
+                ),
+            ));
         }
         if lengths.shape() != [clips] {
-            return Err(layout("lengths", format!("shape {:?} is not [clips] = [{clips}]", lengths.shape())));
+            return Err(layout(
+                "lengths",
+                format!("shape {:?} is not [clips] = [{clips}]", lengths.shape()),
+            ));
         }
         for (c, &n) in valid.iter().enumerate() {
             let l = lengths.get_f64(c);
             if l < 0.0 {
-                return Err(Malformed::Clip { clip: c, message: format!("length {l} is negative") });
+                return Err(Malformed::Clip {
+                    clip: c,
+                    message: format!("length {l} is negative"),
+                });
             }
             if l > bucket as f64 {
-                return Err(Malformed::Clip { clip: c, message: format!("length {l} exceeds the bucket ({bucket} frames)") });
+                return Err(Malformed::Clip {
+                    clip: c,
+                    message: format!("length {l} exceeds the bucket ({bucket} frames)"),
+                });
             }
             if l != n as f64 {
-                return Err(Malformed::Clip { clip: c, message: format!("length {l} disagrees with the mask ({n} valid frames)") });
+                return Err(Malformed::Clip {
+                    clip: c,
+                    message: format!("length {l} disagrees with the mask ({n} valid frames)"),
+                });
             }
         }
     } else if spec.lengths.is_some() {
-        return Err(layout("lengths", "missing (the contract has a lengths input)".into()));
+        return Err(layout(
+            "lengths",
+            "missing (the contract has a lengths input)".into(),
+        ));
     }
     Ok((shape, valid))
 }

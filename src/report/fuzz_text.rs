@@ -12,14 +12,17 @@ use std::time::Duration;
 fn control_text(i: &InvariantRecord) -> String {
     match &i.control {
         Some(c) if c.fired => format!("control fired (diff {:.3e}: {})", c.max_diff, c.description),
-        Some(c) => format!("CONTROL DID NOT FIRE ({}): the check cannot fail", c.description),
+        Some(c) => format!(
+            "CONTROL DID NOT FIRE ({}): the check cannot fail",
+            c.description
+        ),
         None => "no control".into(),
     }
 }
 
 fn diff_text(i: &InvariantRecord) -> String {
     match i.max_diff {
-        Some(d) if d == 0.0 => "bit for bit".into(),
+        Some(0.0) => "bit for bit".into(),
         Some(d) => format!("max diff {d:.3e}"),
         None => "-".into(),
     }
@@ -37,14 +40,23 @@ pub fn text(r: &FuzzRecord) -> String {
         r.cases,
         r.elapsed_s
     );
-    let _ = writeln!(s, "replay: parity fuzz {} --seed {}", sanitize::terminal(&r.spec), r.seed);
+    let _ = writeln!(
+        s,
+        "replay: parity fuzz {} --seed {}",
+        sanitize::terminal(&r.spec),
+        r.seed
+    );
     for p in &r.replayed {
         let _ = writeln!(
             s,
             "  replayed {} {}: {}",
             p.invariant,
             p.seed,
-            if p.still_fails { "still fails" } else { "passes now" }
+            if p.still_fails {
+                "still fails"
+            } else {
+                "passes now"
+            }
         );
     }
     for i in &r.invariants {
@@ -84,7 +96,12 @@ pub fn text(r: &FuzzRecord) -> String {
         );
     }
     for e in &r.errors {
-        let _ = writeln!(s, "error ({}): {}", e.kind.name(), sanitize::terminal(&e.message));
+        let _ = writeln!(
+            s,
+            "error ({}): {}",
+            e.kind.name(),
+            sanitize::terminal(&e.message)
+        );
     }
     for w in &r.warnings {
         let _ = writeln!(s, "warning: {}", sanitize::terminal(w));
@@ -139,7 +156,11 @@ pub fn junit(r: &FuzzRecord) -> Report {
                 st
             }
             Status::Fail | Status::Error => {
-                let kind = if i.status == Status::Fail { NonSuccessKind::Failure } else { NonSuccessKind::Error };
+                let kind = if i.status == Status::Fail {
+                    NonSuccessKind::Failure
+                } else {
+                    NonSuccessKind::Error
+                };
                 let mut st = TestCaseStatus::non_success(kind);
                 let message = r
                     .violations

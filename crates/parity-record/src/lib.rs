@@ -42,11 +42,11 @@ pub use common::{ErrorKind, ErrorRecord, Location, Mode, Status};
 pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};
 pub use criterion::{Check, CriterionRecord};
 pub use error_map::ErrorMap;
+pub use exit::ExitCode;
 pub use fuzz::{
     ControlRecord, FuzzRecord, InvariantRecord, MinimalCase, MovedElement, ReplayRecord, Violation,
     FUZZ_SCHEMA,
 };
-pub use exit::ExitCode;
 pub use plan::{PlanExtent, PlanStage, RunPlan};
 pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,

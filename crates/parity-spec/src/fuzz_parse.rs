@@ -82,7 +82,10 @@ pub(crate) fn parse_fuzz(
         if count(&k) != 1 {
             return Err(cx.invalid(
                 args_node,
-                format!("`args` needs exactly one `{{input: {name}}}` (has {})", count(&k)),
+                format!(
+                    "`args` needs exactly one `{{input: {name}}}` (has {})",
+                    count(&k)
+                ),
             ));
         }
     }
@@ -215,7 +218,10 @@ fn parse_mask(cx: &Cx<'_>, node: &Node) -> Result<MaskContract, SpecError> {
         None => DType::Bool,
     };
     if dt.is_float() {
-        return Err(cx.invalid(node, format!("`mask.dtype` must be bool or an integer dtype, not {dt}")));
+        return Err(cx.invalid(
+            node,
+            format!("`mask.dtype` must be bool or an integer dtype, not {dt}"),
+        ));
     }
     let layout_node = m.req(cx, "layout")?;
     let layout = match cx.name(layout_node, "layout")?.as_str() {
@@ -271,7 +277,10 @@ fn parse_outputs(cx: &Cx<'_>, node: &Node) -> Result<Vec<FuzzOutput>, SpecError>
             }
         };
         if !batched && valid != ValidRegion::All {
-            return Err(cx.invalid(o, format!("output `{name}`: an unbatched output is compared whole (`valid: all`)")));
+            return Err(cx.invalid(
+                o,
+                format!("output `{name}`: an unbatched output is compared whole (`valid: all`)"),
+            ));
         }
         let lengths_rule = match om.opt("lengths_rule") {
             Some(r) => {
@@ -295,7 +304,10 @@ fn parse_outputs(cx: &Cx<'_>, node: &Node) -> Result<Vec<FuzzOutput>, SpecError>
             if !outputs.iter().any(|p| &p.name == l && p.batched) {
                 return Err(cx.invalid(
                     node,
-                    format!("output `{}`: `valid.lengths` names `{l}`, which is not a batched output", o.name),
+                    format!(
+                        "output `{}`: `valid.lengths` names `{l}`, which is not a batched output",
+                        o.name
+                    ),
                 ));
             }
         }

@@ -21,12 +21,18 @@ fn the_bundled_fuzz_spec_states_the_audio_contract() {
     assert_eq!(f.mask.layout, MaskLayout::Prefix);
     assert!(f.mask.padded);
     assert_eq!(f.mask.min_valid, 1);
-    assert_eq!(f.outputs[0].valid, ValidRegion::Lengths("projected_lengths".into()));
+    assert_eq!(
+        f.outputs[0].valid,
+        ValidRegion::Lengths("projected_lengths".into())
+    );
     assert!(!f.outputs[1].batched);
     assert_eq!(f.outputs[2].lengths_rule, Some(16));
     assert_eq!(f.tolerance_of("pad_content"), FuzzTolerance::Exact);
     assert_eq!(f.function_for(f.shapes[3]), "audio_encode_c2_b128");
-    assert!(f.regressions.unwrap().ends_with("fuzz-regressions/audio_encode.seeds"));
+    assert!(f
+        .regressions
+        .unwrap()
+        .ends_with("fuzz-regressions/audio_encode.seeds"));
 }
 
 fn with_fuzz(body: &str) -> String {
@@ -62,7 +68,9 @@ fn bad_contracts_fail_at_their_position() {
         ),
     ];
     for (body, at, what) in cases {
-        let e = Spec::parse_str(&with_fuzz(body), "s.yaml").unwrap_err().to_string();
+        let e = Spec::parse_str(&with_fuzz(body), "s.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with(at) && e.contains(what), "{e}");
     }
 }
