@@ -36,7 +36,7 @@ fn the_bundled_fuzz_spec_states_the_audio_contract() {
 }
 
 fn with_fuzz(body: &str) -> String {
-    let module = repo("subject/gemma3n/gemma3n_audio_f32.mlir");
+    let module = repo("subject/gemma3n/gemma3n_audio_f32.mlir.gz");
     format!(
         "version: 1\nsubject:\n  modules:\n    m: {{mlir: \"{}\"}}\noracle: o\nfuzz:\n  module: m\n  function: \"f_c{{clips}}_b{{bucket}}\"\n  shapes: [{{clips: 1, bucket: 8}}]\n  args: [{{input: mel}}, {{input: mask}}]\n  mel: {{features: 4, sources: [\"a/mel\"]}}\n{body}",
         module.display()
