@@ -29,6 +29,8 @@ TEXT_FILES = [
     "subject/gemma3n/faults/softcap_30.mlir.gz",
     "subject/gemma3n/gemma3n_text_f32.mlir.gz",
     "subject/gemma3n/gemma3n_text_bf16.mlir.gz",
+    # The mask fuzzer's zero-padding variant (export_zeropad.py).
+    "subject/gemma3n/gemma3n_audio_f32_zeropad.mlir.gz",
     "subject/gemma3n/faults/full_attention_window_32.mlir.gz",
 ]
 

@@ -5,6 +5,7 @@ mod bench;
 mod bisect;
 mod check;
 mod compare;
+mod fuzz;
 mod oracle;
 mod points;
 mod progress;
@@ -58,6 +59,9 @@ enum Command {
     /// Decode through IREE and compare tokens (greedy) and logits (teacher-forced)
     /// with the oracle; localise the first divergent token to a layer and an op.
     Tokens(tokens::TokensArgs),
+    /// Fuzz a padded-batch entry point's masks: malformed input refused before IREE;
+    /// pad-content, bucket, batch-order, batch-company and history invariance, shrunk.
+    Fuzz(fuzz::FuzzArgs),
     /// Re-render a saved JSON run record (table, JUnit) without running anything.
     Report(report::ReportArgs),
     /// List where a function can be cut: its named scopes, with the value and type of each point.
@@ -88,6 +92,7 @@ pub fn main() -> i32 {
         Command::Report(args) => report::run(args),
         Command::Bisect(args) => bisect::run(args),
         Command::Tokens(args) => tokens::run(args),
+        Command::Fuzz(args) => fuzz::run(args),
         Command::Points(args) => points::run(args),
         Command::Oracle(command) => oracle::run(command),
         Command::Bench(args) => bench::run(args),

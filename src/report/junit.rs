@@ -24,6 +24,7 @@ impl Renderer for Junit {
             AnyRecord::Compare(c) => compare_report(c),
             AnyRecord::Tokens(t) => tokens_report(t),
             AnyRecord::Baseline(b) => baseline_report(b),
+            AnyRecord::Fuzz(f) => super::fuzz_text::junit(f),
         };
         Ok(report.to_string()?.into_bytes())
     }

@@ -36,6 +36,7 @@ impl Renderer for Markdown {
             AnyRecord::Compare(c) => (compare_head(c), Vec::new(), String::new()),
             AnyRecord::Tokens(t) => (tokens_head(t), Vec::new(), String::new()),
             AnyRecord::Baseline(b) => (super::baseline::markdown(b), Vec::new(), String::new()),
+            AnyRecord::Fuzz(f) => (super::fuzz_text::markdown(f), Vec::new(), String::new()),
         };
         Ok(assemble(self.budget, head, &rows, &tail).into_bytes())
     }

@@ -23,6 +23,7 @@ impl Renderer for Terminal {
             AnyRecord::Compare(c) => compare_text::text(c),
             AnyRecord::Tokens(t) => super::tokens_text::text(t),
             AnyRecord::Baseline(b) => baseline::text(b),
+            AnyRecord::Fuzz(f) => super::fuzz_text::text(f),
         };
         Ok(text.into_bytes())
     }

@@ -114,7 +114,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     }
     if spec.stages.is_empty() {
         record.errors.push(ErrorRecord::input(format!(
-            "{}: the spec has no `stages:` (only a `tokens:` section); run it with `parity tokens`",
+            "{}: the spec has no `stages:` (only a `tokens:` or `fuzz:` section); run it with `parity tokens` or `parity fuzz`",
             spec.path.display()
         )));
     }

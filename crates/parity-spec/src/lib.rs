@@ -6,6 +6,8 @@
 mod bind;
 mod bind_parse;
 mod error;
+mod fuzz;
+mod fuzz_parse;
 mod graph;
 mod instantiate;
 mod model;
@@ -22,6 +24,11 @@ mod yaml;
 
 pub use bind::{bind_args, Bind, BindError, BindRule, BindTarget, NamePattern};
 pub use error::{Position, Scope, SpecError, SpecErrorKind};
+pub use fuzz::{
+    FuzzArg, FuzzOutput, FuzzShape, FuzzSpec, LengthsContract, MaskContract, MaskLayout,
+    MelContract, Tolerance as FuzzTolerance, ValidRegion, INVARIANTS as FUZZ_INVARIANTS,
+};
+pub use fuzz_parse::MAX_FUZZ_CASES;
 pub use model::{
     Arg, BaselineSpec, Case, Location, MaskSource, MaskSpec, Module, ModuleSource, OutputSpec,
     SliceSpec, Spec, Stage, StageLocations, Subject, BASELINE_METRICS,
@@ -96,6 +103,7 @@ impl Spec {
             spec.instantiate(case)?;
         }
         tokens_parse::validate(&spec)?;
+        fuzz_parse::validate(&spec)?;
         Ok(spec)
     }
 

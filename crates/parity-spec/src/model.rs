@@ -42,6 +42,8 @@ pub struct Spec {
     pub stages: Vec<Stage>,
     /// The `tokens:` section (`parity tokens`), when the spec has one.
     pub tokens: Option<crate::tokens::TokensSpec>,
+    /// The `fuzz:` section (`parity fuzz`), when the spec has one.
+    pub fuzz: Option<crate::fuzz::FuzzSpec>,
     /// `baseline:`: the ratchet's noise band and metrics for `parity report --baseline`.
     pub baseline: BaselineSpec,
 }

@@ -20,6 +20,7 @@ const TOP_KEYS: &[&str] = &[
     "tolerances",
     "stages",
     "tokens",
+    "fuzz",
     "baseline",
     "checkpoints",
 ];
@@ -102,10 +103,19 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         )?),
         None => None,
     };
-    // A spec with a `tokens:` section may leave out `stages` (a token-only spec).
-    let stage_nodes: &[std::rc::Rc<Node>] = match (top.opt("stages"), &tokens) {
-        (None, Some(_)) => &[],
-        (stages, _) => {
+    let fuzz = match top.opt("fuzz") {
+        Some(f) => Some(crate::fuzz_parse::parse_fuzz(
+            &cx,
+            f,
+            &base,
+            &mut literal_budget,
+        )?),
+        None => None,
+    };
+    // A spec with a `tokens:` or `fuzz:` section may leave out `stages`.
+    let stage_nodes: &[std::rc::Rc<Node>] = match (top.opt("stages"), &tokens, &fuzz) {
+        (None, Some(_), _) | (None, _, Some(_)) => &[],
+        (stages, _, _) => {
             let stages_node = match stages {
                 Some(n) => n,
                 None => top.req(&cx, "stages")?,
@@ -137,6 +147,7 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         tolerances,
         stages,
         tokens,
+        fuzz,
         baseline,
     })
 }

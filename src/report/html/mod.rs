@@ -67,6 +67,7 @@ impl super::Renderer for Html {
                 baselines: std::slice::from_ref(b),
                 ..HtmlInput::default()
             }),
+            AnyRecord::Fuzz(f) => page("parity fuzz", &super::fuzz_text::html_body(f)),
             AnyRecord::Compare(c) => page(
                 "parity compare",
                 &format!(
