@@ -11,6 +11,8 @@ mod parse;
 mod reader;
 mod serving;
 mod serving_parse;
+#[cfg(test)]
+mod serving_tests;
 mod stage;
 mod template;
 mod tokens;
