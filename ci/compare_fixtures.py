@@ -32,6 +32,10 @@ TEXT_FILES = [
     # The mask fuzzer's zero-padding variant (export_zeropad.py).
     "subject/gemma3n/gemma3n_audio_f32_zeropad.mlir.gz",
     "subject/gemma3n/faults/full_attention_window_32.mlir.gz",
+    "subject/gemma3n/serving/gemma3n_serving_f32.mlir.gz",
+    "subject/gemma3n/serving/gemma3n_serving_leak_kv_f32.mlir.gz",
+    "subject/gemma3n/serving/gemma3n_serving_leak_ple_f32.mlir.gz",
+    "subject/gemma3n/serving/serving-functions.json",
 ]
 
 

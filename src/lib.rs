@@ -10,4 +10,5 @@ pub mod cli;
 pub mod fuzz;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod tokens;

@@ -35,6 +35,7 @@ impl Renderer for Markdown {
             AnyRecord::Bisect(b) => (bisect_head(b), Vec::new(), String::new()),
             AnyRecord::Compare(c) => (compare_head(c), Vec::new(), String::new()),
             AnyRecord::Tokens(t) => (tokens_head(t), Vec::new(), String::new()),
+            AnyRecord::Serving(s) => (super::serving_text::markdown(s), Vec::new(), String::new()),
             AnyRecord::Baseline(b) => (super::baseline::markdown(b), Vec::new(), String::new()),
             AnyRecord::Fuzz(f) => (super::fuzz_text::markdown(f), Vec::new(), String::new()),
         };

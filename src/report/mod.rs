@@ -12,6 +12,7 @@ pub mod junit;
 pub mod markdown;
 pub mod node_data;
 pub mod sanitize;
+pub mod serving_text;
 pub mod table;
 pub mod terminal;
 #[cfg(test)]

@@ -22,6 +22,7 @@ impl Renderer for Terminal {
             AnyRecord::Bisect(b) => bisect_text::text(b),
             AnyRecord::Compare(c) => compare_text::text(c),
             AnyRecord::Tokens(t) => super::tokens_text::text(t),
+            AnyRecord::Serving(s) => super::serving_text::text(s),
             AnyRecord::Baseline(b) => baseline::text(b),
             AnyRecord::Fuzz(f) => super::fuzz_text::text(f),
         };

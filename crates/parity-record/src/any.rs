@@ -70,6 +70,8 @@ pub enum AnyRecord {
     Compare(CompareRecord),
     /// `parity.tokens/1`.
     Tokens(Box<TokensRecord>),
+    /// `parity.serving/1`.
+    Serving(Box<crate::serving::ServingRecord>),
     /// `parity.baseline/1`.
     Baseline(BaselineRecord),
     /// `parity.fuzz/1`.
@@ -109,6 +111,9 @@ impl AnyRecord {
             BISECT_SCHEMA => serde_json::from_str(text).map(AnyRecord::Bisect),
             COMPARE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Compare),
             TOKENS_SCHEMA => serde_json::from_str(text).map(|r| AnyRecord::Tokens(Box::new(r))),
+            crate::serving::SERVING_SCHEMA => {
+                serde_json::from_str(text).map(|r| AnyRecord::Serving(Box::new(r)))
+            }
             BASELINE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Baseline),
             FUZZ_SCHEMA => serde_json::from_str(text).map(|r| AnyRecord::Fuzz(Box::new(r))),
             _ => {
@@ -128,6 +133,7 @@ impl AnyRecord {
             AnyRecord::Bisect(r) => &r.schema,
             AnyRecord::Compare(r) => &r.schema,
             AnyRecord::Tokens(r) => &r.schema,
+            AnyRecord::Serving(r) => &r.schema,
             AnyRecord::Baseline(r) => &r.schema,
             AnyRecord::Fuzz(r) => &r.schema,
         }
@@ -140,6 +146,7 @@ impl AnyRecord {
             AnyRecord::Bisect(r) => r.exit_code(),
             AnyRecord::Compare(r) => r.exit_code(),
             AnyRecord::Tokens(r) => r.exit_code(),
+            AnyRecord::Serving(r) => r.exit_code(),
             AnyRecord::Baseline(r) => r.exit_code(),
             AnyRecord::Fuzz(r) => r.exit_code(),
         }
@@ -152,6 +159,7 @@ impl AnyRecord {
             AnyRecord::Bisect(r) => serde_json::to_string_pretty(r),
             AnyRecord::Compare(r) => serde_json::to_string_pretty(r),
             AnyRecord::Tokens(r) => serde_json::to_string_pretty(r),
+            AnyRecord::Serving(r) => serde_json::to_string_pretty(r),
             AnyRecord::Baseline(r) => serde_json::to_string_pretty(r),
             AnyRecord::Fuzz(r) => serde_json::to_string_pretty(r),
         };

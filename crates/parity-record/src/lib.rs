@@ -26,6 +26,7 @@ pub mod plan;
 pub mod run;
 pub mod samples;
 pub mod samples_tokens;
+pub mod serving;
 pub mod shard;
 pub mod tokens;
 
@@ -52,6 +53,7 @@ pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,
     Provenance, RunRecord, StageRecord, TruthRecord, WeightTransformRecord, RUN_RECORD_SCHEMA,
 };
+pub use serving::{ServingRecord, ServingRequestRecord, ServingVerdict, SERVING_SCHEMA};
 pub use shard::{merge, MergeError, Shard, ShardRecord};
 pub use tokens::{
     DivergentToken, LayerVsF64, StepLocalisation, StepMetrics, TeacherForcedSummary,

@@ -46,6 +46,8 @@ pub enum Scope {
     Tokens(String),
     /// The `fuzz:` section.
     Fuzz,
+    /// A request of a serving scenario, by id.
+    Request(String),
 }
 
 impl fmt::Display for Scope {
@@ -59,6 +61,7 @@ impl fmt::Display for Scope {
             Scope::Tokens(part) if part == "tokens" => write!(f, "tokens: "),
             Scope::Tokens(part) => write!(f, "tokens.{part}: "),
             Scope::Fuzz => write!(f, "fuzz: "),
+            Scope::Request(id) => write!(f, "request `{id}`: "),
         }
     }
 }

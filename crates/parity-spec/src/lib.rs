@@ -13,6 +13,10 @@ mod instantiate;
 mod model;
 mod parse;
 mod reader;
+mod serving;
+mod serving_parse;
+#[cfg(test)]
+mod serving_tests;
 mod stage;
 mod template;
 mod tokens;
@@ -36,6 +40,7 @@ pub use model::{
 pub use parity_compare::Criterion;
 pub use parity_tensor::DType;
 pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET_BACKEND};
+pub use serving::{Cancel, Request, RequestInput, Scenario, SERVING_CONTEXT};
 pub use stage::MAX_LITERAL_ELEMENTS;
 pub use tokens::{TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS};
 pub use transform::{CheckpointMap, WeightTransform};

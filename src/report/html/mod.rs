@@ -68,6 +68,7 @@ impl super::Renderer for Html {
                 ..HtmlInput::default()
             }),
             AnyRecord::Fuzz(f) => page("parity fuzz", &super::fuzz_text::html_body(f)),
+            AnyRecord::Serving(s) => page("parity serve", &crate::report::serving_text::html(s)),
             AnyRecord::Compare(c) => page(
                 "parity compare",
                 &format!(
