@@ -9,8 +9,18 @@ mod common;
 use common::{parity, repo};
 use serde_json::Value;
 
+/// Scenarios that use the same serving module run one at a time, so the
+/// module compiles once (the second finds it in the artifact cache) instead
+/// of twice at once on a 2-core runner.
+static MAIN_MODULE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `parity serve SCENARIO --json F` from the repository root; (exit code, stdout, record).
 fn serve(scenario: &str) -> (i32, String, Value) {
+    let _one_at_a_time = (!scenario.starts_with("leak")).then(|| {
+        MAIN_MODULE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    });
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("serving.json");
     let html = out.path().join("serving.html");

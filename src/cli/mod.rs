@@ -5,6 +5,7 @@ mod bench;
 mod bisect;
 mod check;
 mod compare;
+mod fuzz;
 mod oracle;
 mod points;
 mod progress;
@@ -59,6 +60,9 @@ enum Command {
     /// Decode through IREE and compare tokens (greedy) and logits (teacher-forced)
     /// with the oracle; localise the first divergent token to a layer and an op.
     Tokens(tokens::TokensArgs),
+    /// Fuzz a padded-batch entry point's masks: malformed input refused before IREE;
+    /// pad-content, bucket, batch-order, batch-company and history invariance, shrunk.
+    Fuzz(fuzz::FuzzArgs),
     /// Serve a scenario's requests through the production slot functions on IREE
     /// (continuous batching) and check each against the oracle and its solo run.
     Serve(serve::ServeArgs),
@@ -92,6 +96,7 @@ pub fn main() -> i32 {
         Command::Report(args) => report::run(args),
         Command::Bisect(args) => bisect::run(args),
         Command::Tokens(args) => tokens::run(args),
+        Command::Fuzz(args) => fuzz::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Points(args) => points::run(args),
         Command::Oracle(command) => oracle::run(command),

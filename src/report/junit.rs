@@ -25,6 +25,7 @@ impl Renderer for Junit {
             AnyRecord::Tokens(t) => tokens_report(t),
             AnyRecord::Serving(s) => serving_report(s),
             AnyRecord::Baseline(b) => baseline_report(b),
+            AnyRecord::Fuzz(f) => super::fuzz_text::junit(f),
         };
         Ok(report.to_string()?.into_bytes())
     }

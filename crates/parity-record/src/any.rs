@@ -4,18 +4,20 @@ use crate::baseline::{BaselineRecord, BASELINE_SCHEMA};
 use crate::bisect::{BisectRecord, BISECT_SCHEMA};
 use crate::compare::{CompareRecord, COMPARE_SCHEMA};
 use crate::exit::ExitCode;
+use crate::fuzz::{FuzzRecord, FUZZ_SCHEMA};
 use crate::run::{RunRecord, RUN_RECORD_SCHEMA};
 use crate::tokens::{TokensRecord, TOKENS_SCHEMA};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// Every schema this parity reads.
-pub const KNOWN_SCHEMAS: [&str; 5] = [
+pub const KNOWN_SCHEMAS: [&str; 6] = [
     RUN_RECORD_SCHEMA,
     BISECT_SCHEMA,
     COMPARE_SCHEMA,
     TOKENS_SCHEMA,
     BASELINE_SCHEMA,
+    FUZZ_SCHEMA,
 ];
 
 /// Why a record file could not be read; every message names the file.
@@ -72,6 +74,8 @@ pub enum AnyRecord {
     Serving(Box<crate::serving::ServingRecord>),
     /// `parity.baseline/1`.
     Baseline(BaselineRecord),
+    /// `parity.fuzz/1`.
+    Fuzz(Box<FuzzRecord>),
 }
 
 #[derive(Deserialize)]
@@ -111,6 +115,7 @@ impl AnyRecord {
                 serde_json::from_str(text).map(|r| AnyRecord::Serving(Box::new(r)))
             }
             BASELINE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Baseline),
+            FUZZ_SCHEMA => serde_json::from_str(text).map(|r| AnyRecord::Fuzz(Box::new(r))),
             _ => {
                 return Err(RecordError::UnknownSchema {
                     path: path.to_path_buf(),
@@ -130,6 +135,7 @@ impl AnyRecord {
             AnyRecord::Tokens(r) => &r.schema,
             AnyRecord::Serving(r) => &r.schema,
             AnyRecord::Baseline(r) => &r.schema,
+            AnyRecord::Fuzz(r) => &r.schema,
         }
     }
 
@@ -142,6 +148,7 @@ impl AnyRecord {
             AnyRecord::Tokens(r) => r.exit_code(),
             AnyRecord::Serving(r) => r.exit_code(),
             AnyRecord::Baseline(r) => r.exit_code(),
+            AnyRecord::Fuzz(r) => r.exit_code(),
         }
     }
 
@@ -154,6 +161,7 @@ impl AnyRecord {
             AnyRecord::Tokens(r) => serde_json::to_string_pretty(r),
             AnyRecord::Serving(r) => serde_json::to_string_pretty(r),
             AnyRecord::Baseline(r) => serde_json::to_string_pretty(r),
+            AnyRecord::Fuzz(r) => serde_json::to_string_pretty(r),
         };
         // Records hold only strings, numbers, and maps with string keys:
         // serialising them cannot fail.
@@ -188,5 +196,11 @@ impl From<TokensRecord> for AnyRecord {
 impl From<BaselineRecord> for AnyRecord {
     fn from(r: BaselineRecord) -> Self {
         AnyRecord::Baseline(r)
+    }
+}
+
+impl From<FuzzRecord> for AnyRecord {
+    fn from(r: FuzzRecord) -> Self {
+        AnyRecord::Fuzz(Box::new(r))
     }
 }
