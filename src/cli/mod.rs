@@ -5,6 +5,7 @@ mod bench;
 mod bisect;
 mod check;
 mod compare;
+mod emit;
 mod fuzz;
 mod oracle;
 mod points;
