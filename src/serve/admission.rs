@@ -101,9 +101,9 @@ pub fn prepare(t: &InProcess, r: &Request) -> Result<Prepared, ServeError> {
     if refusal.is_none() {
         let prefill = format!("slot_prefill_p{p}_s{}", t.slots);
         let embed = format!("embed_text_p{p}");
-        let missing = if !t.functions.functions.contains_key(&prefill) {
+        let missing = if !t.slot_module.has(&t.modules, &prefill) {
             Some(prefill)
-        } else if !has_audio && !t.functions.functions.contains_key(&embed) {
+        } else if !has_audio && !t.slot_module.has(&t.modules, &embed) {
             Some(embed)
         } else {
             None
