@@ -188,7 +188,11 @@ impl SlotTable {
             Ok(rows) => running
                 .iter()
                 .map(|&(slot, job)| {
-                    token_event(job, slot, rows.get(slot as usize).cloned().unwrap_or_default())
+                    token_event(
+                        job,
+                        slot,
+                        rows.get(slot as usize).cloned().unwrap_or_default(),
+                    )
                 })
                 .collect(),
             Err(error) => running
@@ -256,7 +260,9 @@ pub fn run(
     order.sort_by_key(|&i| (jobs[i].arrive, i));
     let mut apply = |obs: &mut Vec<Observed>, done: &mut Vec<bool>, e: StepEvent, step: u64| match e
     {
-        StepEvent::Token { job, token, row, .. } => {
+        StepEvent::Token {
+            job, token, row, ..
+        } => {
             obs[job].tokens.push(token);
             obs[job].logits_sha256.push(super::sha256_f32(&row));
             logits[job].push(row);

@@ -36,6 +36,8 @@ pub struct CommandOutcome {
     pub error: Option<String>,
     /// Parity killed the command after k tokens.
     pub hung_up: bool,
+    /// The slot the `done` line names, when it does.
+    pub slot: Option<u32>,
 }
 
 impl CommandTemplate {
@@ -206,7 +208,10 @@ pub fn parse_lines(
                 out.tokens.push(token);
                 out.logprobs.push(logprob);
             }
-            CommandLine::Done { reason, .. } => out.finish = Some(reason),
+            CommandLine::Done { reason, slot, .. } => {
+                out.finish = Some(reason);
+                out.slot = slot;
+            }
             CommandLine::Refused { refused } => out.refused = Some(refused),
             CommandLine::Error { error } => out.error = Some(error),
         }

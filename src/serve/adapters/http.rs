@@ -80,6 +80,8 @@ pub struct HttpOutcome {
     pub error: Option<String>,
     /// Parity hung up after this many tokens.
     pub hung_up: bool,
+    /// The server slot it ran in, when the server said (the `slot` extension).
+    pub slot: Option<u32>,
 }
 
 /// How to call.
@@ -215,6 +217,7 @@ fn take_choice(
         AdapterError::Wire(format!("{}: a completion with no choices", endpoint.url))
     })?;
     out.tokens.extend(&choice.token_ids);
+    out.slot = out.slot.or(c.slot);
     if let Some(lp) = &choice.logprobs {
         out.logprobs.extend(&lp.token_logprobs);
     }

@@ -161,6 +161,7 @@ impl HttpTarget {
         };
         Ok(Observed {
             id: request.id.clone(),
+            slot: out.slot,
             tokens: out.tokens,
             refused: out.refused,
             error: out.error.map(|e| format!("request `{}`: {e}", request.id)),
@@ -241,6 +242,7 @@ impl CommandTarget {
         };
         Ok(Observed {
             id: request.id.clone(),
+            slot: out.slot,
             tokens: out.tokens,
             refused: out.refused,
             error: out.error.map(|e| format!("request `{}`: {e}", request.id)),
