@@ -26,6 +26,11 @@ impl ServeError {
         }
     }
 
+    /// Whether this is bad input (exit 2) rather than an execution failure.
+    pub fn is_input(&self) -> bool {
+        matches!(self, ServeError::Input(_))
+    }
+
     /// The same error with `prefix: ` in front of its message.
     pub fn context(self, prefix: &str) -> ServeError {
         match self {

@@ -269,6 +269,7 @@ pub fn run(
         }
         StepEvent::Failed { job, error, .. } => {
             obs[job].error = Some(error.to_string());
+            obs[job].error_is_input = error.is_input();
             done[job] = true;
         }
         StepEvent::NonFinite { job, .. } => {
