@@ -54,23 +54,25 @@ fn call(url: &str, req: &WireRequest, stream: bool, hang_up_after: Option<usize>
     .expect("completion")
 }
 
-#[test]
-fn http_streams_oracle_tokens_concurrently_and_stream_equals_non_stream() {
-    let server = FixtureServer::start(&["--slots", "2"]);
-    let cases = ["full128", "two_clips", "text_short", "near_tie"];
-    let streamed: Vec<HttpOutcome> = std::thread::scope(|s| {
+/// `cases` streamed at once (one thread each), `n` tokens each.
+fn concurrently(url: &str, cases: &[&str], n: usize) -> Vec<HttpOutcome> {
+    std::thread::scope(|s| {
         let handles: Vec<_> = cases
             .iter()
-            .map(|c| {
-                let url = server.url.clone();
-                s.spawn(move || call(&url, &request(c, N), true, None))
-            })
+            .map(|c| s.spawn(move || call(url, &request(c, n), true, None)))
             .collect();
         handles
             .into_iter()
             .map(|h| h.join().expect("request thread"))
             .collect()
-    });
+    })
+}
+
+#[test]
+fn http_streams_oracle_tokens_concurrently_and_stream_equals_non_stream() {
+    let server = FixtureServer::start(&["--slots", "2"]);
+    let cases = ["full128", "two_clips", "text_short", "near_tie"];
+    let streamed = concurrently(&server.url, &cases, N);
     for (case, out) in cases.iter().zip(&streamed) {
         assert_eq!(
             (out.error.as_deref(), out.refused.as_deref()),
@@ -141,16 +143,7 @@ fn refusals_are_http_400_and_the_server_goes_on() {
 fn the_server_batches_concurrent_requests_and_names_their_slots() {
     let server = FixtureServer::start(&["--slots", "2"]);
     let cases = ["text_short", "near_tie"];
-    let outs: Vec<HttpOutcome> = std::thread::scope(|s| {
-        let handles: Vec<_> = cases
-            .iter()
-            .map(|c| {
-                let url = server.url.clone();
-                s.spawn(move || call(&url, &request(c, N), true, None))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("thread")).collect()
-    });
+    let outs = concurrently(&server.url, &cases, N);
     let mut slots: Vec<Option<u32>> = outs.iter().map(|o| o.slot).collect();
     for (case, out) in cases.iter().zip(&outs) {
         assert_eq!(out.tokens, oracle_tokens(case, N), "{case}");
@@ -183,16 +176,7 @@ fn the_leaking_servers_give_wrong_tokens() {
     drop(server);
     // ple: two requests decoding side by side each get the other's dense PLE.
     let server = FixtureServer::start(&["--slots", "2", "--leak", "ple"]);
-    let outs: Vec<HttpOutcome> = std::thread::scope(|s| {
-        let handles: Vec<_> = ["text_short", "near_tie"]
-            .iter()
-            .map(|c| {
-                let url = server.url.clone();
-                s.spawn(move || call(&url, &request(c, N), true, None))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("thread")).collect()
-    });
+    let outs = concurrently(&server.url, &["text_short", "near_tie"], N);
     assert!(
         outs[0].tokens != oracle_tokens("text_short", N)
             || outs[1].tokens != oracle_tokens("near_tie", N),

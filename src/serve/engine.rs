@@ -49,10 +49,10 @@ impl InProcess {
     /// Loads the scenario's spec and compiles (or takes from the cache) its
     /// serving module and the spec's audio module.
     pub fn open(scenario: &Scenario, options: &RunOptions) -> Result<InProcess, ServeError> {
-        let spec = Spec::load(&scenario.spec).map_err(|e| ServeError::Input(e.to_string()))?;
+        let spec = Spec::load(&scenario.spec)?;
         let functions = Functions::load(&scenario.module)?;
         if functions.slots != scenario.slots {
-            return Err(ServeError::Input(format!(
+            return Err(ServeError::Convention(format!(
                 "{}: the scenario asks for {} slots but {} is exported for {} (slot_decode_s{})",
                 scenario.path.display(),
                 scenario.slots,
@@ -61,7 +61,7 @@ impl InProcess {
                 functions.slots
             )));
         }
-        let sources = InputSources::open(&spec).map_err(|e| ServeError::Input(e.to_string()))?;
+        let sources = InputSources::open(&spec)?;
         let mut only = spec.clone();
         only.subject.modules.retain(|name, _| name == AUDIO);
         only.subject.modules.insert(
@@ -77,15 +77,17 @@ impl InProcess {
         let compiled = run::compile_all(&only, options, &compiler, &mut scratch);
         drop(compiler);
         if let Some(e) = scratch.errors.first() {
-            let m = e.message.clone();
-            return Err(match e.kind {
-                ErrorKind::Input => ServeError::Input(m),
-                ErrorKind::Execution => ServeError::Execution(m),
+            return Err(ServeError::Module {
+                kind: e.kind,
+                message: e.message.clone(),
             });
         }
         let modules = ModuleSet::load(&spec.subject.driver, &compiled);
         if let Some(m) = modules.load_errors().first() {
-            return Err(ServeError::Execution(m.clone()));
+            return Err(ServeError::Module {
+                kind: ErrorKind::Execution,
+                message: m.clone(),
+            });
         }
         Ok(InProcess {
             spec,
@@ -154,30 +156,33 @@ impl InProcess {
     /// Runs the spec's `audio_encode` then `audio_merge_ple` stages for `case`.
     fn audio_front_end(&self, case: &str) -> Result<(Tensor, Tensor), ServeError> {
         let c = self.spec.case(case).ok_or_else(|| {
-            ServeError::Input(format!(
+            ServeError::Convention(format!(
                 "{}: no stage case `{case}` for the audio path",
                 self.spec.path.display()
             ))
         })?;
-        let stages = self
-            .spec
-            .instantiate(c)
-            .map_err(|e| ServeError::Input(e.to_string()))?;
+        let stages = self.spec.instantiate(c)?;
         let mut outputs: HashMap<(String, String), Tensor> = HashMap::new();
         for name in ["audio_encode", "audio_merge_ple"] {
             let stage = stages.iter().find(|s| s.name == name).ok_or_else(|| {
-                ServeError::Input(format!(
+                ServeError::Convention(format!(
                     "{}: no stage `{name}` (the audio path's front end)",
                     self.spec.path.display()
                 ))
             })?;
             let mut args = Vec::with_capacity(stage.args.len());
             for a in &stage.args {
-                let fail =
-                    |m: String| ServeError::Input(format!("stage `{name}` of case `{case}`: {m}"));
+                let at = format!("stage `{name}` of case `{case}`");
+                let fail = |m: String| ServeError::Convention(format!("{at}: {m}"));
                 args.push(match a {
-                    Arg::Oracle(n) => self.sources.oracle(n).map_err(|e| fail(e.to_string()))?,
-                    Arg::Weight(n) => self.sources.weight(n).map_err(|e| fail(e.to_string()))?,
+                    Arg::Oracle(n) => self
+                        .sources
+                        .oracle(n)
+                        .map_err(|e| ServeError::inputs(&at, e))?,
+                    Arg::Weight(n) => self
+                        .sources
+                        .weight(n)
+                        .map_err(|e| ServeError::inputs(&at, e))?,
                     Arg::Literal {
                         dtype,
                         shape,
@@ -203,7 +208,7 @@ impl InProcess {
             outputs
                 .remove(&("audio_merge_ple".to_string(), o.to_string()))
                 .ok_or_else(|| {
-                    ServeError::Input(format!(
+                    ServeError::Convention(format!(
                         "stage `audio_merge_ple` of case `{case}` has no output `{o}`"
                     ))
                 })
@@ -286,7 +291,7 @@ impl ServingTarget for InProcess {
         solo.cancel = None;
         let mut obs = self.schedule(std::slice::from_ref(&solo))?;
         obs.pop().ok_or_else(|| {
-            ServeError::Execution(format!(
+            ServeError::Run(format!(
                 "request `{}`: the solo run observed nothing",
                 request.id
             ))

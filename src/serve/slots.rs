@@ -7,7 +7,6 @@
 use super::error::ServeError;
 use super::functions::Functions;
 use crate::run::ModuleSet;
-use parity_record::ErrorKind;
 use parity_tensor::{DType, Tensor};
 use std::collections::HashMap;
 
@@ -44,19 +43,20 @@ pub fn invoke(
     function: &str,
     args: &[Tensor],
 ) -> Result<Vec<Tensor>, ServeError> {
-    modules.invoke(module, function, args).map_err(|(kind, m)| {
-        let m = format!("`{module}.{function}`: {m}");
-        match kind {
-            ErrorKind::Input => ServeError::Input(m),
-            ErrorKind::Execution => ServeError::Execution(m),
-        }
-    })
+    modules
+        .invoke(module, function, args)
+        .map_err(|(kind, message)| ServeError::Call {
+            module: module.to_string(),
+            function: function.to_string(),
+            kind,
+            message,
+        })
 }
 
 /// An i32 tensor of `values`.
 pub fn int_tensor(shape: Vec<usize>, values: &[i64]) -> Result<Tensor, ServeError> {
     let v: Vec<f64> = values.iter().map(|&x| x as f64).collect();
-    Tensor::from_f64_as(DType::I32, shape, &v).map_err(|e| ServeError::Input(e.to_string()))
+    Ok(Tensor::from_f64_as(DType::I32, shape, &v)?)
 }
 
 fn f32_values(t: &Tensor) -> Vec<f32> {
@@ -90,7 +90,7 @@ impl SlotModule {
         let decode = format!("slot_decode_s{}", self.slots());
         let shape = self.functions.arg_shape(&decode, "k_cache")?;
         let zeros = vec![0f32; shape.iter().product()];
-        let k = Tensor::from_f32(shape, &zeros).map_err(|e| ServeError::Input(e.to_string()))?;
+        let k = Tensor::from_f32(shape, &zeros)?;
         let s = self.slots() as usize;
         Ok(SlotCaches {
             v: k.clone(),
@@ -110,8 +110,10 @@ impl SlotModule {
         let names = self.functions.get(function)?.weights.clone();
         let mut out = Vec::with_capacity(names.len());
         for n in &names {
-            out.push(source(n).map_err(|e| {
-                ServeError::Input(format!("serving function `{function}`: weight `{n}`: {e}"))
+            out.push(source(n).map_err(|message| ServeError::Weight {
+                function: function.to_string(),
+                weight: n.clone(),
+                message,
             })?);
         }
         self.weights.insert(function.to_string(), out.clone());
@@ -130,7 +132,7 @@ impl SlotModule {
         let out = invoke(modules, &self.module, function, &acts)?;
         let want = self.functions.get(function)?.outputs.len();
         if out.len() != want {
-            return Err(ServeError::Input(format!(
+            return Err(ServeError::Convention(format!(
                 "`{}.{function}` returned {} results, the manifest lists {want}",
                 self.module,
                 out.len()
@@ -152,7 +154,7 @@ impl SlotModule {
         let ple = out.pop();
         let emb = out.pop();
         emb.zip(ple)
-            .ok_or_else(|| ServeError::Input(format!("`{f}` returned no outputs")))
+            .ok_or_else(|| ServeError::Convention(format!("`{f}` returned no outputs")))
     }
 
     /// Prefills a prompt's embeddings and dense PLE (`[1, P, ...]`) into
@@ -197,7 +199,7 @@ impl SlotModule {
     ) -> Result<Vec<Vec<f32>>, ServeError> {
         let s = self.slots() as usize;
         if inputs.len() != s {
-            return Err(ServeError::Input(format!(
+            return Err(ServeError::Convention(format!(
                 "a decode over {} slots, the module has {s}",
                 inputs.len()
             )));
@@ -228,13 +230,13 @@ fn take_state(
     function: &str,
 ) -> Result<Tensor, ServeError> {
     if out.len() != 4 {
-        return Err(ServeError::Input(format!(
+        return Err(ServeError::Convention(format!(
             "`{function}` returned {} results, expected 4 (logits, k_cache, v_cache, lengths)",
             out.len()
         )));
     }
     let mut it = std::mem::take(out).into_iter();
-    let missing = || ServeError::Input(format!("`{function}` returned too few results"));
+    let missing = || ServeError::Convention(format!("`{function}` returned too few results"));
     let logits = it.next().ok_or_else(missing)?;
     caches.k = it.next().ok_or_else(missing)?;
     caches.v = it.next().ok_or_else(missing)?;

@@ -11,6 +11,7 @@ use parity::serve::adapters::wire::WireRequest;
 use parity::serve::scheduler::{Backend, SlotTable, StepEvent};
 use parity::serve::slots::SlotCaches;
 use parity::serve::ServeError;
+use parity_record::ErrorKind;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -81,9 +82,13 @@ struct Runner<'a> {
 }
 
 fn serve_error(e: ServerError) -> ServeError {
-    match e {
-        ServerError::Setup(m) | ServerError::Refused(m) => ServeError::Input(m),
-        e => ServeError::Execution(e.to_string()),
+    let kind = match e {
+        ServerError::Setup(_) | ServerError::Refused(_) => ErrorKind::Input,
+        _ => ErrorKind::Execution,
+    };
+    ServeError::Module {
+        kind,
+        message: e.to_string(),
     }
 }
 
@@ -92,7 +97,7 @@ impl Backend for Runner<'_> {
         let plan = &self
             .live
             .get(&job)
-            .ok_or_else(|| ServeError::Execution(format!("job {job} is not live")))?
+            .ok_or_else(|| ServeError::Run(format!("job {job} is not live")))?
             .plan;
         self.model
             .prefill(self.caches, plan, slot)

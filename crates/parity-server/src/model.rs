@@ -65,9 +65,10 @@ fn render(template: &str, vars: &BTreeMap<String, String>) -> Result<String, Ser
 /// A serving error as the server's: input problems are set-up errors (the
 /// modules do not fit their manifest), the rest execution errors.
 pub fn server_error(e: ServeError) -> ServerError {
-    match e {
-        ServeError::Input(m) => ServerError::Setup(m),
-        e => ServerError::Execution(e.to_string()),
+    if e.is_input() {
+        ServerError::Setup(e.to_string())
+    } else {
+        ServerError::Execution(e.to_string())
     }
 }
 

@@ -21,24 +21,8 @@ pub struct CommandTemplate {
     pub text: String,
 }
 
-/// What one run of the command gave.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CommandOutcome {
-    /// Token ids, in order.
-    pub tokens: Vec<u32>,
-    /// Their log-probabilities.
-    pub logprobs: Vec<f32>,
-    /// The `done` line's reason.
-    pub finish: Option<String>,
-    /// The `refused` line's text.
-    pub refused: Option<String>,
-    /// The `error` line's text (with the exit status).
-    pub error: Option<String>,
-    /// Parity killed the command after k tokens.
-    pub hung_up: bool,
-    /// The slot the `done` line names, when it does.
-    pub slot: Option<u32>,
-}
+/// What one completion call gave.
+pub type CommandOutcome = super::Outcome;
 
 impl CommandTemplate {
     /// Splits `text` into words; an empty template or unbalanced quotes are input errors.
