@@ -250,10 +250,16 @@ stages:
     let get = |oracle: &str| entries.iter().find(|e| e["oracle"] == oracle).unwrap();
     for (oracle, point) in [
         ("{case}/sscp_conv_0_convolution", "sscp_conv_0/convolution"),
-        ("{case}/sscp_conv_0_cumulative_sum", "sscp_conv_0/cumulative_sum"),
+        (
+            "{case}/sscp_conv_0_cumulative_sum",
+            "sscp_conv_0/cumulative_sum",
+        ),
         ("{case}/sscp_conv_0_mean", "sscp_conv_0/mean"),
         ("{case}/sscp_conv_0_variance", "sscp_conv_0/variance"),
-        ("{case}/sscp_conv_0_inverse_stddev", "sscp_conv_0/inverse_stddev"),
+        (
+            "{case}/sscp_conv_0_inverse_stddev",
+            "sscp_conv_0/inverse_stddev",
+        ),
         ("{case}/sscp_conv_0_norm", "sscp_conv_0/norm"),
     ] {
         let e = get(oracle);

@@ -292,8 +292,16 @@ fn the_proposed_map_is_the_true_map_and_gives_bisect_its_checkpoints() {
     };
     let s = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
     // The true map, found by value: l1 is dense_1's output, act is act's.
-    assert_eq!(status("{case}/hidden_a"), s("matched", "dense_1", "same"), "{json:#}");
-    assert_eq!(status("{case}/hidden_b"), s("matched", "act", "same"), "{json:#}");
+    assert_eq!(
+        status("{case}/hidden_a"),
+        s("matched", "dense_1", "same"),
+        "{json:#}"
+    );
+    assert_eq!(
+        status("{case}/hidden_b"),
+        s("matched", "act", "same"),
+        "{json:#}"
+    );
     assert_eq!(status("{case}/out"), s("stage_output", "", ""), "{json:#}");
     assert_eq!(status("{case}/input"), s("stage_input", "", ""), "{json:#}");
     assert_eq!(entries.len(), 4, "{json:#}");
@@ -304,11 +312,21 @@ fn the_proposed_map_is_the_true_map_and_gives_bisect_its_checkpoints() {
         yaml.contains("checkpoints:\n  - {oracle: \"{case}/hidden_a\", point: dense_1}"),
         "{yaml}"
     );
-    let faulty = format!("{}{yaml}", RENAMED_SPEC.replace("model.mlir", "model_faulty.mlir"));
+    let faulty = format!(
+        "{}{yaml}",
+        RENAMED_SPEC.replace("model.mlir", "model_faulty.mlir")
+    );
     std::fs::write(dir.join("faulty.yaml"), faulty).unwrap();
     let out = parity(
         dir,
-        &["bisect", "faulty.yaml", "--json", "b.json", "--repro-dir", "repro"],
+        &[
+            "bisect",
+            "faulty.yaml",
+            "--json",
+            "b.json",
+            "--repro-dir",
+            "repro",
+        ],
     );
     let said = text(&out);
     let b: serde_json::Value = serde_json::from_str(
@@ -322,9 +340,17 @@ fn the_proposed_map_is_the_true_map_and_gives_bisect_its_checkpoints() {
         .unwrap()
         .iter()
         .filter(|c| c["kind"] == "mapped")
-        .map(|c| (c["oracle"].as_str().unwrap(), c["passed"].as_bool().unwrap()))
+        .map(|c| {
+            (
+                c["oracle"].as_str().unwrap(),
+                c["passed"].as_bool().unwrap(),
+            )
+        })
         .collect();
-    assert!(mapped.contains(&("full/hidden_b", true)), "{mapped:?}\n{b:#}");
+    assert!(
+        mapped.contains(&("full/hidden_b", true)),
+        "{mapped:?}\n{b:#}"
+    );
 }
 
 #[test]

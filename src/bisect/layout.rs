@@ -113,11 +113,7 @@ pub fn arrange(value: &Tensor, layout: &Layout, oracle_shape: &[usize]) -> Optio
             let mut data = Vec::with_capacity(src.len());
             let mut index = vec![0usize; out_dims.len()];
             for _ in 0..src.len() {
-                let offset: usize = index
-                    .iter()
-                    .zip(perm)
-                    .map(|(&i, &a)| i * strides[a])
-                    .sum();
+                let offset: usize = index.iter().zip(perm).map(|(&i, &a)| i * strides[a]).sum();
                 data.push(src[offset]);
                 for k in (0..index.len()).rev() {
                     index[k] += 1;

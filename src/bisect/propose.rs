@@ -179,7 +179,10 @@ pub fn propose(
     };
     if let (Some(given), Some(parity_spec::ModuleSource::Mlir(actual))) = (
         module,
-        spec.subject.modules.get(&template.module).map(|m| &m.source),
+        spec.subject
+            .modules
+            .get(&template.module)
+            .map(|m| &m.source),
     ) {
         let same = |p: &std::path::Path| std::fs::canonicalize(p).ok();
         if same(given).is_none() || same(given) != same(actual) {
@@ -195,13 +198,12 @@ pub fn propose(
     } else {
         run.cases.clone()
     };
-    let compiler = IreeCompiler::load(run.compiler_lib.as_deref()).map_err(|e| {
-        ProposeError::Execution {
+    let compiler =
+        IreeCompiler::load(run.compiler_lib.as_deref()).map_err(|e| ProposeError::Execution {
             stage: stage_name.to_string(),
             case: cases.join(", "),
             why: e.to_string(),
-        }
-    })?;
+        })?;
     let store = OracleStore::open(&spec.oracle).map_err(|e| BisectError::Input(e.to_string()))?;
     let sources = InputSources::open(spec).map_err(|e| BisectError::Input(e.to_string()))?;
     let mut proposal = Proposal {
@@ -224,7 +226,9 @@ pub fn propose(
         let case = spec
             .case(case_name)
             .ok_or_else(|| case_err("no such case".into()))?;
-        let mut stages = spec.instantiate(case).map_err(|e| case_err(e.to_string()))?;
+        let mut stages = spec
+            .instantiate(case)
+            .map_err(|e| case_err(e.to_string()))?;
         let at = stages
             .iter()
             .position(|s| s.name == stage_name)

@@ -75,7 +75,8 @@ pub fn yaml(p: &Proposal) -> String {
         },
         serde_json::to_string(&p.tolerance).unwrap_or_default()
     );
-    let usable = |e: &&Entry| matches!(&e.found, Found::Matched { layout, .. } if layout.rank() == 0);
+    let usable =
+        |e: &&Entry| matches!(&e.found, Found::Matched { layout, .. } if layout.rank() == 0);
     let accepted: Vec<&Entry> = p.entries.iter().filter(usable).collect();
     let _ = writeln!(s, "# Review, then paste at the top level of the spec:");
     if accepted.is_empty() {
@@ -114,9 +115,30 @@ pub fn yaml(p: &Proposal) -> String {
     for (entry, note) in rows {
         let _ = writeln!(s, "{entry:<width$}  {note}");
     }
-    let rest: Vec<&Entry> = p.entries.iter().filter(|e| !usable(e)).collect();
-    if !rest.is_empty() {
+    // Tensors no tapped value could hold (other element counts): one line.
+    let other_count = |e: &&Entry| matches!(e.found, Found::NoMatch { closest: None, .. });
+    let rest: Vec<&Entry> = p
+        .entries
+        .iter()
+        .filter(|e| !usable(e) && !other_count(e))
+        .collect();
+    let elsewhere: Vec<&str> = p
+        .entries
+        .iter()
+        .filter(other_count)
+        .map(|e| e.oracle.as_str())
+        .collect();
+    if !rest.is_empty() || !elsewhere.is_empty() {
         let _ = writeln!(s, "# not proposed:");
+    }
+    if !elsewhere.is_empty() {
+        let _ = writeln!(
+            s,
+            "#   {} tensors no value of the stage has the element count of (--json lists them): {}{}",
+            elsewhere.len(),
+            elsewhere[..elsewhere.len().min(3)].join(", "),
+            if elsewhere.len() > 3 { ", ..." } else { "" }
+        );
     }
     for e in rest {
         let why = match &e.found {
@@ -138,9 +160,7 @@ pub fn yaml(p: &Proposal) -> String {
                 closest: Some(c),
                 closest_max_abs: Some(m),
             } => format!("no match (closest: {c}, max_abs {m:.3e})"),
-            Found::NoMatch { .. } => {
-                "no match (no tapped value has its number of elements)".to_string()
-            }
+            Found::NoMatch { .. } => "no match".to_string(),
             Found::StageInput => "an input of the stage".to_string(),
             Found::StageOutput { output } => {
                 format!("the oracle of stage output `{output}` (parity check compares it)")

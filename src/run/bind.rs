@@ -86,8 +86,8 @@ pub fn rebind(
     module: &parity_mlir::Module,
     stage: &mut Stage,
 ) -> Result<(), String> {
-    let (function, names) =
-        stage_argument_names(module, stage).map_err(|why| format!("stage `{}`: {why}", stage.name))?;
+    let (function, names) = stage_argument_names(module, stage)
+        .map_err(|why| format!("stage `{}`: {why}", stage.name))?;
     let (args, locations) =
         parity_spec::bind_args(spec_path, stage, &function, &names).map_err(|e| e.to_string())?;
     stage.args = args;
