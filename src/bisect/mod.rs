@@ -15,6 +15,7 @@
 
 mod error;
 mod layout;
+mod matching;
 mod measure;
 pub(crate) mod node_ids;
 mod oracle;
