@@ -37,6 +37,7 @@ TEXT_FILES = [
     "subject/gemma3n/serving/gemma3n_serving_f32.mlir.gz",
     "subject/gemma3n/serving/gemma3n_serving_leak_kv_f32.mlir.gz",
     "subject/gemma3n/serving/gemma3n_serving_leak_ple_f32.mlir.gz",
+    "subject/gemma3n/serving/gemma3n_serving_leak_mask_f32.mlir.gz",
     "subject/gemma3n/serving/serving-functions.json",
 ]
 

@@ -159,22 +159,120 @@ fn a_kv_region_not_reset_on_reuse_is_caught_naming_request_slot_and_step() {
     assert_eq!(verdict(reuse, "slot_reuse")["status"], "fail");
 }
 
-#[test]
-fn a_ple_row_from_the_wrong_slot_is_caught_naming_request_slot_and_step() {
-    let (code, stdout, r) = serve("leak-ple-scenario.yaml");
+/// Both requests of a two-slot leak scenario (`left` in slot 0, `right` in
+/// slot 1) fail batch invariance at a decode step >= `from`, named by request and slot.
+fn both_slots_caught(scenario: &str, from: u64) {
+    let (code, stdout, r) = serve(scenario);
     assert_eq!(code, 1, "{stdout}");
     for (id, slot) in [("left", 0), ("right", 1)] {
         let q = request(&r, id);
         let inv = verdict(q, "batch_invariance");
         assert_eq!(inv["status"], "fail", "{id}: {stdout}");
         assert_eq!(inv["slot"], slot);
-        // Prefill (step 0) is clean; the leak is in decode, from step 1.
-        assert!(inv["step"].as_u64().unwrap() >= 1, "{inv}");
-        assert!(inv["message"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("request `{id}`")));
+        assert!(inv["step"].as_u64().unwrap() >= from, "{inv}");
+        let m = inv["message"].as_str().unwrap();
+        assert!(m.contains(&format!("request `{id}` (slot {slot})")), "{m}");
+        // Token 0 (prefill) is clean: the leak is in decode.
+        assert_eq!(
+            tokens(&q["tokens"])[0],
+            tokens(&q["solo_tokens"])[0],
+            "{id}"
+        );
     }
+}
+
+#[test]
+fn a_ple_row_from_the_wrong_slot_is_caught_naming_request_slot_and_step() {
+    // Prefill (step 0) is clean; the leak is in decode, from step 1.
+    both_slots_caught("leak-ple-scenario.yaml", 1);
+}
+
+#[test]
+fn a_mask_length_row_from_the_wrong_slot_is_caught_naming_request_slot_and_step() {
+    // The slots' lengths first differ at step 2 (`right` arrived at step 1).
+    both_slots_caught("leak-mask-scenario.yaml", 2);
+}
+
+#[test]
+fn cancel_after_k_tokens_keeps_the_solo_prefix_and_frees_the_slot() {
+    let (code, stdout, r) = serve("cancel-after-scenario.yaml");
+    assert_eq!(code, 0, "{stdout}");
+    let cut = request(&r, "cut");
+    assert_eq!(cut["slot"], 0);
+    assert_eq!(cut["cancelled_step"], 1, "{cut}");
+    assert!(cut["finished_step"].is_null());
+    let got = tokens(&cut["tokens"]);
+    let solo = tokens(&cut["solo_tokens"]);
+    assert_eq!(got.len(), 2, "{cut}");
+    assert_eq!(got[..], solo[..2], "{cut}");
+    assert_eq!(got[..], tokens(&cut["oracle_tokens"])[..2]);
+    let after = request(&r, "after");
+    // Slot 1 is busy with `hold`; `after` waits for the slot `cut` left at step 1.
+    assert_eq!(
+        (after["slot"].as_u64(), after["admitted_step"].as_u64()),
+        (Some(0), Some(2)),
+        "{after}"
+    );
+    assert_eq!(after["reused_slot"], true);
+    assert_eq!(verdict(after, "slot_reuse")["status"], "pass", "{stdout}");
+    assert_eq!(tokens(&after["tokens"]), [13, 29, 27, 25]);
+    assert_eq!(after["bitwise_logits"], true);
+}
+
+#[test]
+fn a_weight_missing_at_prefill_is_an_input_error() {
+    // The serving module as committed, with a manifest whose prefill names a
+    // weight no weights file holds: admission passes, the prefill cannot load it.
+    let dir = tempfile::tempdir().unwrap();
+    let serving = repo().join("subject/gemma3n/serving");
+    std::fs::copy(
+        serving.join("gemma3n_serving_f32.mlir.gz"),
+        dir.path().join("gemma3n_serving_f32.mlir.gz"),
+    )
+    .unwrap();
+    let mut manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(serving.join("serving-functions.json")).unwrap(),
+    )
+    .unwrap();
+    manifest["functions"]["slot_prefill_p10_s2"]["weights"][0] =
+        Value::String("language_model.no_such_weight".into());
+    std::fs::write(
+        dir.path().join("serving-functions.json"),
+        manifest.to_string(),
+    )
+    .unwrap();
+    let path = dir.path().join("weight-scenario.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "version: 1\nspec: {root}/subject/gemma3n/stages.yaml\nmodule: gemma3n_serving_f32.mlir.gz\nslots: 2\nrequests:\n  - {{id: a, case: text_short, max_new_tokens: 2, arrive: 0}}\n",
+            root = repo().display()
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("serving.json");
+    let o = parity(
+        &repo(),
+        &[
+            "serve",
+            path.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let a = request(&r, "a");
+    assert_eq!(a["status"], "error");
+    let e = a["error"].as_str().unwrap();
+    assert!(
+        e.contains("request `a`")
+            && e.contains("prefill")
+            && e.contains("`language_model.no_such_weight`"),
+        "{e}"
+    );
+    assert_eq!(r["errors"][0]["kind"], "input", "{r}");
 }
 
 #[test]

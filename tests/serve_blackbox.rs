@@ -54,23 +54,25 @@ fn call(url: &str, req: &WireRequest, stream: bool, hang_up_after: Option<usize>
     .expect("completion")
 }
 
-#[test]
-fn http_streams_oracle_tokens_concurrently_and_stream_equals_non_stream() {
-    let server = FixtureServer::start(&["--slots", "2"]);
-    let cases = ["full128", "two_clips", "text_short", "near_tie"];
-    let streamed: Vec<HttpOutcome> = std::thread::scope(|s| {
+/// `cases` streamed at once (one thread each), `n` tokens each.
+fn concurrently(url: &str, cases: &[&str], n: usize) -> Vec<HttpOutcome> {
+    std::thread::scope(|s| {
         let handles: Vec<_> = cases
             .iter()
-            .map(|c| {
-                let url = server.url.clone();
-                s.spawn(move || call(&url, &request(c, N), true, None))
-            })
+            .map(|c| s.spawn(move || call(url, &request(c, n), true, None)))
             .collect();
         handles
             .into_iter()
             .map(|h| h.join().expect("request thread"))
             .collect()
-    });
+    })
+}
+
+#[test]
+fn http_streams_oracle_tokens_concurrently_and_stream_equals_non_stream() {
+    let server = FixtureServer::start(&["--slots", "2"]);
+    let cases = ["full128", "two_clips", "text_short", "near_tie"];
+    let streamed = concurrently(&server.url, &cases, N);
     for (case, out) in cases.iter().zip(&streamed) {
         assert_eq!(
             (out.error.as_deref(), out.refused.as_deref()),
@@ -138,22 +140,48 @@ fn refusals_are_http_400_and_the_server_goes_on() {
 }
 
 #[test]
-fn the_leaking_servers_give_a_reused_slot_wrong_tokens() {
-    for leak in ["ple", "kv"] {
-        let server = FixtureServer::start(&["--slots", "1", "--leak", leak]);
-        let first = call(&server.url, &request("text_short", N), true, None);
-        assert_eq!(
-            first.tokens,
-            oracle_tokens("text_short", N),
-            "--leak {leak}: a fresh slot is still right"
-        );
-        let second = call(&server.url, &request("near_tie", N), true, None);
-        assert_ne!(
-            second.tokens,
-            oracle_tokens("near_tie", N),
-            "--leak {leak}: the reused slot must be wrong"
-        );
+fn the_server_batches_concurrent_requests_and_names_their_slots() {
+    let server = FixtureServer::start(&["--slots", "2"]);
+    let cases = ["text_short", "near_tie"];
+    let outs = concurrently(&server.url, &cases, N);
+    let mut slots: Vec<Option<u32>> = outs.iter().map(|o| o.slot).collect();
+    for (case, out) in cases.iter().zip(&outs) {
+        assert_eq!(out.tokens, oracle_tokens(case, N), "{case}");
     }
+    slots.sort();
+    // Both requests are admitted at once, one per slot; the log line per
+    // request names it too.
+    assert_eq!(slots, vec![Some(0), Some(1)], "{outs:?}");
+    let log = server.log.lock().expect("log").join("\n");
+    assert!(log.contains("slot 0:") && log.contains("slot 1:"), "{log}");
+}
+
+#[test]
+fn the_leaking_servers_give_wrong_tokens() {
+    // kv: one slot, used twice in a row: the second request sees the first's stale rows.
+    let server = FixtureServer::start(&["--slots", "1", "--leak", "kv"]);
+    let first = call(&server.url, &request("text_short", N), true, None);
+    assert_eq!(
+        first.tokens,
+        oracle_tokens("text_short", N),
+        "--leak kv: a fresh slot is still right"
+    );
+    let second = call(&server.url, &request("near_tie", N), true, None);
+    assert_eq!(second.slot, Some(0));
+    assert_ne!(
+        second.tokens,
+        oracle_tokens("near_tie", N),
+        "--leak kv: the reused slot must be wrong"
+    );
+    drop(server);
+    // ple: two requests decoding side by side each get the other's dense PLE.
+    let server = FixtureServer::start(&["--slots", "2", "--leak", "ple"]);
+    let outs = concurrently(&server.url, &["text_short", "near_tie"], N);
+    assert!(
+        outs[0].tokens != oracle_tokens("text_short", N)
+            || outs[1].tokens != oracle_tokens("near_tie", N),
+        "--leak ple: batched requests must be wrong: {outs:?}"
+    );
 }
 
 #[test]
@@ -227,6 +255,27 @@ fn statuses(record: &serde_json::Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// Every failed request is named with its slot (the server says `slot 0`,
+/// so the message does not say `slot ?`): its tokens differ from the
+/// oracle's, or (the one that ran in a fresh slot) its solo run, made after
+/// another request in that slot, differs from it.
+/// A command parity killed after k tokens (`hung_up`) never prints its
+/// `done` line, which is where the CLI names the slot: those may say `slot ?`.
+fn assert_named_in_slot_0(failed: &[String], hung_up: &[&str], text: &str) {
+    for id in failed {
+        let slot = if hung_up.contains(&id.as_str()) {
+            "?"
+        } else {
+            "0"
+        };
+        assert!(
+            text.contains(&format!("oracle_tokens: request `{id}` (slot {slot})"))
+                || text.contains(&format!("batch_invariance: request `{id}` (slot {slot})")),
+            "{id}: {text}"
+        );
+    }
+}
+
 #[test]
 fn parity_serve_judges_the_http_server_and_catches_the_leaking_one() {
     let honest = FixtureServer::start(&["--slots", "2"]);
@@ -243,7 +292,7 @@ fn parity_serve_judges_the_http_server_and_catches_the_leaking_one() {
     // One leaking slot: the request that gets the fresh slot is right; the
     // ones placed in the reused slot are caught, by name. (Which request comes
     // first depends on the order two simultaneous arrivals reach the server.)
-    let leaking = FixtureServer::start(&["--slots", "1", "--leak", "ple"]);
+    let leaking = FixtureServer::start(&["--slots", "1", "--leak", "kv"]);
     let (code, text, record) = parity_serve(
         "text-cancel-reuse-scenario.yaml",
         &["--target", &leaking.url],
@@ -255,12 +304,7 @@ fn parity_serve_judges_the_http_server_and_catches_the_leaking_one() {
         .map(|(id, _)| id)
         .collect();
     assert!(failed.len() >= 2, "{failed:?}\n{text}");
-    for id in &failed {
-        assert!(
-            text.contains(&format!("oracle_tokens: request `{id}`")),
-            "{id}: {text}"
-        );
-    }
+    assert_named_in_slot_0(&failed, &[], &text);
 }
 
 #[test]
@@ -276,6 +320,33 @@ fn parity_serve_judges_the_command_template() {
     assert_eq!(code, 0, "{text}");
     assert_eq!(record["target"], "command");
     assert!(statuses(&record).iter().all(|(_, s)| s == "pass"), "{text}");
+}
+
+#[test]
+fn parity_serve_catches_the_leaking_command() {
+    // The CLI keeps the slots' caches in a state file between runs; with the
+    // KV leak module, a run after another one in slot 0 inherits its rows and length.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let template = format!(
+        "{} run --spec {} --cache-dir {} --leak kv --state {} --request {{request}}",
+        binary().display(),
+        repo().join("stages.yaml").display(),
+        common::cache_dir().display(),
+        dir.path().join("slots.safetensors").display()
+    );
+    let (code, text, record) = parity_serve(
+        "text-cancel-reuse-scenario.yaml",
+        &["--target-command", &template],
+    );
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(record["target"], "command");
+    let failed: Vec<String> = statuses(&record)
+        .into_iter()
+        .filter(|(_, s)| s == "fail")
+        .map(|(id, _)| id)
+        .collect();
+    assert!(!failed.is_empty(), "{text}");
+    assert_named_in_slot_0(&failed, &["first"], &text);
 }
 
 /// A misbehaving server on loopback (a test double: no real server sends

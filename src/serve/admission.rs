@@ -35,18 +35,15 @@ pub struct Prepared {
 pub fn prepare(t: &InProcess, r: &Request) -> Result<Prepared, ServeError> {
     let case = r.input.case();
     let at = format!("{}:{}: request `{}`", r.location.line, r.location.col, r.id);
-    let oracle = |n: &str| {
-        t.sources
-            .oracle(n)
-            .map_err(|e| ServeError::Input(format!("{at}: {e}")))
-    };
+    let oracle = |n: &str| t.sources.oracle(n).map_err(|e| ServeError::inputs(&at, e));
     let prompt = oracle(&format!("{case}/prompt"))?;
     let p = match prompt.shape() {
         [1, p] => *p as u64,
         s => {
-            return Err(ServeError::Input(format!(
-                "{at}: oracle tensor `{case}/prompt` has shape {s:?}, expected [1, P]"
-            )))
+            return Err(ServeError::Request {
+                at,
+                message: format!("oracle tensor `{case}/prompt` has shape {s:?}, expected [1, P]"),
+            })
         }
     };
     let rows_name = format!("{case}/audio_rows");
@@ -61,9 +58,12 @@ pub fn prepare(t: &InProcess, r: &Request) -> Result<Prepared, ServeError> {
         let (n, frames) = match mask.shape() {
             [n, f] => (*n, *f),
             s => {
-                return Err(ServeError::Input(format!(
-                "{at}: oracle tensor `{case}/mel_mask` has shape {s:?}, expected [clips, frames]"
-            )))
+                return Err(ServeError::Request {
+                    at,
+                    message: format!(
+                        "oracle tensor `{case}/mel_mask` has shape {s:?}, expected [clips, frames]"
+                    ),
+                })
             }
         };
         clips = n;
@@ -84,9 +84,12 @@ pub fn prepare(t: &InProcess, r: &Request) -> Result<Prepared, ServeError> {
             }
         }
     } else if matches!(r.input, RequestInput::AllPadded(_)) {
-        return Err(ServeError::Input(format!(
-            "{at}: `all_padded: {case}`: case `{case}` has no clips (no `{rows_name}` in the oracle store)"
-        )));
+        return Err(ServeError::Request {
+            at,
+            message: format!(
+                "`all_padded: {case}`: case `{case}` has no clips (no `{rows_name}` in the oracle store)"
+            ),
+        });
     }
     let expanded = p + u64::from(r.max_new_tokens);
     if refusal.is_none() && expanded > t.context {
@@ -101,9 +104,9 @@ pub fn prepare(t: &InProcess, r: &Request) -> Result<Prepared, ServeError> {
     if refusal.is_none() {
         let prefill = format!("slot_prefill_p{p}_s{}", t.slots);
         let embed = format!("embed_text_p{p}");
-        let missing = if !t.functions.functions.contains_key(&prefill) {
+        let missing = if !t.slot_module.has(&t.modules, &prefill) {
             Some(prefill)
-        } else if !has_audio && !t.functions.functions.contains_key(&embed) {
+        } else if !has_audio && !t.slot_module.has(&t.modules, &embed) {
             Some(embed)
         } else {
             None

@@ -124,19 +124,23 @@ pub fn check_request(
             ));
             return out;
         }
-        // A black box reports neither step nor slot: it was admitted when it gave tokens.
-        (None, None) if o.admitted_step.is_none() && o.slot.is_none() && !o.tokens.is_empty() => {
-            out.push(verdict(
-                "admission",
-                true,
-                format!(
+        // A black box reports no step (and maybe no slot): it was admitted when it gave tokens.
+        (None, None) if o.admitted_step.is_none() && !o.tokens.is_empty() => out.push(verdict(
+            "admission",
+            true,
+            match o.slot {
+                Some(s) => format!(
+                    "admitted into slot {s} ({} tokens; the target reports no step)",
+                    o.tokens.len()
+                ),
+                None => format!(
                     "admitted ({} tokens; the target reports no step or slot)",
                     o.tokens.len()
                 ),
-                None,
-                None,
-            ))
-        }
+            },
+            None,
+            slot,
+        )),
         (None, None) => out.push(verdict(
             "admission",
             o.admitted_step.is_some() || o.error.is_some(),

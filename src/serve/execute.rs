@@ -141,6 +141,10 @@ fn serve(
     for (i, r) in scenario.requests.iter().enumerate() {
         let o = &observed[i];
         let p = &prepared[i];
+        // Bad input met while the request ran (a weight missing at prefill): exit 2.
+        if let (true, Some(e)) = (o.error_is_input, &o.error) {
+            record.errors.push(ErrorRecord::input(e.clone()));
+        }
         let oracle = match (
             &session,
             tokens.as_ref().and_then(|t| t.case(r.input.case())),

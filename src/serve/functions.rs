@@ -57,14 +57,14 @@ impl Functions {
             .unwrap_or_else(|| Path::new("."))
             .join(MANIFEST);
         let text = std::fs::read_to_string(&path).map_err(|e| {
-            ServeError::Input(format!(
+            ServeError::Convention(format!(
                 "{}: cannot read the serving functions manifest of {}: {e}",
                 path.display(),
                 module.display()
             ))
         })?;
         let mut f: Functions = serde_json::from_str(&text)
-            .map_err(|e| ServeError::Input(format!("{}: {e}", path.display())))?;
+            .map_err(|e| ServeError::Convention(format!("{}: {e}", path.display())))?;
         f.path = path;
         Ok(f)
     }
@@ -72,7 +72,7 @@ impl Functions {
     /// The function of this name, or an input error naming the manifest.
     pub fn get(&self, name: &str) -> Result<&Function, ServeError> {
         self.functions.get(name).ok_or_else(|| {
-            ServeError::Input(format!(
+            ServeError::Convention(format!(
                 "{}: the serving module has no function `{name}`",
                 self.path.display()
             ))
@@ -87,7 +87,7 @@ impl Functions {
             .find(|a| a.name == arg)
             .map(|a| a.shape.clone())
             .ok_or_else(|| {
-                ServeError::Input(format!(
+                ServeError::Convention(format!(
                     "{}: `{function}` has no argument `{arg}`",
                     self.path.display()
                 ))

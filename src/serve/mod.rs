@@ -10,6 +10,7 @@ pub mod error;
 mod execute;
 pub mod functions;
 pub mod scheduler;
+pub mod slots;
 pub mod target;
 
 pub use error::ServeError;

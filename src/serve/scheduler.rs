@@ -56,8 +56,189 @@ pub fn greedy(row: &[f32]) -> Option<u32> {
 /// The per-request logits rows, beside the observations.
 pub type Logits = Vec<Vec<Vec<f32>>>;
 
+/// What one prefill or decode did for one job.
+#[derive(Clone, Debug)]
+pub enum StepEvent {
+    /// The job's next token (greedy over `row`).
+    Token {
+        /// The job.
+        job: usize,
+        /// Its slot.
+        slot: u32,
+        /// The greedy token.
+        token: u32,
+        /// The logits row it was chosen from.
+        row: Vec<f32>,
+    },
+    /// The call failed; the job has left its slot.
+    Failed {
+        /// The job.
+        job: usize,
+        /// Its slot.
+        slot: u32,
+        /// Why.
+        error: ServeError,
+    },
+    /// The logits row was empty or held a non-finite value; the job has left its slot.
+    NonFinite {
+        /// The job.
+        job: usize,
+        /// Its slot.
+        slot: u32,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Occupant {
+    job: usize,
+    prompt_len: u64,
+    tokens: u64,
+    last: Option<u32>,
+    admitted: u64,
+}
+
+/// Which job holds which slot, and where each stands: the core of
+/// continuous batching, shared by the scenario engine ([`run`]) and the
+/// loopback fixture server (crates/parity-server), which admits HTTP
+/// requests as they come.
+#[derive(Clone, Debug)]
+pub struct SlotTable {
+    occupants: Vec<Option<Occupant>>,
+}
+
+impl SlotTable {
+    /// `slots` empty slots.
+    pub fn new(slots: u32) -> SlotTable {
+        SlotTable {
+            occupants: vec![None; slots as usize],
+        }
+    }
+
+    /// The lowest free slot.
+    pub fn free_slot(&self) -> Option<u32> {
+        self.occupants
+            .iter()
+            .position(Option::is_none)
+            .map(|s| s as u32)
+    }
+
+    /// How many slots are taken.
+    pub fn occupied(&self) -> usize {
+        self.occupants.iter().filter(|o| o.is_some()).count()
+    }
+
+    /// The slot `job` holds.
+    pub fn slot_of(&self, job: usize) -> Option<u32> {
+        self.occupants
+            .iter()
+            .position(|o| o.as_ref().is_some_and(|o| o.job == job))
+            .map(|s| s as u32)
+    }
+
+    /// Frees the slot `job` holds (finished or cancelled), telling the backend.
+    pub fn release(&mut self, job: usize, backend: &mut dyn Backend) -> Option<u32> {
+        let slot = self.slot_of(job)?;
+        self.occupants[slot as usize] = None;
+        backend.release(job, slot);
+        Some(slot)
+    }
+
+    /// Admits `job` (prompt length `prompt_len`) into the lowest free slot
+    /// and prefills it at `step`; None when every slot is taken.
+    pub fn admit(
+        &mut self,
+        job: usize,
+        prompt_len: u64,
+        step: u64,
+        backend: &mut dyn Backend,
+    ) -> Option<StepEvent> {
+        let slot = self.free_slot()?;
+        self.occupants[slot as usize] = Some(Occupant {
+            job,
+            prompt_len,
+            tokens: 0,
+            last: None,
+            admitted: step,
+        });
+        let event = match backend.prefill(job, slot, step) {
+            Ok(row) => token_event(job, slot, row),
+            Err(error) => StepEvent::Failed { job, slot, error },
+        };
+        self.settle(&event, backend);
+        Some(event)
+    }
+
+    /// One decode over every slot admitted before `step` (token k of a job
+    /// admitted at step a comes out at step a + k); no call when none is.
+    pub fn decode(&mut self, step: u64, backend: &mut dyn Backend) -> Vec<StepEvent> {
+        let mut inputs = vec![None; self.occupants.len()];
+        let mut running = Vec::new();
+        for (s, o) in self.occupants.iter().enumerate() {
+            let Some(o) = o else { continue };
+            let Some(last) = o.last.filter(|_| o.admitted < step) else {
+                continue;
+            };
+            inputs[s] = Some((last, o.prompt_len + o.tokens - 1));
+            running.push((s as u32, o.job));
+        }
+        if running.is_empty() {
+            return Vec::new();
+        }
+        let events: Vec<StepEvent> = match backend.decode(&inputs, step) {
+            Ok(rows) => running
+                .iter()
+                .map(|&(slot, job)| {
+                    token_event(
+                        job,
+                        slot,
+                        rows.get(slot as usize).cloned().unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            Err(error) => running
+                .iter()
+                .map(|&(slot, job)| StepEvent::Failed {
+                    job,
+                    slot,
+                    error: error.clone(),
+                })
+                .collect(),
+        };
+        for e in &events {
+            self.settle(e, backend);
+        }
+        events
+    }
+
+    fn settle(&mut self, event: &StepEvent, backend: &mut dyn Backend) {
+        match event {
+            StepEvent::Token { slot, token, .. } => {
+                if let Some(Some(o)) = self.occupants.get_mut(*slot as usize) {
+                    o.tokens += 1;
+                    o.last = Some(*token);
+                }
+            }
+            StepEvent::Failed { job, .. } | StepEvent::NonFinite { job, .. } => {
+                self.release(*job, backend);
+            }
+        }
+    }
+}
+
+fn token_event(job: usize, slot: u32, row: Vec<f32>) -> StepEvent {
+    match greedy(&row) {
+        Some(token) => StepEvent::Token {
+            job,
+            slot,
+            token,
+            row,
+        },
+        None => StepEvent::NonFinite { job, slot },
+    }
+}
+
 /// Runs `jobs` on `slots` slots through `backend`, up to `max_steps` steps.
-/// An execution error ends the run: requests still running get it as their
+/// An execution error ends only the requests it hits: they get it as their
 /// `error`, results already produced are kept.
 pub fn run(
     jobs: &[Job],
@@ -73,20 +254,30 @@ pub fn run(
         })
         .collect();
     let mut logits: Logits = vec![Vec::new(); jobs.len()];
-    let mut slot_of: Vec<Option<usize>> = vec![None; slots as usize];
+    let mut table = SlotTable::new(slots);
     let mut done = vec![false; jobs.len()];
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| (jobs[i].arrive, i));
-    let free = |slot_of: &mut Vec<Option<usize>>, backend: &mut dyn Backend, j: usize| {
-        if let Some(s) = slot_of.iter().position(|x| *x == Some(j)) {
-            slot_of[s] = None;
-            backend.release(j, s as u32);
+    let mut apply = |obs: &mut Vec<Observed>, done: &mut Vec<bool>, e: StepEvent, step: u64| match e
+    {
+        StepEvent::Token {
+            job, token, row, ..
+        } => {
+            obs[job].tokens.push(token);
+            obs[job].logits_sha256.push(super::sha256_f32(&row));
+            logits[job].push(row);
         }
-    };
-    let fail = |obs: &mut Vec<Observed>, done: &mut Vec<bool>, e: &ServeError, which: &[usize]| {
-        for &j in which {
-            obs[j].error = Some(e.to_string());
-            done[j] = true;
+        StepEvent::Failed { job, error, .. } => {
+            obs[job].error = Some(error.to_string());
+            obs[job].error_is_input = error.is_input();
+            done[job] = true;
+        }
+        StepEvent::NonFinite { job, .. } => {
+            obs[job].error = Some(format!(
+                "request `{}`: step {step}: a non-finite or empty logits row",
+                obs[job].id
+            ));
+            done[job] = true;
         }
     };
     for step in 0..max_steps {
@@ -98,11 +289,10 @@ pub fn run(
             if !done[j] && jobs[j].cancel == Some(Cancel::AtStep(step)) && jobs[j].arrive <= step {
                 obs[j].cancelled_step = Some(step);
                 done[j] = true;
-                free(&mut slot_of, backend, j);
+                table.release(j, backend);
             }
         }
         // 2. Admission, in arrival order, into the lowest free slot.
-        let mut admitted_now = Vec::new();
         for &j in &order {
             if done[j] || jobs[j].arrive > step || obs[j].admitted_step.is_some() {
                 continue;
@@ -112,54 +302,20 @@ pub fn run(
                 done[j] = true;
                 continue;
             }
-            let Some(slot) = slot_of.iter().position(Option::is_none) else {
+            let Some(event) = table.admit(j, jobs[j].prompt_len, step, backend) else {
                 break;
             };
-            slot_of[slot] = Some(j);
-            obs[j].slot = Some(slot as u32);
+            obs[j].slot = Some(match &event {
+                StepEvent::Token { slot, .. }
+                | StepEvent::Failed { slot, .. }
+                | StepEvent::NonFinite { slot, .. } => *slot,
+            });
             obs[j].admitted_step = Some(step);
-            admitted_now.push(j);
-            match backend.prefill(j, slot as u32, step) {
-                Ok(row) => {
-                    record(&mut obs[j], &mut logits[j], row, step);
-                }
-                Err(e) => {
-                    fail(&mut obs, &mut done, &e, &[j]);
-                    free(&mut slot_of, backend, j);
-                }
-            }
+            apply(&mut obs, &mut done, event, step);
         }
         // 3. One decode over the slots admitted before this step.
-        let mut inputs = vec![None; slots as usize];
-        let mut running = Vec::new();
-        for (s, occupant) in slot_of.iter().enumerate() {
-            let Some(j) = *occupant else { continue };
-            if done[j] || admitted_now.contains(&j) || obs[j].error.is_some() {
-                continue;
-            }
-            let Some(&last) = obs[j].tokens.last() else {
-                continue;
-            };
-            let pos = jobs[j].prompt_len + obs[j].tokens.len() as u64 - 1;
-            inputs[s] = Some((last, pos));
-            running.push((s, j));
-        }
-        if !running.is_empty() {
-            match backend.decode(&inputs, step) {
-                Ok(rows) => {
-                    for &(s, j) in &running {
-                        let row = rows.get(s).cloned().unwrap_or_default();
-                        record(&mut obs[j], &mut logits[j], row, step);
-                    }
-                }
-                Err(e) => {
-                    let which: Vec<usize> = running.iter().map(|r| r.1).collect();
-                    fail(&mut obs, &mut done, &e, &which);
-                    for j in which {
-                        free(&mut slot_of, backend, j);
-                    }
-                }
-            }
+        for event in table.decode(step, backend) {
+            apply(&mut obs, &mut done, event, step);
         }
         // 4. Finished (or cancelled after k tokens) requests leave their slot.
         for j in 0..jobs.len() {
@@ -167,18 +323,15 @@ pub fn run(
                 continue;
             }
             let n = obs[j].tokens.len() as u32;
-            if obs[j].error.is_some() {
-                done[j] = true;
-            } else if n >= jobs[j].max_new_tokens {
+            if n >= jobs[j].max_new_tokens {
                 obs[j].finished_step = Some(step);
-                done[j] = true;
             } else if jobs[j].cancel == Some(Cancel::AfterTokens(n)) {
                 obs[j].cancelled_step = Some(step);
-                done[j] = true;
             } else {
                 continue;
             }
-            free(&mut slot_of, backend, j);
+            done[j] = true;
+            table.release(j, backend);
         }
     }
     for j in 0..jobs.len() {
@@ -190,20 +343,4 @@ pub fn run(
         }
     }
     (obs, logits)
-}
-
-fn record(o: &mut Observed, rows: &mut Vec<Vec<f32>>, row: Vec<f32>, step: u64) {
-    match greedy(&row) {
-        Some(t) => {
-            o.tokens.push(t);
-            o.logits_sha256.push(super::sha256_f32(&row));
-            rows.push(row);
-        }
-        None => {
-            o.error = Some(format!(
-                "request `{}`: step {step}: a non-finite or empty logits row",
-                o.id
-            ))
-        }
-    }
 }

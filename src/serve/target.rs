@@ -25,6 +25,9 @@ pub struct Observed {
     pub refused: Option<String>,
     /// An error event or exit during the run.
     pub error: Option<String>,
+    /// In-process only: `error` is bad input (a weight or oracle tensor
+    /// missing when the request ran), exit 2 rather than 3.
+    pub error_is_input: bool,
     /// In-process only: the request's effective (unpadded) prompt length.
     pub effective_length: Option<u64>,
     /// In-process only: SHA-256 (hex) of the request's dense PLE rows as fed to prefill.

@@ -1,14 +1,18 @@
-//! What every slot shares: the spec's calls (which functions, which weights
-//! in which order), the compiled modules (through parity's artifact cache,
-//! exactly as `parity check` and `parity tokens` compile them) and the
-//! weights. IREE runtimes are per thread, so only bytes and tensors live here.
+//! What the server shares between its threads: the spec's audio calls
+//! (which functions, which weights in which order), the serving module's
+//! calling convention (`serving-functions.json`), the compiled modules
+//! (through parity's artifact cache, exactly as `parity check` and `parity
+//! serve` compile them) and the weights files. IREE runtimes are per thread,
+//! so only bytes and tensors live here.
 
 use crate::error::ServerError;
 use parity::run::RunOptions;
 use parity::run::{compile_all, load_compiler, Compiled};
+use parity::serve::engine::SERVING;
+use parity::serve::functions::Functions;
 use parity_record::RunRecord;
-use parity_spec::{Arg, Spec, TokenArg, TokenCall};
-use parity_tensor::Tensor;
+use parity_spec::{Arg, Module, ModuleSource, Spec};
+use parity_tensor::{SafetensorsFile, Tensor};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -19,15 +23,6 @@ pub enum Slot {
     Input(String),
     /// A weight tensor.
     Weight(Tensor),
-    /// A scalar the decode loop supplies (`token` or `position`), of this dtype and shape.
-    Scalar {
-        /// `token` or `position`.
-        role: &'static str,
-        /// Element type.
-        dtype: parity_tensor::DType,
-        /// Shape (one element).
-        shape: Vec<usize>,
-    },
 }
 
 /// A function of a module and how to fill its arguments.
@@ -35,7 +30,7 @@ pub enum Slot {
 pub struct Call {
     /// Module name in the spec.
     pub module: String,
-    /// Function template (`audio_encode_c{clips}_b{bucket}`, `prefill_p{P}`).
+    /// Function template (`audio_encode_c{clips}_b{bucket}`).
     pub function: String,
     /// Arguments in order.
     pub args: Vec<Slot>,
@@ -53,21 +48,17 @@ pub struct Artifacts {
     pub encode: Call,
     /// audio_merge_ple: tokens, audio_rows, projected, hard, weights -> embeddings, dense_ple.
     pub merge: Call,
-    /// prefill: embeddings, dense_ple, weights -> logits, caches.
-    pub prefill: Call,
-    /// decode: token, position, caches, weights -> logits, caches.
-    pub decode: Call,
-    /// Name of the logits output.
-    pub logits: String,
+    /// The serving module's calling convention (slot prefill and decode),
+    /// compiled under the module name [`SERVING`].
+    pub functions: Functions,
+    /// The weights files, in the spec's order.
+    pub files: Vec<SafetensorsFile>,
     /// Compiler warnings (cache problems), already printed.
     pub warnings: Vec<String>,
 }
 
-fn weight(
-    spec: &Spec,
-    files: &[parity_tensor::SafetensorsFile],
-    name: &str,
-) -> Result<Tensor, ServerError> {
+/// Weight `name` from the spec's weights files.
+pub fn weight(spec: &Spec, files: &[SafetensorsFile], name: &str) -> Result<Tensor, ServerError> {
     for (file, path) in files.iter().zip(&spec.weights) {
         if file.names().iter().any(|n| n == name) {
             return file.get(name).map_err(|e| {
@@ -122,57 +113,19 @@ fn role(name: &str) -> String {
     last.strip_prefix("lm_").unwrap_or(last).to_string()
 }
 
-/// A `tokens:` call: `token`, `position` and `state:` become inputs of those roles.
-fn token_call(
-    spec: &Spec,
-    module: &str,
-    files: &[parity_tensor::SafetensorsFile],
-    call: &TokenCall,
-) -> Result<Call, ServerError> {
-    let args = call
-        .args
-        .iter()
-        .map(|a| match a {
-            TokenArg::Input(Arg::Oracle(n)) => Ok(Slot::Input(role(n))),
-            TokenArg::Input(Arg::Weight(w)) => weight(spec, files, w).map(Slot::Weight),
-            TokenArg::Token { dtype, shape } => Ok(Slot::Scalar {
-                role: "token",
-                dtype: *dtype,
-                shape: shape.clone(),
-            }),
-            TokenArg::Position { dtype, shape } => Ok(Slot::Scalar {
-                role: "position",
-                dtype: *dtype,
-                shape: shape.clone(),
-            }),
-            TokenArg::State(s) => Ok(Slot::Input(s.clone())),
-            TokenArg::Input(_) => Err(ServerError::Setup(format!(
-                "{}: tokens.{}: only oracle, weight, token, position and state arguments are supported by the server",
-                spec.path.display(),
-                call.function
-            ))),
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(Call {
-        module: module.to_string(),
-        function: call.function.clone(),
-        args,
-        outputs: call.outputs.clone(),
-    })
-}
-
 impl Artifacts {
-    /// Reads the spec, compiles its audio and token modules through the
-    /// artifact cache in `cache_dir` and opens the weights.
-    pub fn prepare(spec_path: &Path, cache_dir: &Path) -> Result<Artifacts, ServerError> {
+    /// Reads the spec and the serving module's manifest, compiles the
+    /// spec's audio module and `serving_module` through the artifact cache
+    /// in `cache_dir` and opens the weights.
+    pub fn prepare(
+        spec_path: &Path,
+        serving_module: &Path,
+        cache_dir: &Path,
+    ) -> Result<Artifacts, ServerError> {
         let spec = Spec::load(spec_path)
             .map_err(|e| ServerError::Setup(format!("{}: {e}", spec_path.display())))?;
-        let tokens = spec.tokens.clone().ok_or_else(|| {
-            ServerError::Setup(format!(
-                "{}: the spec has no `tokens:` section (prefill and decode)",
-                spec.path.display()
-            ))
-        })?;
+        let functions =
+            Functions::load(serving_module).map_err(|e| ServerError::Setup(e.to_string()))?;
         let files = spec
             .weights
             .iter()
@@ -183,11 +136,17 @@ impl Artifacts {
             .collect::<Result<Vec<_>, _>>()?;
         let encode = stage_call(&spec, &files, "audio_encode")?;
         let merge = stage_call(&spec, &files, "audio_merge_ple")?;
-        let prefill = token_call(&spec, &tokens.module, &files, &tokens.prefill)?;
-        let decode = token_call(&spec, &tokens.module, &files, &tokens.decode)?;
         let mut only = spec.clone();
-        let used = [&encode.module, &merge.module, &tokens.module];
+        let used = [&encode.module, &merge.module];
         only.subject.modules.retain(|name, _| used.contains(&name));
+        only.subject.modules.insert(
+            SERVING.to_string(),
+            Module {
+                source: ModuleSource::Mlir(serving_module.to_path_buf()),
+                flags: Vec::new(),
+                location: parity_spec::Location::default(),
+            },
+        );
         let options = RunOptions {
             cache_dir: cache_dir.to_path_buf(),
             ..RunOptions::default()
@@ -203,38 +162,22 @@ impl Artifacts {
             compiled,
             encode,
             merge,
-            prefill,
-            decode,
-            logits: tokens.logits.clone(),
+            functions,
+            files,
             warnings: scratch.warnings,
         })
     }
 
-    /// Fills `call`'s arguments from `inputs` (by role), `scalars` and its weights.
+    /// Fills `call`'s arguments from `inputs` (by role) and its weights.
     pub fn args(
         call: &Call,
         function: &str,
         inputs: &HashMap<String, Tensor>,
-        scalars: &[(&str, f64)],
     ) -> Result<Vec<Tensor>, ServerError> {
         call.args
             .iter()
             .map(|a| match a {
                 Slot::Weight(t) => Ok(t.clone()),
-                Slot::Scalar { role, dtype, shape } => {
-                    let v = scalars
-                        .iter()
-                        .find(|(r, _)| r == role)
-                        .map(|(_, v)| *v)
-                        .ok_or_else(|| {
-                            ServerError::Execution(format!(
-                                "`{}.{function}`: no `{role}` for this call",
-                                call.module
-                            ))
-                        })?;
-                    Tensor::from_f64_as(*dtype, shape.clone(), &[v])
-                        .map_err(|e| ServerError::Execution(format!("`{function}`: {role}: {e}")))
-                }
                 Slot::Input(r) => inputs.get(r).cloned().ok_or_else(|| {
                     ServerError::Execution(format!(
                         "`{}.{function}`: no input `{r}` (the server's calls are out of step with the spec)",

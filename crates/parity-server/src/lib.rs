@@ -1,11 +1,13 @@
 //! A loopback test fixture for parity's black-box serving adapters: it
-//! serves the bundled subject's production modules (compiled by IREE through
-//! parity's artifact cache) over HTTP, `POST /v1/completions` with token ids,
-//! logprobs and SSE streaming, and as a one-request CLI printing JSON lines.
-//! `--leak` variants keep a slot's state across requests, for the negative
-//! control. See docs/serving-blackbox.md.
+//! serves the bundled subject's production slot entry points (compiled by
+//! IREE through parity's artifact cache) as a continuous-batching server
+//! over HTTP, `POST /v1/completions` with token ids, logprobs and SSE
+//! streaming, and as a one-request CLI printing JSON lines. `--leak`
+//! variants serve the production leak modules, for the negative control.
+//! See docs/serving-blackbox.md.
 
 pub mod artifacts;
+pub mod batch;
 pub mod cli;
 pub mod error;
 pub mod http;

@@ -30,6 +30,15 @@ struct Common {
     /// IREE HAL driver (default: the spec's).
     #[arg(long)]
     driver: Option<String>,
+    /// The serving module (slot entry points; `serving-functions.json` beside it).
+    #[arg(
+        long,
+        default_value = "subject/gemma3n/serving/gemma3n_serving_f32.mlir.gz"
+    )]
+    module: PathBuf,
+    /// A leaking variant: serve the leak module of this kind beside `--module`.
+    #[arg(long, value_enum)]
+    leak: Option<Leak>,
 }
 
 #[derive(Subcommand)]
@@ -42,23 +51,22 @@ enum Command {
         /// address is printed as `listening on http://ADDR`).
         #[arg(long, default_value = "127.0.0.1:0")]
         bind: String,
-        /// Concurrent requests (each slot has its own thread and IREE runtime).
+        /// Slots in use, batched together in every decode step (at most the
+        /// serving module's S).
         #[arg(long, default_value_t = 2)]
-        slots: usize,
+        slots: u32,
         /// Requests waiting for a slot before new ones are answered 503.
         #[arg(long, default_value_t = 16)]
         queue: usize,
         /// Open connections before new ones are answered 503.
         #[arg(long, default_value_t = 64)]
         max_connections: usize,
-        /// A leaking variant: the slot keeps this state across requests.
-        #[arg(long, value_enum)]
-        leak: Option<Leak>,
         /// Exit when stdin reaches end of file (a test harness that dies takes the server with it).
         #[arg(long)]
         exit_with_stdin: bool,
     },
-    /// Compiles the modules into the artifact cache (or finds them there) and exits.
+    /// Compiles the modules (and every leak variant beside `--module`) into
+    /// the artifact cache (or finds them there) and exits.
     Compile {
         #[command(flatten)]
         common: Common,
@@ -70,6 +78,10 @@ enum Command {
         /// The request file (default: stdin).
         #[arg(long)]
         request: Option<PathBuf>,
+        /// Keep the slots' KV caches and lengths in this file between runs
+        /// (read at the start when it exists, written at the end).
+        #[arg(long)]
+        state: Option<PathBuf>,
     },
 }
 
@@ -79,7 +91,11 @@ fn prepare(common: &Common) -> Result<(Arc<Artifacts>, String), ServerError> {
         .cache_dir
         .clone()
         .unwrap_or_else(|| parity_iree::ArtifactCache::default_dir(&cwd));
-    let art = Artifacts::prepare(&common.spec, &cache)?;
+    let module = match common.leak {
+        Some(l) => l.module(&common.module),
+        None => common.module.clone(),
+    };
+    let art = Artifacts::prepare(&common.spec, &module, &cache)?;
     let driver = common
         .driver
         .clone()
@@ -96,7 +112,6 @@ fn main() {
             slots,
             queue,
             max_connections,
-            leak,
             exit_with_stdin,
         } => (|| {
             let bind = loopback(&bind)?;
@@ -113,12 +128,24 @@ fn main() {
                 queue,
                 max_connections,
                 driver,
-                leak,
             };
             serve(art, &config)
         })(),
-        Command::Compile { common } => prepare(&common).map(|_| ()),
-        Command::Run { common, request } => (|| {
+        Command::Compile { mut common } => (|| {
+            prepare(&common)?;
+            for leak in [Leak::Kv, Leak::Ple, Leak::Mask] {
+                if leak.module(&common.module).exists() {
+                    common.leak = Some(leak);
+                    prepare(&common)?;
+                }
+            }
+            Ok(())
+        })(),
+        Command::Run {
+            common,
+            request,
+            state,
+        } => (|| {
             let text = match &request {
                 Some(p) => std::fs::read_to_string(p)
                     .map_err(|e| ServerError::Refused(format!("{}: {e}", p.display())))?,
@@ -131,7 +158,13 @@ fn main() {
                 }
             };
             let (art, driver) = prepare(&common)?;
-            parity_server::cli::run_one(art, &driver, &text, &mut std::io::stdout().lock())
+            parity_server::cli::run_one(
+                art,
+                &driver,
+                &text,
+                state.as_deref(),
+                &mut std::io::stdout().lock(),
+            )
         })(),
     };
     if let Err(e) = result {

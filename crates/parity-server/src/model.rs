@@ -1,14 +1,16 @@
-//! One slot's model: the subject's production modules loaded into this
-//! thread's IREE runtime, the admission checks a request passes before
-//! anything runs, and the per-request path (audio_encode, audio_merge_ple,
-//! prefill, greedy decode) the `parity tokens` run drives, token by token.
+//! The server's model on its scheduler thread: the spec's audio module and
+//! the serving module (slot entry points) loaded into one IREE runtime, the
+//! admission checks a request passes before anything runs, and each
+//! request's front end (the audio path, `audio_encode` then
+//! `audio_merge_ple` as the spec's stages call them; text-only prompts
+//! `embed_text_p{P}`), whose embeddings and dense PLE the slot prefill takes.
 
-use crate::artifacts::{Artifacts, Call};
+use crate::artifacts::{weight, Artifacts, Call};
 use crate::error::ServerError;
-use crate::leak::{Leak, SlotMemory};
 use parity::run::ModuleSet;
 use parity::serve::adapters::wire::WireRequest;
-use parity::tokens::math::argmax;
+use parity::serve::slots::{SlotCaches, SlotModule};
+use parity::serve::ServeError;
 use parity_iree::ValueType;
 use parity_spec::{Case, TokensSpec};
 use parity_tensor::{DType, Tensor};
@@ -20,64 +22,25 @@ pub const AUDIO_TOKEN_ID: i64 = 73;
 /// The first id of the audio vocabulary (`vocab_offset`): ids from here on are audio tokens.
 pub const AUDIO_VOCAB_OFFSET: i64 = 72;
 
-/// How a request ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Finish {
-    /// max_tokens were generated.
-    Length,
-    /// The client went away (or asked to stop) before the end.
-    Cancelled,
-}
-
-impl Finish {
-    /// The wire name (`length`, `cancelled`).
-    pub fn reason(self) -> &'static str {
-        match self {
-            Finish::Length => "length",
-            Finish::Cancelled => "cancelled",
-        }
-    }
-}
-
 /// A request that passed admission: everything decided, nothing run.
 #[derive(Clone, Debug)]
 pub struct Plan {
-    prompt: Vec<i64>,
-    max_tokens: usize,
+    /// The expanded prompt.
+    pub prompt: Vec<i64>,
+    /// Tokens to generate.
+    pub max_tokens: usize,
     /// mel [c, f, b], mask [c, f].
     audio: Option<(Tensor, Tensor)>,
-    /// Template variables of the audio functions (clips, bucket) and the prefill (P).
+    /// Template variables of the audio functions (clips, bucket).
     vars: BTreeMap<String, String>,
-    /// The merge function's prompt length (>= the prompt's; text-only prompts are padded).
-    merge_len: usize,
 }
 
-/// The modules of one slot, on this thread.
+/// The modules, on the scheduler thread.
 pub struct Model {
     art: Arc<Artifacts>,
     modules: ModuleSet,
-    memory: SlotMemory,
-}
-
-/// A compiled function's name and static dims (None where not a static tensor).
-struct FnDims {
-    name: String,
-    args: Vec<Option<Vec<usize>>>,
-    results: Vec<Option<Vec<usize>>>,
-}
-
-impl FnDims {
-    /// Axis `axis` of argument `i` (`-1`-style from the end when `from_end`).
-    fn arg_dim(&self, i: usize, axis: usize, from_end: bool) -> Option<usize> {
-        let d = self.args.get(i)?.as_ref()?;
-        if from_end {
-            d.len()
-                .checked_sub(1 + axis)
-                .and_then(|a| d.get(a).copied())
-        } else {
-            d.get(axis).copied()
-        }
-    }
+    /// The serving module's slot functions.
+    pub slots: SlotModule,
 }
 
 fn refused(m: String) -> ServerError {
@@ -99,35 +62,51 @@ fn render(template: &str, vars: &BTreeMap<String, String>) -> Result<String, Ser
     TokensSpec::render(template, &case).map_err(ServerError::Setup)
 }
 
+/// A serving error as the server's: input problems are set-up errors (the
+/// modules do not fit their manifest), the rest execution errors.
+pub fn server_error(e: ServeError) -> ServerError {
+    if e.is_input() {
+        ServerError::Setup(e.to_string())
+    } else {
+        ServerError::Execution(e.to_string())
+    }
+}
+
 impl Model {
     /// Loads the compiled modules into a new runtime on `driver`.
-    pub fn load(
-        art: Arc<Artifacts>,
-        driver: &str,
-        leak: Option<Leak>,
-    ) -> Result<Model, ServerError> {
+    pub fn load(art: Arc<Artifacts>, driver: &str) -> Result<Model, ServerError> {
         let modules = ModuleSet::load(driver, &art.compiled);
         if let Some(e) = modules.load_errors().first() {
             return Err(ServerError::Setup(e.clone()));
         }
+        let slots = SlotModule::new(parity::serve::engine::SERVING, art.functions.clone());
         Ok(Model {
             art,
             modules,
-            memory: SlotMemory::new(leak),
+            slots,
         })
     }
 
-    /// The argument/result dims of `call`'s function under `vars`, if compiled.
+    /// Empty slot caches of the serving module.
+    pub fn empty_caches(&self) -> Result<SlotCaches, ServerError> {
+        self.slots.empty_caches().map_err(server_error)
+    }
+
+    /// Argument and result dims of `call`'s function under `vars`, if compiled.
+    #[allow(clippy::type_complexity)]
     fn signature(
         &self,
         call: &Call,
         vars: &BTreeMap<String, String>,
-    ) -> Result<Option<FnDims>, ServerError> {
+    ) -> Result<Option<(String, Vec<Option<Vec<usize>>>, Vec<Option<Vec<usize>>>)>, ServerError>
+    {
         let f = render(&call.function, vars)?;
-        Ok(self.modules.signature(&call.module, &f).map(|s| FnDims {
-            name: f,
-            args: s.args.iter().map(dims).collect(),
-            results: s.results.iter().map(dims).collect(),
+        Ok(self.modules.signature(&call.module, &f).map(|s| {
+            (
+                f,
+                s.args.iter().map(dims).collect(),
+                s.results.iter().map(dims).collect(),
+            )
         }))
     }
 
@@ -141,18 +120,16 @@ impl Model {
         if req.max_tokens == 0 {
             return Err(refused("max_tokens is 0".into()));
         }
-        let decode = self
-            .signature(&self.art.decode, &BTreeMap::new())?
-            .ok_or_else(|| {
-                ServerError::Setup("the decode function has no readable signature".into())
-            })?;
-        let vocab = decode
-            .results
-            .first()
-            .cloned()
-            .flatten()
+        let s = self.slots.slots();
+        let decode = format!("slot_decode_s{s}");
+        let vocab = self
+            .modules
+            .signature(&self.slots.module, &decode)
+            .and_then(|sig| sig.results.first().and_then(dims))
             .and_then(|d| d.last().copied())
-            .unwrap_or(0);
+            .ok_or_else(|| {
+                ServerError::Setup(format!("`{decode}` has no readable logits result"))
+            })?;
         if let Some((i, t)) = req
             .prompt
             .iter()
@@ -165,27 +142,16 @@ impl Model {
         }
         let placeholders = req.prompt.iter().filter(|&&t| t == AUDIO_TOKEN_ID).count();
         let mut vars = BTreeMap::new();
-        let (audio, merge_len) = match (&req.audio, placeholders) {
+        let audio = match (&req.audio, placeholders) {
             (None, 0) => {
                 if let Some(i) = req.prompt.iter().position(|&t| t >= AUDIO_VOCAB_OFFSET) {
                     return Err(refused(format!("prompt token {i} ({}) is an audio token but the request has no audio", req.prompt[i])));
                 }
-                // Text only: the merge with no audio rows, padded to a compiled length.
-                let mut best: Option<(usize, BTreeMap<String, String>)> = None;
-                for case in &self.art.spec.cases {
-                    if case.vars.get("clips").map(String::as_str) != Some("1") {
-                        continue;
-                    }
-                    if let Some(m) = self.signature(&self.art.merge, &case.vars)? {
-                        let len = m.arg_dim(0, 0, true).unwrap_or(0);
-                        if len >= p && best.as_ref().is_none_or(|b| len < b.0) {
-                            best = Some((len, case.vars.clone()));
-                        }
-                    }
+                let embed = format!("embed_text_p{p}");
+                if !self.slots.has(&self.modules, &embed) {
+                    return Err(refused(format!("a text-only prompt of {p} tokens has no bucket (no `{embed}`)")));
                 }
-                let (len, v) = best.ok_or_else(|| refused(format!("no compiled merge function takes a prompt of {p} tokens")))?;
-                vars = v;
-                (None, len)
+                None
             }
             (None, n) => return Err(refused(format!("the prompt has {n} audio placeholders (id {AUDIO_TOKEN_ID}) but the request has no audio"))),
             (Some(_), 0) => return Err(refused(format!("the request has audio but the prompt has no audio placeholder (id {AUDIO_TOKEN_ID})"))),
@@ -201,62 +167,48 @@ impl Model {
                 }
                 vars.insert("clips".to_string(), c.to_string());
                 vars.insert("bucket".to_string(), f.to_string());
-                let e = self.signature(&self.art.encode, &vars)?.ok_or_else(|| {
+                let (name, args, results) = self.signature(&self.art.encode, &vars)?.ok_or_else(|| {
                     refused(format!("no compiled audio_encode for {c} clip(s) of {f} frames"))
                 })?;
-                if e.args.first().cloned().flatten().as_deref() != Some(a.mel.shape.as_slice()) {
-                    return Err(refused(format!("audio.mel has shape {:?} but `{}` takes {:?}", a.mel.shape, e.name, e.args.first())));
+                if args.first().cloned().flatten().as_deref() != Some(a.mel.shape.as_slice()) {
+                    return Err(refused(format!("audio.mel has shape {:?} but `{name}` takes {:?}", a.mel.shape, args.first())));
                 }
-                let soft = e.results.first().cloned().flatten().and_then(|d| d.get(1).copied()).unwrap_or(0);
+                let soft = results.first().cloned().flatten().and_then(|d| d.get(1).copied()).unwrap_or(0);
                 if n != c * soft {
                     return Err(refused(format!("the prompt has {n} audio placeholders but {c} clip(s) expand to {} ({soft} per clip)", c * soft)));
                 }
-                let m = self.signature(&self.art.merge, &vars)?.ok_or_else(|| refused(format!("no compiled audio_merge_ple for {c} clip(s) of {f} frames")))?;
-                let len = m.arg_dim(0, 0, true).unwrap_or(0);
+                let (name, args, _) = self.signature(&self.art.merge, &vars)?.ok_or_else(|| refused(format!("no compiled audio_merge_ple for {c} clip(s) of {f} frames")))?;
+                let len = args.first().cloned().flatten().and_then(|d| d.last().copied()).unwrap_or(0);
                 if len != p {
-                    return Err(refused(format!("`{}` takes a prompt of {len} tokens, the request has {p}", m.name)));
+                    return Err(refused(format!("`{name}` takes a prompt of {len} tokens, the request has {p}")));
                 }
                 let mel = Tensor::from_f32(a.mel.shape.clone(), &mel).map_err(|e| refused(e.to_string()))?;
                 let bytes = mask.iter().map(|&m| u8::from(m)).collect();
                 let mask = Tensor::from_bytes(DType::Bool, a.mel_mask.shape.clone(), bytes).map_err(|e| refused(e.to_string()))?;
-                (Some((mel, mask)), len)
+                Some((mel, mask))
             }
         };
-        vars.insert("P".to_string(), p.to_string());
-        if self.signature(&self.art.prefill, &vars)?.is_none() {
+        let prefill = format!("slot_prefill_p{p}_s{s}");
+        if !self.slots.has(&self.modules, &prefill) {
             return Err(refused(format!(
-                "no compiled prefill for a prompt of {p} tokens"
+                "a prompt of {p} tokens has no bucket (no `{prefill}`)"
             )));
         }
-        let context =
-            self.art
-                .decode
-                .args
-                .iter()
-                .zip(&decode.args)
-                .find_map(|(slot, d)| match slot {
-                    crate::artifacts::Slot::Input(r) if r == "k_cache" => {
-                        d.as_ref().and_then(|d| d.get(2).copied())
-                    }
-                    _ => None,
-                });
-        if let Some(context) = context {
-            // Conservative, as parity's own admission: prompt plus every
-            // generated token must fit (the last token's K/V included).
-            if p + req.max_tokens > context {
-                return Err(refused(format!(
-                    "the expanded prompt ({p} tokens, {placeholders} of them audio) plus max_tokens {} is {} positions; the context has {context}",
-                    req.max_tokens,
-                    p + req.max_tokens
-                )));
-            }
+        // Conservative, as parity's own admission: prompt plus every
+        // generated token must fit (the last token's K/V included).
+        let context = self.slots.functions.context as usize;
+        if p + req.max_tokens > context {
+            return Err(refused(format!(
+                "the expanded prompt ({p} tokens, {placeholders} of them audio) plus max_tokens {} is {} positions; the context has {context}",
+                req.max_tokens,
+                p + req.max_tokens
+            )));
         }
         Ok(Plan {
             prompt: req.prompt.clone(),
             max_tokens: req.max_tokens,
             audio,
             vars,
-            merge_len,
         })
     }
 
@@ -265,10 +217,9 @@ impl Model {
         call: &Call,
         vars: &BTreeMap<String, String>,
         inputs: &mut HashMap<String, Tensor>,
-        scalars: &[(&str, f64)],
     ) -> Result<(), ServerError> {
         let f = render(&call.function, vars)?;
-        let args = Artifacts::args(call, &f, inputs, scalars)?;
+        let args = Artifacts::args(call, &f, inputs)?;
         let out = self
             .modules
             .invoke(&call.module, &f, &args)
@@ -284,20 +235,22 @@ impl Model {
         Ok(())
     }
 
-    /// Runs an admitted request, calling `emit(token, logprob)` per token;
-    /// `emit` returning false cancels (the slot is free again on return).
-    pub fn run(
-        &mut self,
-        plan: &Plan,
-        emit: &mut dyn FnMut(u32, f32) -> bool,
-    ) -> Result<Finish, ServerError> {
+    /// The embeddings and dense PLE [1, P, ...] of an admitted request.
+    pub fn front_end(&mut self, plan: &Plan) -> Result<(Tensor, Tensor), ServerError> {
         let exec = |m: String| ServerError::Execution(m);
-        let mut inputs: HashMap<String, Tensor> = HashMap::new();
         let p = plan.prompt.len();
-        let n = plan.merge_len;
-        let mut tokens: Vec<f64> = plan.prompt.iter().map(|&t| t as f64).collect();
-        tokens.resize(n, 0.0);
-        let mut rows = vec![-1.0; n];
+        let tokens: Vec<f64> = plan.prompt.iter().map(|&t| t as f64).collect();
+        let prompt = Tensor::from_f64_as(DType::I32, vec![1, p], &tokens)
+            .map_err(|e| exec(e.to_string()))?;
+        let Some((mel, mask)) = &plan.audio else {
+            let art = Arc::clone(&self.art);
+            let source = |n: &str| weight_of(&art, n);
+            return self
+                .slots
+                .embed_text(&self.modules, &source, prompt)
+                .map_err(server_error);
+        };
+        let mut rows = vec![-1.0; p];
         let mut k = 0.0;
         for (r, &t) in rows.iter_mut().zip(&plan.prompt) {
             if t == AUDIO_TOKEN_ID {
@@ -305,99 +258,61 @@ impl Model {
                 k += 1.0;
             }
         }
-        inputs.insert(
-            "tokens".into(),
-            Tensor::from_f64_as(DType::I32, vec![1, n], &tokens)
-                .map_err(|e| exec(e.to_string()))?,
-        );
+        let mut inputs: HashMap<String, Tensor> = HashMap::new();
+        inputs.insert("tokens".into(), prompt);
         inputs.insert(
             "audio_rows".into(),
-            Tensor::from_f64_as(DType::I32, vec![n], &rows).map_err(|e| exec(e.to_string()))?,
+            Tensor::from_f64_as(DType::I32, vec![p], &rows).map_err(|e| exec(e.to_string()))?,
         );
-        match &plan.audio {
-            Some((mel, mask)) => {
-                inputs.insert("mel".into(), mel.clone());
-                inputs.insert("mel_mask".into(), mask.clone());
-                self.invoke(&self.art.encode, &plan.vars, &mut inputs, &[])?;
-            }
-            None => {
-                // No audio rows are read; zeros of the merge's shapes stand in (as the production's text path does).
-                let m = self
-                    .signature(&self.art.merge, &plan.vars)?
-                    .ok_or_else(|| exec("the merge function vanished".into()))?;
-                for (slot, d) in self.art.merge.args.iter().zip(m.args) {
-                    if let (crate::artifacts::Slot::Input(r), Some(d)) = (slot, d) {
-                        if r == "projected_audio" || r == "hard_audio" {
-                            let zeros = vec![0.0f32; d.iter().product()];
-                            inputs.insert(
-                                r.clone(),
-                                Tensor::from_f32(d, &zeros).map_err(|e| exec(e.to_string()))?,
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        self.invoke(&self.art.merge, &plan.vars, &mut inputs, &[])?;
-        for name in ["embeddings", "dense_ple"] {
-            let t = inputs
-                .get(name)
-                .ok_or_else(|| exec(format!("the merge gave no `{name}`")))?;
-            let t = first_rows(t, p)
-                .ok_or_else(|| exec(format!("`{name}` {:?} has fewer than {p} rows", t.shape())))?;
-            let t = if name == "dense_ple" {
-                self.memory.ple(t)
-            } else {
-                t
-            };
-            inputs.insert(name.into(), t);
-        }
-        self.invoke(&self.art.prefill, &plan.vars, &mut inputs, &[])?;
-        self.memory.kv(&mut inputs);
-        let mut last = 0u32;
-        for step in 0..plan.max_tokens {
-            if step > 0 {
-                let pos = TokensSpec::position(p, step) as f64;
-                let token = f64::from(last);
-                self.invoke(
-                    &self.art.decode,
-                    &BTreeMap::new(),
-                    &mut inputs,
-                    &[("token", token), ("position", pos)],
-                )?;
-            }
-            let logits = inputs
-                .get(&self.art.logits)
-                .ok_or_else(|| exec(format!("no `{}` output", self.art.logits)))?
-                .to_f64_vec();
-            let best = argmax(&logits)
-                .ok_or_else(|| exec(format!("step {step}: the logits are empty or hold NaN")))?;
-            let lse = logsumexp(&logits);
-            last = best as u32;
-            if !emit(best as u32, (logits[best] - lse) as f32) {
-                self.memory.keep(&inputs);
-                return Ok(Finish::Cancelled);
-            }
-        }
-        self.memory.keep(&inputs);
-        Ok(Finish::Length)
+        inputs.insert("mel".into(), mel.clone());
+        inputs.insert("mel_mask".into(), mask.clone());
+        self.invoke(&self.art.encode, &plan.vars, &mut inputs)?;
+        self.invoke(&self.art.merge, &plan.vars, &mut inputs)?;
+        let mut get = |name: &str| {
+            inputs
+                .remove(name)
+                .ok_or_else(|| exec(format!("the merge gave no `{name}`")))
+        };
+        Ok((get("embeddings")?, get("dense_ple")?))
+    }
+
+    /// Prefills `plan` into `slot`: its first token's logits.
+    pub fn prefill(
+        &mut self,
+        caches: &mut SlotCaches,
+        plan: &Plan,
+        slot: u32,
+    ) -> Result<Vec<f32>, ServerError> {
+        let (emb, ple) = self.front_end(plan)?;
+        let art = Arc::clone(&self.art);
+        let source = |n: &str| weight_of(&art, n);
+        self.slots
+            .prefill(&self.modules, &source, caches, emb, ple, slot)
+            .map(|(row, _)| row)
+            .map_err(server_error)
+    }
+
+    /// One decode over every slot (`inputs[s]`: token and position of an active slot).
+    pub fn decode(
+        &mut self,
+        caches: &mut SlotCaches,
+        inputs: &[Option<(u32, u64)>],
+    ) -> Result<Vec<Vec<f32>>, ServerError> {
+        let art = Arc::clone(&self.art);
+        let source = |n: &str| weight_of(&art, n);
+        self.slots
+            .decode(&self.modules, &source, caches, inputs)
+            .map_err(server_error)
     }
 }
 
-/// The first `p` rows (axis 1) of a [1, n, ...] tensor.
-fn first_rows(t: &Tensor, p: usize) -> Option<Tensor> {
-    let shape = t.shape();
-    if shape.len() < 2 || shape[1] < p {
-        return None;
-    }
-    let row = t.bytes().len() / shape[1].max(1);
-    let mut s = shape.to_vec();
-    s[1] = p;
-    Tensor::from_bytes(t.dtype(), s, t.bytes()[..row * p].to_vec()).ok()
+/// Weight `name` from the spec's weights files.
+fn weight_of(art: &Artifacts, name: &str) -> Result<Tensor, String> {
+    weight(&art.spec, &art.files, name).map_err(|e| e.to_string())
 }
 
 /// log(sum(exp(x))), stable.
-fn logsumexp(x: &[f64]) -> f64 {
-    let m = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    m + x.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
+pub fn logsumexp(x: &[f32]) -> f64 {
+    let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    m + x.iter().map(|&v| (v as f64 - m).exp()).sum::<f64>().ln()
 }

@@ -1,23 +1,24 @@
-//! The loopback HTTP server: a bounded pool of slots (one thread, one IREE
-//! runtime and one model each) fed from a bounded queue, and one thread per
-//! connection (bounded too) that reads the request, hands it to a slot and
-//! writes the answer. A client that goes away cancels its request: the
-//! connection thread sees the closed socket and the slot stops at the next
-//! token and takes the next request.
+//! The loopback HTTP server: one scheduler thread (one IREE runtime, the
+//! [`Batcher`]: continuous batching over the serving module's slots) fed
+//! from a bounded queue, and one thread per connection (bounded too) that
+//! reads the request, hands it to the scheduler and writes the tokens as they
+//! come, step by step. A client that goes away cancels its request: the
+//! connection thread sees the closed socket, and the scheduler frees the
+//! slot at its next step and admits the next request there.
 
 use crate::artifacts::Artifacts;
+use crate::batch::{Batcher, Event, Job};
 use crate::error::ServerError;
 use crate::http::{self, HttpError};
-use crate::leak::Leak;
-use crate::model::{Finish, Model};
+use crate::model::Model;
 use parity::serve::adapters::wire::{
     Choice, Completion, ErrorBody, ErrorDetail, Logprobs, WireRequest,
 };
 use std::io::{BufReader, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How the server runs.
@@ -25,16 +26,14 @@ use std::time::Duration;
 pub struct ServerConfig {
     /// Where to listen: a loopback address only.
     pub bind: SocketAddr,
-    /// Concurrent requests (slots, each a thread with its own IREE runtime).
-    pub slots: usize,
+    /// Slots in use (at most the serving module's S): requests batched together.
+    pub slots: u32,
     /// Requests waiting for a slot before new ones get 503.
     pub queue: usize,
     /// Open connections before new ones get 503.
     pub max_connections: usize,
-    /// IREE HAL driver of every slot.
+    /// IREE HAL driver.
     pub driver: String,
-    /// The leaking variant, if any.
-    pub leak: Option<Leak>,
 }
 
 /// Parses `addr` and refuses anything but a loopback address.
@@ -54,19 +53,6 @@ pub fn loopback(addr: &str) -> Result<SocketAddr, ServerError> {
     Ok(parsed)
 }
 
-enum Event {
-    Admitted(usize),
-    Token(u32, f32),
-    Done(Finish),
-    Failed(ServerError),
-}
-
-struct Job {
-    request: WireRequest,
-    events: Sender<Event>,
-    cancel: Arc<AtomicBool>,
-}
-
 /// Binds, loads every slot, prints `listening on http://ADDR` on stdout and
 /// serves until the process ends.
 pub fn serve(art: Arc<Artifacts>, config: &ServerConfig) -> Result<(), ServerError> {
@@ -76,32 +62,26 @@ pub fn serve(art: Arc<Artifacts>, config: &ServerConfig) -> Result<(), ServerErr
         .local_addr()
         .map_err(|e| ServerError::Setup(format!("listener address: {e}")))?;
     let (jobs, queue) = mpsc::sync_channel::<Job>(config.queue);
-    let queue = Arc::new(Mutex::new(queue));
     let (ready, loaded) = mpsc::channel();
-    for slot in 0..config.slots.max(1) {
-        let (art, queue, ready, driver, leak) = (
-            Arc::clone(&art),
-            Arc::clone(&queue),
-            ready.clone(),
-            config.driver.clone(),
-            config.leak,
-        );
-        std::thread::spawn(move || match Model::load(art, &driver, leak) {
-            Ok(model) => {
+    let (driver, slots, bound) = (config.driver.clone(), config.slots, config.queue);
+    std::thread::spawn(move || {
+        let batcher = Model::load(art, &driver).and_then(|model| {
+            let caches = model.empty_caches()?;
+            Batcher::new(model, slots, caches)
+        });
+        match batcher {
+            Ok(b) => {
                 let _ = ready.send(Ok(()));
-                slot_loop(slot, model, &queue);
+                schedule(b, &queue, bound);
             }
             Err(e) => {
                 let _ = ready.send(Err(e));
             }
-        });
-    }
-    drop(ready);
-    for _ in 0..config.slots.max(1) {
-        loaded
-            .recv()
-            .map_err(|_| ServerError::Setup("a slot thread died while loading".into()))??;
-    }
+        }
+    });
+    loaded
+        .recv()
+        .map_err(|_| ServerError::Setup("the scheduler thread died while loading".into()))??;
     println!("listening on http://{addr}");
     let _ = std::io::stdout().flush();
     let open = Arc::new(AtomicUsize::new(0));
@@ -126,33 +106,23 @@ pub fn serve(art: Arc<Artifacts>, config: &ServerConfig) -> Result<(), ServerErr
     Ok(())
 }
 
-fn slot_loop(slot: usize, mut model: Model, queue: &Mutex<Receiver<Job>>) {
+/// The scheduler loop: takes new requests (blocking only while nothing
+/// runs), then runs one step; returns when every sender is gone.
+fn schedule(mut batcher: Batcher, queue: &Receiver<Job>, bound: usize) {
     loop {
-        let job = match queue.lock() {
-            Ok(rx) => rx.recv(),
-            Err(_) => return,
-        };
-        let Ok(job) = job else { return };
-        if job.cancel.load(Ordering::SeqCst) {
-            continue;
-        }
-        let plan = match model.admit(&job.request) {
-            Ok(p) => p,
-            Err(e) => {
-                let _ = job.events.send(Event::Failed(e));
-                continue;
+        if batcher.idle() {
+            match queue.recv() {
+                Ok(job) => batcher.submit(job),
+                Err(_) => return,
             }
-        };
-        let _ = job.events.send(Event::Admitted(slot));
-        let cancel = Arc::clone(&job.cancel);
-        let events = job.events.clone();
-        let outcome = model.run(&plan, &mut |t, lp| {
-            !cancel.load(Ordering::SeqCst) && events.send(Event::Token(t, lp)).is_ok()
-        });
-        let _ = job.events.send(match outcome {
-            Ok(f) => Event::Done(f),
-            Err(e) => Event::Failed(e),
-        });
+        }
+        while batcher.waiting() < bound.max(1) {
+            match queue.try_recv() {
+                Ok(job) => batcher.submit(job),
+                Err(_) => break,
+            }
+        }
+        batcher.step();
     }
 }
 
@@ -201,6 +171,7 @@ fn next(events: &Receiver<Event>, stream: &TcpStream, cancel: &AtomicBool) -> Op
 
 fn chunk(
     id: &str,
+    slot: u32,
     tokens: Vec<u32>,
     logprobs: Option<Vec<f32>>,
     finish: Option<&str>,
@@ -208,6 +179,7 @@ fn chunk(
     Completion {
         id: id.to_string(),
         object: "text_completion".to_string(),
+        slot: Some(slot),
         choices: vec![Choice {
             index: 0,
             text: String::new(),
@@ -318,7 +290,7 @@ fn connection(mut stream: TcpStream, jobs: &SyncSender<Job>, id: &str) {
                 tokens.push(t);
                 lps.push(p);
                 if stream_mode {
-                    let c = chunk(id, vec![t], lp(vec![p]), None);
+                    let c = chunk(id, slot, vec![t], lp(vec![p]), None);
                     if http::event(&mut stream, &serde_json::to_string(&c).unwrap_or_default())
                         .is_err()
                     {
@@ -343,14 +315,14 @@ fn connection(mut stream: TcpStream, jobs: &SyncSender<Job>, id: &str) {
         }
     );
     let _ = match (end, stream_mode) {
-        (None, _) | (Some(Ok(Finish::Cancelled)), _) => Ok(()),
+        (None, _) => Ok(()),
         (Some(Ok(f)), true) => {
-            let c = chunk(id, Vec::new(), None, Some(f.reason()));
+            let c = chunk(id, slot, Vec::new(), None, Some(f.reason()));
             http::event(&mut stream, &serde_json::to_string(&c).unwrap_or_default())
                 .and_then(|_| http::event(&mut stream, "[DONE]"))
         }
         (Some(Ok(f)), false) => {
-            let c = chunk(id, tokens, lp(lps), Some(f.reason()));
+            let c = chunk(id, slot, tokens, lp(lps), Some(f.reason()));
             http::respond(
                 &mut stream,
                 200,

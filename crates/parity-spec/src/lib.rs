@@ -52,39 +52,44 @@ use std::path::Path;
 /// Largest spec file accepted, so a wrong path (a weights file, /dev/zero) fails fast.
 pub const MAX_SPEC_BYTES: u64 = 16 * 1024 * 1024;
 
+/// Reads a spec-like YAML file's text: a regular file only (a FIFO or device
+/// would block or never end), at most [`MAX_SPEC_BYTES`], UTF-8; errors name the file.
+pub(crate) fn read_text(path: &Path) -> Result<String, SpecError> {
+    let io = |source| -> SpecError {
+        SpecErrorKind::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+        .into()
+    };
+    let file = parity_tensor::open_regular(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    // `take` bounds the read even when metadata lies (pipes, /proc files).
+    file.take(MAX_SPEC_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_SPEC_BYTES {
+        return Err(SpecErrorKind::TooLarge {
+            path: path.to_path_buf(),
+            size: bytes.len() as u64,
+            limit: MAX_SPEC_BYTES,
+        }
+        .into());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 ({e})"),
+        ))
+    })
+}
+
 impl Spec {
     /// Reads, parses and validates the spec at `path`; relative paths in it
     /// resolve against its directory.
     pub fn load(path: impl AsRef<Path>) -> Result<Spec, SpecError> {
         let path = path.as_ref();
-        let io = |source| -> SpecError {
-            SpecErrorKind::Io {
-                path: path.to_path_buf(),
-                source,
-            }
-            .into()
-        };
-        // A FIFO or device would block or never end: refuse anything not regular.
-        let file = parity_tensor::open_regular(path).map_err(io)?;
-        let mut bytes = Vec::new();
-        // `take` bounds the read even when metadata lies (pipes, /proc files).
-        file.take(MAX_SPEC_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
-        if bytes.len() as u64 > MAX_SPEC_BYTES {
-            return Err(SpecErrorKind::TooLarge {
-                path: path.to_path_buf(),
-                size: bytes.len() as u64,
-                limit: MAX_SPEC_BYTES,
-            }
-            .into());
-        }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            io(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("not UTF-8 ({e})"),
-            ))
-        })?;
+        let text = read_text(path)?;
         Spec::parse_str(&text, path)
     }
 

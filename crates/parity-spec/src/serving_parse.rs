@@ -6,9 +6,7 @@ use crate::reader::Cx;
 use crate::serving::{Cancel, Request, RequestInput, Scenario, SERVING_CONTEXT};
 use crate::stage::location;
 use crate::yaml::{parse_document, Node};
-use crate::MAX_SPEC_BYTES;
 use std::collections::HashSet;
-use std::io::Read;
 use std::path::Path;
 
 const TOP_KEYS: &[&str] = &[
@@ -39,32 +37,7 @@ impl Scenario {
     /// it resolve against its directory.
     pub fn load(path: impl AsRef<Path>) -> Result<Scenario, SpecError> {
         let path = path.as_ref();
-        let io = |source| -> SpecError {
-            SpecErrorKind::Io {
-                path: path.to_path_buf(),
-                source,
-            }
-            .into()
-        };
-        let file = parity_tensor::open_regular(path).map_err(io)?;
-        let mut bytes = Vec::new();
-        file.take(MAX_SPEC_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
-        if bytes.len() as u64 > MAX_SPEC_BYTES {
-            return Err(SpecErrorKind::TooLarge {
-                path: path.to_path_buf(),
-                size: bytes.len() as u64,
-                limit: MAX_SPEC_BYTES,
-            }
-            .into());
-        }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            io(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("not UTF-8 ({e})"),
-            ))
-        })?;
+        let text = crate::read_text(path)?;
         Scenario::parse_str(&text, path)
     }
 

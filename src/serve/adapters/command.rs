@@ -21,22 +21,8 @@ pub struct CommandTemplate {
     pub text: String,
 }
 
-/// What one run of the command gave.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CommandOutcome {
-    /// Token ids, in order.
-    pub tokens: Vec<u32>,
-    /// Their log-probabilities.
-    pub logprobs: Vec<f32>,
-    /// The `done` line's reason.
-    pub finish: Option<String>,
-    /// The `refused` line's text.
-    pub refused: Option<String>,
-    /// The `error` line's text (with the exit status).
-    pub error: Option<String>,
-    /// Parity killed the command after k tokens.
-    pub hung_up: bool,
-}
+/// What one completion call gave.
+pub type CommandOutcome = super::Outcome;
 
 impl CommandTemplate {
     /// Splits `text` into words; an empty template or unbalanced quotes are input errors.
@@ -206,7 +192,10 @@ pub fn parse_lines(
                 out.tokens.push(token);
                 out.logprobs.push(logprob);
             }
-            CommandLine::Done { reason, .. } => out.finish = Some(reason),
+            CommandLine::Done { reason, slot, .. } => {
+                out.finish = Some(reason);
+                out.slot = slot;
+            }
             CommandLine::Refused { refused } => out.refused = Some(refused),
             CommandLine::Error { error } => out.error = Some(error),
         }

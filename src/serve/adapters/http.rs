@@ -66,21 +66,7 @@ impl Endpoint {
 }
 
 /// What one completion call gave.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct HttpOutcome {
-    /// Token ids, in order.
-    pub tokens: Vec<u32>,
-    /// Their log-probabilities, when the server sent them.
-    pub logprobs: Vec<f32>,
-    /// The finish reason (`length`, `stop`); None when parity hung up.
-    pub finish: Option<String>,
-    /// The server refused the request (HTTP 4xx): its message.
-    pub refused: Option<String>,
-    /// The server failed it (HTTP 5xx, or an error event in the stream): its message.
-    pub error: Option<String>,
-    /// Parity hung up after this many tokens.
-    pub hung_up: bool,
-}
+pub type HttpOutcome = super::Outcome;
 
 /// How to call.
 #[derive(Clone, Copy, Debug)]
@@ -215,6 +201,7 @@ fn take_choice(
         AdapterError::Wire(format!("{}: a completion with no choices", endpoint.url))
     })?;
     out.tokens.extend(&choice.token_ids);
+    out.slot = out.slot.or(c.slot);
     if let Some(lp) = &choice.logprobs {
         out.logprobs.extend(&lp.token_logprobs);
     }

@@ -35,3 +35,22 @@ impl AdapterError {
         }
     }
 }
+
+/// What one request gave a black box (either adapter).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// Token ids, in order.
+    pub tokens: Vec<u32>,
+    /// Their log-probabilities, when the target sent them.
+    pub logprobs: Vec<f32>,
+    /// The finish reason (`length`, `stop`, `cancelled`); None when parity hung up.
+    pub finish: Option<String>,
+    /// The target refused the request at admission (HTTP 4xx, a `refused` line): its message.
+    pub refused: Option<String>,
+    /// The target failed it (HTTP 5xx, an error event, an `error` line): its message.
+    pub error: Option<String>,
+    /// Parity hung up (disconnected, or killed the command) after k tokens.
+    pub hung_up: bool,
+    /// The server slot it ran in, when the target said (parity's `slot` extension).
+    pub slot: Option<u32>,
+}

@@ -4,7 +4,7 @@
 //! scenario's spec, run up to `slots` requests at once in arrival order,
 //! cancel by hanging up after k tokens, and report [`Observed`] requests
 //! for the same checks as the in-process engine. A black box has no engine
-//! steps and no slot numbers: those fields stay None.
+//! steps: those fields stay None; the slot is recorded when the target names it.
 //!
 //! `run` streams (HTTP) and `run_solo` does not, so the batch-invariance
 //! check (each request equals its solo run) also checks that streamed and
@@ -13,11 +13,11 @@
 use super::command::CommandTemplate;
 use super::http::{complete, CallOptions, Endpoint};
 use super::request::from_oracle;
-use super::AdapterError;
+use super::wire::WireRequest;
+use super::{AdapterError, Outcome};
 use crate::serve::target::{
     Cancel, Observed, Request, RequestInput, Scenario, ServeError, ServingTarget,
 };
-use parity_record::ErrorKind;
 use parity_tensor::OracleStore;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,13 +26,6 @@ use std::time::Duration;
 
 /// Default bound on one request (connect to last token).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn serve_error(e: AdapterError) -> ServeError {
-    match e.kind() {
-        ErrorKind::Input => ServeError::Input(e.to_string()),
-        ErrorKind::Execution => ServeError::Execution(e.to_string()),
-    }
-}
 
 /// A request the target answered unreadably: its error (the other requests
 /// go on and keep their results); a misdescribed target stops the run.
@@ -43,7 +36,7 @@ fn wire_failure(request: &Request, e: AdapterError) -> Result<Observed, ServeErr
             error: Some(format!("request `{}`: wire: {m}", request.id)),
             ..Observed::default()
         }),
-        e => Err(serve_error(e).context(&format!("request `{}`", request.id))),
+        e => Err(ServeError::from(e).context(&format!("request `{}`", request.id))),
     }
 }
 
@@ -63,14 +56,16 @@ fn open_store(spec: &Path, cached: &mut Option<(PathBuf, OracleStore)>) -> Resul
         return Ok(());
     }
     let loaded = parity_spec::Spec::load(spec)
-        .map_err(|e| ServeError::Input(format!("{}: {e}", spec.display())))?;
-    let store = OracleStore::open(&loaded.oracle)
-        .map_err(|e| ServeError::Input(format!("{}: oracle store: {e}", spec.display())))?;
+        .map_err(|e| ServeError::from(e).context(&spec.display().to_string()))?;
+    let store = OracleStore::open(&loaded.oracle).map_err(|e| {
+        ServeError::from(crate::run::inputs::InputError::from(e))
+            .context(&format!("{}: oracle store", spec.display()))
+    })?;
     *cached = Some((spec.to_path_buf(), store));
     Ok(())
 }
 
-fn wire(store: &OracleStore, request: &Request) -> Result<super::wire::WireRequest, ServeError> {
+fn wire(store: &OracleStore, request: &Request) -> Result<WireRequest, ServeError> {
     let padded = matches!(request.input, RequestInput::AllPadded(_));
     from_oracle(
         store,
@@ -78,11 +73,9 @@ fn wire(store: &OracleStore, request: &Request) -> Result<super::wire::WireReque
         request.max_new_tokens as usize,
         padded,
     )
-    .map_err(|m| {
-        ServeError::Input(format!(
-            "request `{}` (line {}): {m}",
-            request.id, request.location.line
-        ))
+    .map_err(|m| ServeError::Request {
+        at: format!("request `{}` (line {})", request.id, request.location.line),
+        message: m.to_string(),
     })
 }
 
@@ -111,172 +104,174 @@ where
     });
     let all = results
         .into_inner()
-        .map_err(|_| ServeError::Execution("a request thread panicked".into()))?;
+        .map_err(|_| ServeError::Run("a request thread panicked".into()))?;
     all.into_iter()
         .zip(requests)
         .map(|(r, q)| {
-            r.unwrap_or_else(|| {
-                Err(ServeError::Execution(format!(
-                    "request `{}` did not run",
-                    q.id
-                )))
-            })
+            r.unwrap_or_else(|| Err(ServeError::Run(format!("request `{}` did not run", q.id))))
         })
         .collect()
 }
 
-/// An OpenAI-compatible `/v1/completions` endpoint on loopback.
-pub struct HttpTarget {
+/// How a black box runs one request: `lane` is the worker running it
+/// (`usize::MAX` for a solo run), `stream` asks for a streamed answer (where
+/// the target can choose), `stop` hangs up after that many tokens.
+pub trait Caller: Sync {
+    /// The target's name in the record (`http`, `command`).
+    fn name(&self) -> &'static str;
+    /// Runs one request.
+    fn call(
+        &self,
+        request: &WireRequest,
+        lane: usize,
+        stream: bool,
+        stop: Option<usize>,
+    ) -> Result<Outcome, AdapterError>;
+}
+
+/// An OpenAI-compatible `/v1/completions` endpoint on loopback: streamed
+/// (SSE) in the scenario run, one JSON answer for the solo runs.
+pub struct Http {
     endpoint: Endpoint,
     timeout: Duration,
+}
+
+impl Caller for Http {
+    fn name(&self) -> &'static str {
+        "http"
+    }
+
+    fn call(
+        &self,
+        request: &WireRequest,
+        _lane: usize,
+        stream: bool,
+        stop: Option<usize>,
+    ) -> Result<Outcome, AdapterError> {
+        let options = CallOptions {
+            stream,
+            hang_up_after: stop,
+            timeout: self.timeout,
+        };
+        complete(&self.endpoint, request, options)
+    }
+}
+
+/// A command template run once per request, each worker with its own
+/// scratch directory for request files.
+pub struct Command {
+    template: CommandTemplate,
+    timeout: Duration,
+    scratch: tempfile::TempDir,
+}
+
+impl Caller for Command {
+    fn name(&self) -> &'static str {
+        "command"
+    }
+
+    fn call(
+        &self,
+        request: &WireRequest,
+        lane: usize,
+        _stream: bool,
+        stop: Option<usize>,
+    ) -> Result<Outcome, AdapterError> {
+        let dir = self.scratch.path().join(format!("r{lane}"));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| AdapterError::Wire(format!("{}: {e}", dir.display())))?;
+        self.template.run(request, &dir, self.timeout, stop)
+    }
+}
+
+/// A black-box target: requests built from the scenario spec's oracle store,
+/// run through a [`Caller`].
+pub struct BlackBox<C> {
+    caller: C,
     store: Option<(PathBuf, OracleStore)>,
 }
+
+/// An OpenAI-compatible `/v1/completions` endpoint on loopback.
+pub type HttpTarget = BlackBox<Http>;
+/// A command template run once per request.
+pub type CommandTarget = BlackBox<Command>;
 
 impl HttpTarget {
     /// A target at `url` (loopback only; see [`Endpoint::parse`]).
     pub fn new(url: &str, timeout: Duration) -> Result<HttpTarget, ServeError> {
-        Ok(HttpTarget {
-            endpoint: Endpoint::parse(url).map_err(serve_error)?,
-            timeout,
+        Ok(BlackBox {
+            caller: Http {
+                endpoint: Endpoint::parse(url).map_err(ServeError::from)?,
+                timeout,
+            },
             store: None,
         })
     }
-
-    fn observe(
-        &self,
-        store: &OracleStore,
-        request: &Request,
-        stream: bool,
-        solo: bool,
-    ) -> Result<Observed, ServeError> {
-        let w = wire(store, request)?;
-        let options = CallOptions {
-            stream,
-            hang_up_after: if solo { None } else { hang_up_after(request) },
-            timeout: self.timeout,
-        };
-        let out = match complete(&self.endpoint, &w, options) {
-            Ok(out) => out,
-            Err(e) => return wire_failure(request, e),
-        };
-        Ok(Observed {
-            id: request.id.clone(),
-            tokens: out.tokens,
-            refused: out.refused,
-            error: out.error.map(|e| format!("request `{}`: {e}", request.id)),
-            ..Observed::default()
-        })
-    }
-}
-
-impl ServingTarget for HttpTarget {
-    fn name(&self) -> &str {
-        "http"
-    }
-
-    fn run(&mut self, scenario: &Scenario) -> Result<Vec<Observed>, ServeError> {
-        open_store(&scenario.spec, &mut self.store)?;
-        let store = &self
-            .store
-            .as_ref()
-            .ok_or_else(|| ServeError::Input("no oracle store".into()))?
-            .1;
-        let this = &*self;
-        run_all(&scenario.requests, scenario.slots as usize, |_, r| {
-            this.observe(store, r, true, false)
-        })
-    }
-
-    fn run_solo(&mut self, request: &Request) -> Result<Observed, ServeError> {
-        let store = &self
-            .store
-            .as_ref()
-            .ok_or_else(|| {
-                ServeError::Input(
-                    "run_solo before run: no scenario (and so no oracle store) yet".into(),
-                )
-            })?
-            .1;
-        self.observe(store, request, false, true)
-    }
-}
-
-/// A command template run once per request.
-pub struct CommandTarget {
-    template: CommandTemplate,
-    timeout: Duration,
-    scratch: tempfile::TempDir,
-    store: Option<(PathBuf, OracleStore)>,
 }
 
 impl CommandTarget {
     /// A target running `template` (see [`CommandTemplate::parse`]).
     pub fn new(template: &str, timeout: Duration) -> Result<CommandTarget, ServeError> {
-        let scratch = tempfile::tempdir().map_err(|e| {
-            ServeError::Execution(format!("a scratch directory for request files: {e}"))
-        })?;
-        Ok(CommandTarget {
-            template: CommandTemplate::parse(template).map_err(serve_error)?,
-            timeout,
-            scratch,
+        let scratch = tempfile::tempdir()
+            .map_err(|e| ServeError::Run(format!("a scratch directory for request files: {e}")))?;
+        Ok(BlackBox {
+            caller: Command {
+                template: CommandTemplate::parse(template).map_err(ServeError::from)?,
+                timeout,
+                scratch,
+            },
             store: None,
         })
     }
+}
 
+impl<C: Caller> BlackBox<C> {
     fn observe(
         &self,
         store: &OracleStore,
-        slot: usize,
+        lane: usize,
         request: &Request,
         solo: bool,
     ) -> Result<Observed, ServeError> {
         let w = wire(store, request)?;
-        let dir = self.scratch.path().join(format!("r{slot}"));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| ServeError::Execution(format!("{}: {e}", dir.display())))?;
         let stop = if solo { None } else { hang_up_after(request) };
-        let out = match self.template.run(&w, &dir, self.timeout, stop) {
+        let out = match self.caller.call(&w, lane, !solo, stop) {
             Ok(out) => out,
             Err(e) => return wire_failure(request, e),
         };
         Ok(Observed {
             id: request.id.clone(),
+            slot: out.slot,
             tokens: out.tokens,
             refused: out.refused,
             error: out.error.map(|e| format!("request `{}`: {e}", request.id)),
             ..Observed::default()
         })
     }
+
+    fn store(&self) -> Result<&OracleStore, ServeError> {
+        self.store.as_ref().map(|(_, s)| s).ok_or_else(|| {
+            ServeError::Convention(
+                "run_solo before run: no scenario (and so no oracle store) yet".into(),
+            )
+        })
+    }
 }
 
-impl ServingTarget for CommandTarget {
+impl<C: Caller> ServingTarget for BlackBox<C> {
     fn name(&self) -> &str {
-        "command"
+        self.caller.name()
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<Vec<Observed>, ServeError> {
         open_store(&scenario.spec, &mut self.store)?;
-        let store = &self
-            .store
-            .as_ref()
-            .ok_or_else(|| ServeError::Input("no oracle store".into()))?
-            .1;
-        let this = &*self;
+        let store = self.store()?;
         run_all(&scenario.requests, scenario.slots as usize, |i, r| {
-            this.observe(store, i, r, false)
+            self.observe(store, i, r, false)
         })
     }
 
     fn run_solo(&mut self, request: &Request) -> Result<Observed, ServeError> {
-        let store = &self
-            .store
-            .as_ref()
-            .ok_or_else(|| {
-                ServeError::Input(
-                    "run_solo before run: no scenario (and so no oracle store) yet".into(),
-                )
-            })?
-            .1;
-        self.observe(store, usize::MAX, request, true)
+        self.observe(self.store()?, usize::MAX, request, true)
     }
 }

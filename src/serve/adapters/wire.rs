@@ -210,6 +210,9 @@ pub enum CommandLine {
         done: bool,
         /// `length` (max tokens reached), `stop` (an end token) or `cancelled`.
         reason: String,
+        /// The server slot the request ran in, when the command can say.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        slot: Option<u32>,
     },
     /// The request was refused at admission, before anything ran (too
     /// long for the context, an all-padded clip, ...); the command exits non-zero.
@@ -249,6 +252,10 @@ pub struct Completion {
     pub id: String,
     /// `text_completion`.
     pub object: String,
+    /// parity's extension: the server slot the request ran in (the
+    /// fixture server sends it in every chunk; absent when a server cannot say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
     /// One choice (n = 1).
     pub choices: Vec<Choice>,
 }
@@ -321,7 +328,16 @@ mod tests {
             parse(r#"{"done": true, "reason": "length"}"#),
             Some(CommandLine::Done {
                 done: true,
-                reason: "length".into()
+                reason: "length".into(),
+                slot: None,
+            })
+        );
+        assert_eq!(
+            parse(r#"{"done": true, "reason": "length", "slot": 1}"#),
+            Some(CommandLine::Done {
+                done: true,
+                reason: "length".into(),
+                slot: Some(1),
             })
         );
         assert_eq!(
