@@ -337,11 +337,12 @@ fn run_invariant(
             .clone()
             .unwrap_or_else(|| unreachable_moved(inv.name));
         let summary = format!(
-            "{}: {} in `{}` (valid frames {:?}; {}) moves `{}`{:?}: {} -> {} (max diff {}, {} element(s) of its valid region)",
+            "{}: {} in `{}` (valid frames {:?} at {}; {}) moves `{}`{:?}: {} -> {} (max diff {}, {} element(s) of its valid region)",
             inv.name,
             last.case.change,
             last.case.function,
             last.case.valid,
+            last.case.valid_frames.join(" | "),
             last.case.sources.join(", "),
             moved.output,
             moved.index,

@@ -79,11 +79,12 @@ pub fn text(r: &FuzzRecord) -> String {
         let _ = writeln!(s, "VIOLATION {}", sanitize::terminal(&v.summary));
         let _ = writeln!(
             s,
-            "  minimal case: `{}` c{} b{}, valid {:?}, {}; change: {}",
+            "  minimal case: `{}` c{} b{}, valid {:?} at {}, {}; change: {}",
             v.case.function,
             v.case.clips,
             v.case.bucket,
             v.case.valid,
+            sanitize::terminal(&v.case.valid_frames.join(" | ")),
             sanitize::terminal(&v.case.sources.join(", ")),
             sanitize::terminal(&v.case.change)
         );
