@@ -5,6 +5,7 @@
 //! entry point's mel, mask and lengths tensors from it, in the contract's
 //! dtypes and mask polarity.
 
+use super::error::FuzzError;
 use parity_spec::{FuzzShape, FuzzSpec};
 use parity_tensor::{DType, Tensor};
 
@@ -198,7 +199,7 @@ pub struct Inputs {
 
 impl Batch {
     /// Lays the batch out as the entry point's inputs.
-    pub fn inputs(&self, spec: &FuzzSpec, sources: &MelSources) -> Result<Inputs, String> {
+    pub fn inputs(&self, spec: &FuzzSpec, sources: &MelSources) -> Result<Inputs, FuzzError> {
         let (b, t, f) = (self.shape.clips, self.shape.bucket, sources.features);
         let mut mel = vec![0f32; b * t * f];
         let mut padded = vec![true; b * t];
@@ -206,14 +207,20 @@ impl Batch {
             let (label, src) = sources
                 .clips
                 .get(clip.source)
-                .ok_or_else(|| format!("clip {c}: no source clip {}", clip.source))?;
+                .ok_or_else(|| FuzzError::Layout {
+                    clip: c,
+                    problem: format!("no source clip {}", clip.source),
+                })?;
             if clip.span() > t || clip.offset + clip.valid > src.len() / f {
-                return Err(format!(
-                    "clip {c}: {} frames (spanning {}) at offset {} do not fit bucket {t} / source {label}",
-                    clip.valid,
-                    clip.span(),
-                    clip.offset
-                ));
+                return Err(FuzzError::Layout {
+                    clip: c,
+                    problem: format!(
+                        "{} frames (spanning {}) at offset {} do not fit bucket {t} / source {label}",
+                        clip.valid,
+                        clip.span(),
+                        clip.offset
+                    ),
+                });
             }
             for (i, at) in clip.frames().into_iter().enumerate() {
                 let from = &src[(clip.offset + i) * f..(clip.offset + i + 1) * f];
@@ -237,17 +244,29 @@ impl Batch {
             }
             _ => Tensor::from_f32(vec![b, t, f], &mel),
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|source| FuzzError::Tensor {
+            input: "mel",
+            source,
+        })?;
         let mask: Vec<f64> = padded
             .iter()
             .map(|&p| if p == spec.mask.padded { 1.0 } else { 0.0 })
             .collect();
-        let mask =
-            Tensor::from_f64_as(spec.mask.dtype, vec![b, t], &mask).map_err(|e| e.to_string())?;
+        let mask = Tensor::from_f64_as(spec.mask.dtype, vec![b, t], &mask).map_err(|source| {
+            FuzzError::Tensor {
+                input: "mask",
+                source,
+            }
+        })?;
         let lengths = match &spec.lengths {
             Some(l) => {
                 let v: Vec<f64> = self.clips.iter().map(|c| c.valid as f64).collect();
-                Some(Tensor::from_f64_as(l.dtype, vec![b], &v).map_err(|e| e.to_string())?)
+                Some(Tensor::from_f64_as(l.dtype, vec![b], &v).map_err(|source| {
+                    FuzzError::Tensor {
+                        input: "lengths",
+                        source,
+                    }
+                })?)
             }
             None => None,
         };

@@ -93,7 +93,7 @@ pub fn load_checked(spec: &parity_spec::FuzzSpec, path: &Path) -> Result<Checked
     let case = format!("case `{}`", path.display());
     let inputs = load(path).map_err(|m| ErrorRecord::input(format!("{case}: {m}")))?;
     let (shape, valid) = validate(spec, &inputs.mel, &inputs.mask, inputs.lengths.as_ref())
-        .map_err(|m| FuzzError::Malformed(m.to_string()).to_record(&case))?;
+        .map_err(|m| FuzzError::Malformed(m).to_record(&case))?;
     Ok(Checked {
         inputs,
         shape,

@@ -136,9 +136,10 @@ pub fn check(
         "pad_content" => {
             let writes = draw.pad_writes();
             if writes.is_empty() {
-                return Err(FuzzError::Input(
-                    "pad_content: a drawn clip has no padded frame".into(),
-                ));
+                return Err(FuzzError::Unsupported {
+                    invariant: "pad_content",
+                    problem: "a drawn clip has no padded frame",
+                });
             }
             let mut written = base.clone();
             written.writes = writes;
@@ -160,7 +161,10 @@ pub fn check(
                 .collect::<Vec<_>>();
             largest.sort_by_key(|s| s.bucket);
             let Some(&big) = largest.last() else {
-                return Err(FuzzError::Input("bucket: no single-clip shape".into()));
+                return Err(FuzzError::Unsupported {
+                    invariant: "bucket",
+                    problem: "no single-clip shape",
+                });
             };
             let one = |shape| Batch {
                 shape,
@@ -210,9 +214,10 @@ pub fn check(
         }
         "batch_company" => {
             let Some(single) = f.shape(1, base.shape.bucket) else {
-                return Err(FuzzError::Input(
-                    "batch_company: no c1 shape of this bucket".into(),
-                ));
+                return Err(FuzzError::Unsupported {
+                    invariant: "batch_company",
+                    problem: "no c1 shape of this bucket",
+                });
             };
             let alone = Batch {
                 shape: single,
@@ -275,7 +280,7 @@ pub fn check(
                 ),
             })
         }
-        other => Err(FuzzError::Input(format!("unknown invariant `{other}`"))),
+        other => Err(FuzzError::UnknownInvariant(other.to_string())),
     }
 }
 
@@ -355,6 +360,6 @@ pub fn control(exec: &Exec<'_>, name: &str, draw: &Draw) -> Result<(String, Diff
                 compare_clip(f, tol, &r, 0, base.clips[0].valid, &c, 0),
             ))
         }
-        other => Err(FuzzError::Input(format!("unknown invariant `{other}`"))),
+        other => Err(FuzzError::UnknownInvariant(other.to_string())),
     }
 }

@@ -34,10 +34,13 @@ pub fn runner(seed: u64) -> TestRunner {
 }
 
 /// The value tree `strategy` generates from `seed` (the same tree every time).
-pub fn tree<S: Strategy>(strategy: &S, seed: u64) -> Result<S::Tree, String> {
+pub fn tree<S: Strategy>(strategy: &S, seed: u64) -> Result<S::Tree, super::FuzzError> {
     strategy
         .new_tree(&mut runner(seed))
-        .map_err(|e| format!("cannot generate a case from seed {seed}: {e}"))
+        .map_err(|e| super::FuzzError::Generate {
+            seed,
+            reason: e.to_string(),
+        })
 }
 
 /// proptest's shrinking loop over `tree`: simplify while `fails` keeps
