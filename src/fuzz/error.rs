@@ -20,7 +20,7 @@ pub enum FuzzError {
         index: usize,
         /// Why.
         #[source]
-        source: InputError,
+        source: Box<InputError>,
     },
     /// A fixed `literal:` argument does not make a tensor.
     #[error("{at}: fuzz argument {index}: {source}")]
@@ -48,7 +48,7 @@ pub enum FuzzError {
         at: String,
         /// Why.
         #[source]
-        source: InputError,
+        source: Box<InputError>,
     },
     /// A `mel.sources` tensor is not float `[clips, frames, features]` of finite frames.
     #[error("{at}: fuzz.mel.sources: `{tensor}` {problem}")]

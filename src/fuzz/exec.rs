@@ -43,7 +43,7 @@ impl<'a> Exec<'a> {
             let from_input = |source| FuzzError::FixedArg {
                 at: at.clone(),
                 index,
-                source,
+                source: Box::new(source),
             };
             fixed.push(match a {
                 FuzzArg::Fixed(Arg::Weight(n)) => Some(inputs.weight(n).map_err(from_input)?),
@@ -73,7 +73,7 @@ impl<'a> Exec<'a> {
         for name in &fuzz.mel.sources {
             let t = inputs.oracle(name).map_err(|source| FuzzError::MelSource {
                 at: at.clone(),
-                source,
+                source: Box::new(source),
             })?;
             let bad = |problem: String| FuzzError::MelSourceShape {
                 at: at.clone(),

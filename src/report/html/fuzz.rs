@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 /// A float as the page shows it (`-` when absent); `data-v` keeps the exact value.
 fn num(x: Option<f64>) -> (String, String) {
     match x {
-        Some(v) if v == 0.0 => ("0 (bit for bit)".into(), "0".into()),
+        Some(0.0) => ("0 (bit for bit)".into(), "0".into()),
         Some(v) => (format!("{v:.4e}"), format!("{v:e}")),
         None => ("-".into(), String::new()),
     }
