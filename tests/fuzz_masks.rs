@@ -7,49 +7,15 @@
 
 mod common;
 
-use common::{parity, repo};
+use common::invariant;
 use parity_tensor::{DType, Tensor};
 use serde_json::Value;
 use std::path::Path;
 
 const SEEDS: &str = "subject/gemma3n/fuzz-regressions/audio_encode.seeds";
 
-/// `parity fuzz SPEC ARGS` from the repository root, replaying a copy of
-/// the committed seeds (so the test never edits the tree); (exit, text, record).
 fn fuzz(spec: &str, args: &[&str]) -> (i32, String, Value) {
-    let out = tempfile::tempdir().unwrap();
-    let seeds = out.path().join("seeds");
-    std::fs::copy(repo().join(SEEDS), &seeds).unwrap();
-    let mut all = vec![
-        "fuzz",
-        spec,
-        "--out-dir",
-        out.path().to_str().unwrap(),
-        "--regressions",
-        seeds.to_str().unwrap(),
-    ];
-    all.extend_from_slice(args);
-    let o = parity(&repo(), &all);
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let json = std::fs::read_to_string(out.path().join("fuzz.json")).expect("fuzz.json");
-    (
-        o.status.code().unwrap_or(-1),
-        text,
-        serde_json::from_str(&json).unwrap(),
-    )
-}
-
-fn invariant<'a>(r: &'a Value, name: &str) -> &'a Value {
-    r["invariants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["name"] == name)
-        .unwrap_or_else(|| panic!("no invariant {name}: {r:#}"))
+    common::fuzz(SEEDS, spec, args)
 }
 
 #[test]

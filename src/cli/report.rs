@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
     /// JSON records written by parity (`parity.run-record/2`, `parity.bisect/2`,
-    /// `parity.compare/1`, `parity.baseline/1`, `parity.tokens/1`); the HTML page shows them all.
+    /// `parity.compare/1`, `parity.baseline/1`, `parity.tokens/1`, `parity.serving/1`,
+    /// `parity.fuzz/1`); the HTML page shows them all (compare records excepted),
+    /// one section per record.
     #[arg(required = true)]
     records: Vec<PathBuf>,
     /// Merge the run records of every shard of one run (`parity check --shard i/n`)
@@ -182,12 +184,28 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             _ => None,
         })
         .collect();
+    let servings: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            AnyRecord::Serving(s) => Some((**s).clone()),
+            _ => None,
+        })
+        .collect();
+    let fuzzes: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            AnyRecord::Fuzz(f) => Some((**f).clone()),
+            _ => None,
+        })
+        .collect();
     if let Some(path) = &args.html {
         let page = report::html::render(&report::html::HtmlInput {
             runs: &runs,
             bisects: &bisects,
             tokens: &tokens,
             baselines: &baselines,
+            servings: &servings,
+            fuzzes: &fuzzes,
         });
         if let Err(e) = report::write_atomic(path, page.as_bytes()) {
             failures.push(format!("cannot write {}: {e}", path.display()));

@@ -1,20 +1,90 @@
 //! A fuzz case as data: which clips make up a batch (valid frames drawn from
-//! a real mel tensor), and how the padded frames are filled. Building the
+//! a real mel tensor, a prefix of the bucket or, for an arbitrary-mask
+//! contract, runs separated by padded holes), and how the padded frames are
+//! filled. Building the
 //! entry point's mel, mask and lengths tensors from it, in the contract's
 //! dtypes and mask polarity.
 
+use super::error::FuzzError;
 use parity_spec::{FuzzShape, FuzzSpec};
 use parity_tensor::{DType, Tensor};
 
-/// One clip of a batch: `valid` frames taken from a source clip at `offset`.
+/// One clip of a batch: `valid` frames taken from a source clip at `offset`,
+/// laid out from frame 0 with the padded `holes` between them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Clip {
-    /// Valid frames (a prefix of the bucket).
+    /// Valid frames.
     pub valid: usize,
     /// Index into [`MelSources::clips`].
     pub source: usize,
     /// First source frame used.
     pub offset: usize,
+    /// Padded frames inside the valid ones (empty: a prefix mask).
+    pub holes: Vec<Hole>,
+}
+
+/// `len` padded frames just before valid frame `before` (counted among the valid ones).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hole {
+    /// The valid frame the hole precedes (0: the clip starts padded).
+    pub before: usize,
+    /// Padded frames in the hole (at least 1).
+    pub len: usize,
+}
+
+impl Clip {
+    /// A clip with a prefix mask.
+    pub fn prefix(valid: usize, source: usize, offset: usize) -> Clip {
+        Clip {
+            valid,
+            source,
+            offset,
+            holes: Vec::new(),
+        }
+    }
+
+    /// Bucket positions of the valid frames, in order.
+    pub fn frames(&self) -> Vec<usize> {
+        let mut at = 0;
+        (0..self.valid)
+            .map(|i| {
+                at += self
+                    .holes
+                    .iter()
+                    .filter(|h| h.before == i)
+                    .map(|h| h.len)
+                    .sum::<usize>();
+                at += 1;
+                at - 1
+            })
+            .collect()
+    }
+
+    /// Frames from the first to one past the last valid one.
+    pub fn span(&self) -> usize {
+        self.frames().last().map_or(0, |&l| l + 1)
+    }
+
+    /// The padded frames of this clip in a `bucket`-frame batch, in order.
+    pub fn padded(&self, bucket: usize) -> Vec<usize> {
+        let valid = self.frames();
+        (0..bucket).filter(|t| !valid.contains(t)).collect()
+    }
+}
+
+/// `[0, 1, 2, 5]` as "0..3, 5..6".
+pub fn runs(frames: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < frames.len() {
+        let mut j = i;
+        while j + 1 < frames.len() && frames[j + 1] == frames[j] + 1 {
+            j += 1;
+        }
+        out.push(format!("{}..{}", frames[i], frames[j] + 1));
+        i = j + 1;
+    }
+    out.join(", ")
 }
 
 /// What padded (or, for a negative control, valid) frames are set to.
@@ -61,6 +131,25 @@ pub struct Write {
     pub end: usize,
     /// The values.
     pub fill: Fill,
+}
+
+impl Write {
+    /// Writes covering exactly `frames` (ascending) of clip `clip`, one per contiguous run.
+    pub fn covering(clip: usize, frames: &[usize], fill: Fill) -> Vec<Write> {
+        let mut out: Vec<Write> = Vec::new();
+        for &t in frames {
+            match out.last_mut() {
+                Some(w) if w.end == t => w.end += 1,
+                _ => out.push(Write {
+                    clip,
+                    start: t,
+                    end: t + 1,
+                    fill,
+                }),
+            }
+        }
+        out
+    }
 }
 
 /// A batch: a compiled shape and its clips (canonical zero padding unless `writes` say otherwise).
@@ -110,7 +199,7 @@ pub struct Inputs {
 
 impl Batch {
     /// Lays the batch out as the entry point's inputs.
-    pub fn inputs(&self, spec: &FuzzSpec, sources: &MelSources) -> Result<Inputs, String> {
+    pub fn inputs(&self, spec: &FuzzSpec, sources: &MelSources) -> Result<Inputs, FuzzError> {
         let (b, t, f) = (self.shape.clips, self.shape.bucket, sources.features);
         let mut mel = vec![0f32; b * t * f];
         let mut padded = vec![true; b * t];
@@ -118,16 +207,26 @@ impl Batch {
             let (label, src) = sources
                 .clips
                 .get(clip.source)
-                .ok_or_else(|| format!("clip {c}: no source clip {}", clip.source))?;
-            if clip.valid > t || clip.offset + clip.valid > src.len() / f {
-                return Err(format!(
-                    "clip {c}: {} frames at offset {} do not fit bucket {t} / source {label}",
-                    clip.valid, clip.offset
-                ));
+                .ok_or_else(|| FuzzError::Layout {
+                    clip: c,
+                    problem: format!("no source clip {}", clip.source),
+                })?;
+            if clip.span() > t || clip.offset + clip.valid > src.len() / f {
+                return Err(FuzzError::Layout {
+                    clip: c,
+                    problem: format!(
+                        "{} frames (spanning {}) at offset {} do not fit bucket {t} / source {label}",
+                        clip.valid,
+                        clip.span(),
+                        clip.offset
+                    ),
+                });
             }
-            let from = &src[clip.offset * f..(clip.offset + clip.valid) * f];
-            mel[c * t * f..(c * t + clip.valid) * f].copy_from_slice(from);
-            padded[c * t..c * t + clip.valid].fill(false);
+            for (i, at) in clip.frames().into_iter().enumerate() {
+                let from = &src[(clip.offset + i) * f..(clip.offset + i + 1) * f];
+                mel[(c * t + at) * f..(c * t + at + 1) * f].copy_from_slice(from);
+                padded[c * t + at] = false;
+            }
         }
         for w in &self.writes {
             let (start, end) = (w.start.min(t), w.end.min(t));
@@ -145,17 +244,29 @@ impl Batch {
             }
             _ => Tensor::from_f32(vec![b, t, f], &mel),
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|source| FuzzError::Tensor {
+            input: "mel",
+            source,
+        })?;
         let mask: Vec<f64> = padded
             .iter()
             .map(|&p| if p == spec.mask.padded { 1.0 } else { 0.0 })
             .collect();
-        let mask =
-            Tensor::from_f64_as(spec.mask.dtype, vec![b, t], &mask).map_err(|e| e.to_string())?;
+        let mask = Tensor::from_f64_as(spec.mask.dtype, vec![b, t], &mask).map_err(|source| {
+            FuzzError::Tensor {
+                input: "mask",
+                source,
+            }
+        })?;
         let lengths = match &spec.lengths {
             Some(l) => {
                 let v: Vec<f64> = self.clips.iter().map(|c| c.valid as f64).collect();
-                Some(Tensor::from_f64_as(l.dtype, vec![b], &v).map_err(|e| e.to_string())?)
+                Some(Tensor::from_f64_as(l.dtype, vec![b], &v).map_err(|source| {
+                    FuzzError::Tensor {
+                        input: "lengths",
+                        source,
+                    }
+                })?)
             }
             None => None,
         };
@@ -176,6 +287,11 @@ impl Batch {
                 format!("{label} frames {}..{}", c.offset, c.offset + c.valid)
             })
             .collect()
+    }
+
+    /// Each clip's valid frames in the bucket, as runs ("0..3, 5..6").
+    pub fn valid_frames(&self) -> Vec<String> {
+        self.clips.iter().map(|c| runs(&c.frames())).collect()
     }
 
     /// "clip 0: frames 31..32 = 1.0" for every write.

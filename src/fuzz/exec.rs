@@ -4,7 +4,7 @@
 
 use super::case::{Batch, Inputs, MelSources};
 use super::error::FuzzError;
-use super::validate::validate;
+use super::validate::{validate, Malformed};
 use crate::run::inputs::InputSources;
 use crate::run::ModuleSet;
 use parity_spec::{Arg, FuzzArg, FuzzSpec, Spec};
@@ -39,42 +39,56 @@ impl<'a> Exec<'a> {
             fuzz.location.col
         );
         let mut fixed = Vec::with_capacity(fuzz.args.len());
-        for (i, a) in fuzz.args.iter().enumerate() {
-            let t: Option<Result<Tensor, String>> = match a {
-                FuzzArg::Fixed(Arg::Weight(n)) => Some(inputs.weight(n).map_err(|e| e.to_string())),
-                FuzzArg::Fixed(Arg::Oracle(n)) => Some(inputs.oracle(n).map_err(|e| e.to_string())),
+        for (index, a) in fuzz.args.iter().enumerate() {
+            let from_input = |source| FuzzError::FixedArg {
+                at: at.clone(),
+                index,
+                source: Box::new(source),
+            };
+            fixed.push(match a {
+                FuzzArg::Fixed(Arg::Weight(n)) => Some(inputs.weight(n).map_err(from_input)?),
+                FuzzArg::Fixed(Arg::Oracle(n)) => Some(inputs.oracle(n).map_err(from_input)?),
                 FuzzArg::Fixed(Arg::Literal {
                     dtype,
                     shape,
                     values,
-                }) => Some(
-                    Tensor::from_f64_as(*dtype, shape.clone(), values).map_err(|e| e.to_string()),
-                ),
-                FuzzArg::Fixed(Arg::Stage { .. }) => Some(Err("`stage:` is not allowed".into())),
-                _ => None,
-            };
-            fixed.push(match t {
-                Some(r) => {
-                    Some(r.map_err(|e| FuzzError::Input(format!("{at}: fuzz argument {i}: {e}")))?)
+                }) => Some(Tensor::from_f64_as(*dtype, shape.clone(), values).map_err(
+                    |source| FuzzError::Literal {
+                        at: at.clone(),
+                        index,
+                        source,
+                    },
+                )?),
+                FuzzArg::Fixed(Arg::Stage { .. }) => {
+                    return Err(FuzzError::StageArg {
+                        at: at.clone(),
+                        index,
+                    })
                 }
-                None => None,
+                _ => None,
             });
         }
         let features = fuzz.mel.features;
         let mut clips = Vec::new();
         for name in &fuzz.mel.sources {
-            let t = inputs
-                .oracle(name)
-                .map_err(|e| FuzzError::Input(format!("{at}: fuzz.mel.sources: {e}")))?;
+            let t = inputs.oracle(name).map_err(|source| FuzzError::MelSource {
+                at: at.clone(),
+                source: Box::new(source),
+            })?;
+            let bad = |problem: String| FuzzError::MelSourceShape {
+                at: at.clone(),
+                tensor: name.clone(),
+                problem,
+            };
             let &[b, frames, f] = t.shape() else {
-                return Err(FuzzError::Input(format!(
-                    "{at}: fuzz.mel.sources: `{name}` has shape {:?}, not [clips, frames, {features}]",
+                return Err(bad(format!(
+                    "has shape {:?}, not [clips, frames, {features}]",
                     t.shape()
                 )));
             };
             if f != features || !t.dtype().is_float() {
-                return Err(FuzzError::Input(format!(
-                    "{at}: fuzz.mel.sources: `{name}` is {} {:?}, not float [clips, frames, {features}]",
+                return Err(bad(format!(
+                    "is {} {:?}, not float [clips, frames, {features}]",
                     t.dtype(),
                     t.shape()
                 )));
@@ -83,10 +97,7 @@ impl<'a> Exec<'a> {
             for c in 0..b {
                 let v = &all[c * frames * f..(c + 1) * frames * f];
                 if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-                    return Err(FuzzError::Input(format!(
-                        "{at}: fuzz.mel.sources: `{name}` clip {c} frame {} is not finite",
-                        i / f
-                    )));
+                    return Err(bad(format!("clip {c} frame {} is not finite", i / f)));
                 }
                 clips.push((
                     format!("{name}[{c}]"),
@@ -105,9 +116,7 @@ impl<'a> Exec<'a> {
 
     /// Runs a generated batch.
     pub fn run(&self, batch: &Batch) -> Result<Vec<Tensor>, FuzzError> {
-        let inputs = batch
-            .inputs(self.fuzz, &self.sources)
-            .map_err(FuzzError::Input)?;
+        let inputs = batch.inputs(self.fuzz, &self.sources)?;
         self.call(&inputs)
     }
 
@@ -118,8 +127,7 @@ impl<'a> Exec<'a> {
             &inputs.mel,
             &inputs.mask,
             inputs.lengths.as_ref(),
-        )
-        .map_err(|m| FuzzError::Malformed(m.to_string()))?;
+        )?;
         let function = self.fuzz.function_for(shape);
         let mut args = Vec::with_capacity(self.fixed.len());
         for (a, f) in self.fuzz.args.iter().zip(&self.fixed) {
@@ -128,16 +136,31 @@ impl<'a> Exec<'a> {
                 (FuzzArg::Mask, _) => inputs.mask.clone(),
                 (FuzzArg::Lengths, _) => match &inputs.lengths {
                     Some(l) => l.clone(),
-                    None => return Err(FuzzError::Malformed("lengths: missing".into())),
+                    None => {
+                        return Err(FuzzError::Malformed(Malformed::Layout {
+                            input: "lengths",
+                            message: "missing".into(),
+                        }))
+                    }
                 },
                 (_, Some(t)) => t.clone(),
-                (_, None) => return Err(FuzzError::Input("fixed argument not loaded".into())),
+                // Exec::new loads every fixed argument or fails.
+                (_, None) => {
+                    return Err(FuzzError::Unsupported {
+                        invariant: "call",
+                        problem: "a fixed argument was not loaded",
+                    })
+                }
             });
         }
         if let Some(sig) = self.modules.signature(&self.fuzz.module, &function) {
             for (i, (t, ty)) in args.iter().zip(&sig.args).enumerate() {
                 if let Some(m) = ty.mismatch(t.dtype(), t.shape()) {
-                    return Err(FuzzError::Input(format!("`{function}` argument {i}: {m}")));
+                    return Err(FuzzError::Signature {
+                        function: function.clone(),
+                        index: i,
+                        problem: m,
+                    });
                 }
             }
         }
@@ -145,19 +168,18 @@ impl<'a> Exec<'a> {
         let out = self
             .modules
             .invoke(&self.fuzz.module, &function, &args)
-            .map_err(|(kind, m)| {
-                let m = format!("`{}.{function}`: {m}", self.fuzz.module);
-                match kind {
-                    parity_record::ErrorKind::Input => FuzzError::Input(m),
-                    parity_record::ErrorKind::Execution => FuzzError::Execution(m),
-                }
+            .map_err(|(kind, message)| FuzzError::Invoke {
+                module: self.fuzz.module.clone(),
+                function: function.clone(),
+                kind,
+                message,
             })?;
         if out.len() != self.fuzz.outputs.len() {
-            return Err(FuzzError::Input(format!(
-                "`{function}` returned {} results; `fuzz.outputs` names {}",
-                out.len(),
-                self.fuzz.outputs.len()
-            )));
+            return Err(FuzzError::Outputs {
+                function,
+                got: out.len(),
+                want: self.fuzz.outputs.len(),
+            });
         }
         Ok(out)
     }

@@ -93,7 +93,7 @@ pub fn load_checked(spec: &parity_spec::FuzzSpec, path: &Path) -> Result<Checked
     let case = format!("case `{}`", path.display());
     let inputs = load(path).map_err(|m| ErrorRecord::input(format!("{case}: {m}")))?;
     let (shape, valid) = validate(spec, &inputs.mel, &inputs.mask, inputs.lengths.as_ref())
-        .map_err(|m| FuzzError::Malformed(m.to_string()).to_record(&case))?;
+        .map_err(|m| FuzzError::Malformed(m).to_record(&case))?;
     Ok(Checked {
         inputs,
         shape,
@@ -127,6 +127,21 @@ pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut F
         note: None,
     };
     let (b, t) = (shape.clips, shape.bucket);
+    // The mask decides which frames are padded (a prefix or, if the contract allows, with holes).
+    let padded_value = if exec.fuzz.mask.padded { 1.0 } else { 0.0 };
+    let padded: Vec<Vec<usize>> = (0..b)
+        .map(|c| {
+            (0..t)
+                .filter(|&k| inputs.mask.get_f64(c * t + k) == padded_value)
+                .collect()
+        })
+        .collect();
+    let valid_frames: Vec<String> = (0..b)
+        .map(|c| {
+            let v: Vec<usize> = (0..t).filter(|k| !padded[c].contains(k)).collect();
+            super::case::runs(&v)
+        })
+        .collect();
     for fill in [
         Fill::Value(f32::NAN),
         Fill::Value(f32::INFINITY),
@@ -134,9 +149,11 @@ pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut F
     ] {
         let mut mel = inputs.mel.to_f64_vec();
         let f = exec.fuzz.mel.features;
-        for (c, &v) in valid.iter().enumerate() {
-            for (i, x) in mel[(c * t + v) * f..(c + 1) * t * f].iter_mut().enumerate() {
-                *x = fill.at(i) as f64;
+        for (c, frames) in padded.iter().enumerate() {
+            for (i, k) in frames.iter().enumerate() {
+                for j in 0..f {
+                    mel[(c * t + k) * f + j] = fill.at(i * f + j) as f64;
+                }
             }
         }
         let written = Inputs {
@@ -179,6 +196,7 @@ pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut F
                     clips: b,
                     bucket: t,
                     valid: valid.clone(),
+                    valid_frames: valid_frames.clone(),
                     sources: vec![path.display().to_string()],
                     change,
                 },

@@ -97,6 +97,7 @@ fn minimal(exec: &Exec<'_>, batch: &Batch, change: String) -> MinimalCase {
         clips: batch.shape.clips,
         bucket: batch.shape.bucket,
         valid: batch.valid(),
+        valid_frames: batch.valid_frames(),
         sources: batch.sources(&exec.sources),
         change,
     }
@@ -133,13 +134,15 @@ pub fn check(
     let base = draw.batch();
     match name {
         "pad_content" => {
-            let Some(w) = draw.pad_write() else {
-                return Err(FuzzError::Input(
-                    "pad_content: a drawn clip has no padded frame".into(),
-                ));
-            };
+            let writes = draw.pad_writes();
+            if writes.is_empty() {
+                return Err(FuzzError::Unsupported {
+                    invariant: "pad_content",
+                    problem: "a drawn clip has no padded frame",
+                });
+            }
             let mut written = base.clone();
-            written.writes.push(w);
+            written.writes = writes;
             let (r, c) = (exec.run(&base)?, exec.run(&written)?);
             let change = format!("padded {}", written.describe_writes());
             Ok(Outcome {
@@ -158,7 +161,10 @@ pub fn check(
                 .collect::<Vec<_>>();
             largest.sort_by_key(|s| s.bucket);
             let Some(&big) = largest.last() else {
-                return Err(FuzzError::Input("bucket: no single-clip shape".into()));
+                return Err(FuzzError::Unsupported {
+                    invariant: "bucket",
+                    problem: "no single-clip shape",
+                });
             };
             let one = |shape| Batch {
                 shape,
@@ -169,7 +175,7 @@ pub fn check(
             let mut compared = Vec::new();
             for &s in largest
                 .iter()
-                .filter(|s| s.bucket != big.bucket && s.bucket >= clip.valid)
+                .filter(|s| s.bucket != big.bucket && s.bucket >= clip.span())
             {
                 let c = exec.run(&one(s))?;
                 diff = diff.and(compare_clip(f, tol, &r, 0, clip.valid, &c, 0));
@@ -208,9 +214,10 @@ pub fn check(
         }
         "batch_company" => {
             let Some(single) = f.shape(1, base.shape.bucket) else {
-                return Err(FuzzError::Input(
-                    "batch_company: no c1 shape of this bucket".into(),
-                ));
+                return Err(FuzzError::Unsupported {
+                    invariant: "batch_company",
+                    problem: "no c1 shape of this bucket",
+                });
             };
             let alone = Batch {
                 shape: single,
@@ -273,7 +280,7 @@ pub fn check(
                 ),
             })
         }
-        other => Err(FuzzError::Input(format!("unknown invariant `{other}`"))),
+        other => Err(FuzzError::UnknownInvariant(other.to_string())),
     }
 }
 
@@ -282,11 +289,7 @@ fn unrelated(draw: &Draw, k: usize) -> Batch {
     let clips: Vec<Clip> = draw
         .clips
         .iter()
-        .map(|c| Clip {
-            valid: c.valid.saturating_sub(k + 1).max(1),
-            source: c.source,
-            offset: 0,
-        })
+        .map(|c| Clip::prefix(c.valid.saturating_sub(k + 1).max(1), c.source, 0))
         .collect();
     let writes = clips
         .iter()
@@ -319,15 +322,12 @@ pub fn control(exec: &Exec<'_>, name: &str, draw: &Draw) -> Result<(String, Diff
         "pad_content" | "history" => {
             // A wrong mask: the frames written are the clip's last valid ones.
             let n = draw.count.min(valid).max(1);
+            let frames = base.clips[t].frames();
+            let last = &frames[frames.len() - n..];
             let mut wrong = base.clone();
-            wrong.writes.push(Write {
-                clip: t,
-                start: valid - n,
-                end: valid,
-                fill: Fill::Garbage(1),
-            });
+            wrong.writes = Write::covering(t, last, Fill::Garbage(1));
             let (r, c) = (exec.run(&base)?, exec.run(&wrong)?);
-            let what = format!("garbage written into clip {t}'s last {n} valid frame(s) ({}..{valid}), as a mask calling them padded would allow", valid - n);
+            let what = format!("garbage written into clip {t}'s last {n} valid frame(s) ({}), as a mask calling them padded would allow", super::case::runs(last));
             Ok((what, all_clips(exec, tol, &base, &r, &c)))
         }
         "bucket" | "batch_company" => {
@@ -360,6 +360,6 @@ pub fn control(exec: &Exec<'_>, name: &str, draw: &Draw) -> Result<(String, Diff
                 compare_clip(f, tol, &r, 0, base.clips[0].valid, &c, 0),
             ))
         }
-        other => Err(FuzzError::Input(format!("unknown invariant `{other}`"))),
+        other => Err(FuzzError::UnknownInvariant(other.to_string())),
     }
 }

@@ -276,16 +276,16 @@ fn run_invariant(
     );
     let err = |rec: &mut InvariantRecord, e: FuzzError| {
         rec.status = Status::Error;
-        rec.note = Some(match e {
-            FuzzError::Execution(m) => m,
-            other => format!("input: {other}"),
+        rec.note = Some(match e.kind() {
+            parity_record::ErrorKind::Execution => e.to_string(),
+            parity_record::ErrorKind::Input => format!("input: {e}"),
         });
     };
     for &(case_seed, is_replay) in seeds {
         let mut tree = match seed::tree(&strategy, case_seed) {
             Ok(t) => t,
-            Err(m) => {
-                err(&mut rec, FuzzError::Input(m));
+            Err(e) => {
+                err(&mut rec, e);
                 return (rec, None);
             }
         };
@@ -337,11 +337,12 @@ fn run_invariant(
             .clone()
             .unwrap_or_else(|| unreachable_moved(inv.name));
         let summary = format!(
-            "{}: {} in `{}` (valid frames {:?}; {}) moves `{}`{:?}: {} -> {} (max diff {}, {} element(s) of its valid region)",
+            "{}: {} in `{}` (valid frames {:?} at {}; {}) moves `{}`{:?}: {} -> {} (max diff {}, {} element(s) of its valid region)",
             inv.name,
             last.case.change,
             last.case.function,
             last.case.valid,
+            last.case.valid_frames.join(" | "),
             last.case.sources.join(", "),
             moved.output,
             moved.index,

@@ -3,13 +3,15 @@
 //! where its frames come from, and a write into the padded frames (which
 //! clip, which frames, which value: a small integer, ±Inf, NaN or garbage).
 //! Shrinking goes to the first shape, the fewest valid frames, source offset
-//! 0, the first padded frame only, and the value 1.0.
+//! 0, the fewest and shortest holes, the first padded frame only, and the
+//! value 1.0. A prefix-mask contract draws no holes; an arbitrary-mask one
+//! draws up to three padded holes between (or before) the valid frames.
 //!
 //! `malformed` generates batches that break the contract in one named way,
 //! for the guard's property tests.
 
-use super::case::{Batch, Clip, Fill, MelSources, Write};
-use parity_spec::{FuzzShape, FuzzSpec};
+use super::case::{Batch, Clip, Fill, Hole, MelSources, Write};
+use parity_spec::{FuzzShape, FuzzSpec, MaskLayout};
 use proptest::prelude::*;
 
 /// One drawn case; each invariant reads the parts it needs.
@@ -39,17 +41,17 @@ impl Draw {
         }
     }
 
-    /// The write into the target clip's padded frames (None when it has none).
-    pub fn pad_write(&self) -> Option<Write> {
-        let valid = self.clips[self.target].valid;
-        let padded = self.shape.bucket.checked_sub(valid).filter(|&p| p > 0)?;
-        let start = valid + self.first % padded;
-        Some(Write {
-            clip: self.target,
-            start,
-            end: (start + self.count).min(self.shape.bucket),
-            fill: self.fill,
-        })
+    /// The writes into the target clip's padded frames: `count` of them in
+    /// order from padded frame `first` (mod their number), one write per
+    /// contiguous run (empty when the clip has no padded frame).
+    pub fn pad_writes(&self) -> Vec<Write> {
+        let padded = self.clips[self.target].padded(self.shape.bucket);
+        if padded.is_empty() {
+            return Vec::new();
+        }
+        let start = self.first % padded.len();
+        let end = (start + self.count).min(padded.len());
+        Write::covering(self.target, &padded[start..end], self.fill)
     }
 }
 
@@ -66,7 +68,29 @@ pub fn fill() -> impl Strategy<Value = Fill> {
     ]
 }
 
-/// Cases over `shapes` with at most `max_valid` valid frames per clip, and
+/// Most holes drawn per clip of an arbitrary-mask contract.
+pub const MAX_HOLES: usize = 3;
+
+/// Holes drawn as (raw valid frame, length), kept in order while the clip
+/// still fits `limit` frames (a hole that does not fit is shortened or dropped).
+fn fit_holes(valid: usize, raw: Vec<(usize, usize)>, limit: usize) -> Vec<Hole> {
+    let mut room = limit.saturating_sub(valid);
+    let mut holes = Vec::new();
+    for (at, len) in raw {
+        let len = len.min(room);
+        if len == 0 || valid == 0 {
+            continue;
+        }
+        room -= len;
+        holes.push(Hole {
+            before: at % valid,
+            len,
+        });
+    }
+    holes
+}
+
+/// Cases over `shapes` with clips spanning at most `max_valid` frames, and
 /// at least one padded frame when `need_pad`.
 pub fn draw(
     spec: &FuzzSpec,
@@ -76,6 +100,7 @@ pub fn draw(
     need_pad: bool,
 ) -> BoxedStrategy<Draw> {
     let min_valid = spec.mask.min_valid;
+    let arbitrary = spec.mask.layout == MaskLayout::Arbitrary;
     let frames: Vec<usize> = (0..sources.clips.len())
         .map(|i| sources.frames(i))
         .collect();
@@ -89,31 +114,59 @@ pub fn draw(
                 .min(frames.iter().copied().min().unwrap_or(0))
                 .max(min_valid);
             let frames = frames.clone();
-            let clip =
-                (min_valid..=hi, 0..n_src, 0usize..4096).prop_map(move |(valid, source, raw)| {
-                    let room = frames.get(source).map_or(0, |f| f.saturating_sub(valid));
-                    Clip {
-                        valid,
-                        source,
-                        offset: raw % (room + 1),
-                    }
-                });
-            (
-                Just(shape),
-                proptest::collection::vec(clip, shape.clips),
-                0..shape.clips,
-                0..shape.bucket,
-                1..=shape.bucket,
-                fill(),
-            )
-        })
-        .prop_map(|(shape, clips, target, first, count, fill)| Draw {
-            shape,
-            clips,
-            target,
-            first,
-            count,
-            fill,
+            let limit = max_valid.min(shape.bucket - usize::from(need_pad));
+            let place = move |valid: usize, source: usize, raw: usize| {
+                let room = frames.get(source).map_or(0, |f| f.saturating_sub(valid));
+                Clip::prefix(valid, source, raw % (room + 1))
+            };
+            // Prefix contracts keep exactly the draws (and seeds) they had before holes existed.
+            let clip = match arbitrary {
+                false => (min_valid..=hi, 0..n_src, 0usize..4096)
+                    .prop_map(move |(v, s, r)| place(v, s, r))
+                    .boxed(),
+                true => (
+                    min_valid..=hi,
+                    0..n_src,
+                    0usize..4096,
+                    proptest::collection::vec((0usize..4096, 1usize..=4), 0..=MAX_HOLES),
+                )
+                    .prop_map(move |(v, s, r, holes)| Clip {
+                        holes: fit_holes(v, holes, limit),
+                        ..place(v, s, r)
+                    })
+                    .boxed(),
+            };
+            let clips = proptest::collection::vec(clip, shape.clips);
+            let to_draw = move |clips, target, first, count, fill| Draw {
+                shape,
+                clips,
+                target,
+                first,
+                count,
+                fill,
+            };
+            match arbitrary {
+                false => (
+                    clips,
+                    0..shape.clips,
+                    0..shape.bucket,
+                    1..=shape.bucket,
+                    fill(),
+                )
+                    .prop_map(move |(c, t, f, n, v)| to_draw(c, t, f, n, v))
+                    .boxed(),
+                // The write shrinks first (to the first padded frame), so that the
+                // holes and valid frames shrink under it to the smallest hole.
+                true => (
+                    0..shape.clips,
+                    0..shape.bucket,
+                    1..=shape.bucket,
+                    fill(),
+                    clips,
+                )
+                    .prop_map(move |(t, f, n, v, c)| to_draw(c, t, f, n, v))
+                    .boxed(),
+            }
         })
         .boxed()
 }

@@ -1,7 +1,7 @@
 //! `parity.fuzz/1` for people and CI: the terminal text (seed, one line per
 //! invariant with its control, every violation with its minimal case), the
-//! Markdown summary, the JUnit report (one test case per invariant) and the
-//! HTML page (the text, escaped).
+//! Markdown summary and the JUnit report (one test case per invariant); the
+//! HTML section is `html::fuzz`.
 
 use super::sanitize;
 use parity_record::{ErrorRecord, FuzzRecord, InvariantRecord, Status};
@@ -79,11 +79,12 @@ pub fn text(r: &FuzzRecord) -> String {
         let _ = writeln!(s, "VIOLATION {}", sanitize::terminal(&v.summary));
         let _ = writeln!(
             s,
-            "  minimal case: `{}` c{} b{}, valid {:?}, {}; change: {}",
+            "  minimal case: `{}` c{} b{}, valid {:?} at {}, {}; change: {}",
             v.case.function,
             v.case.clips,
             v.case.bucket,
             v.case.valid,
+            sanitize::terminal(&v.case.valid_frames.join(" | ")),
             sanitize::terminal(&v.case.sources.join(", ")),
             sanitize::terminal(&v.case.change)
         );
@@ -115,15 +116,6 @@ pub fn markdown(r: &FuzzRecord) -> String {
     format!(
         "## parity fuzz: {}\n\n```text\n{body}```\n",
         r.status.name().to_uppercase()
-    )
-}
-
-/// An HTML body: heading and the text, escaped.
-pub fn html_body(r: &FuzzRecord) -> String {
-    format!(
-        "<h1>parity fuzz {}</h1><pre class=\"code\">{}</pre>",
-        r.status.name().to_uppercase(),
-        super::html::esc::esc(&text(r))
     )
 }
 

@@ -147,3 +147,42 @@ pub fn assert_store_matches_json(
     }
 }
 pub mod fixture_server;
+
+/// `parity fuzz SPEC ARGS` from the repository root, replaying a copy of the
+/// committed `seeds` file (so a test never edits the tree); (exit, text, record).
+pub fn fuzz(seeds: &str, spec: &str, args: &[&str]) -> (i32, String, serde_json::Value) {
+    let out = tempfile::tempdir().expect("tempdir");
+    let copy = out.path().join("seeds");
+    std::fs::copy(repo().join(seeds), &copy).expect("copy seeds");
+    let mut all = vec![
+        "fuzz",
+        spec,
+        "--out-dir",
+        out.path().to_str().expect("utf8"),
+        "--regressions",
+        copy.to_str().expect("utf8"),
+    ];
+    all.extend_from_slice(args);
+    let o = parity(&repo(), &all);
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let json = std::fs::read_to_string(out.path().join("fuzz.json")).expect("fuzz.json");
+    (
+        o.status.code().unwrap_or(-1),
+        text,
+        serde_json::from_str(&json).expect("fuzz.json is JSON"),
+    )
+}
+
+/// The record's entry for invariant `name`.
+pub fn invariant<'a>(r: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    r["invariants"]
+        .as_array()
+        .expect("invariants")
+        .iter()
+        .find(|i| i["name"] == name)
+        .unwrap_or_else(|| panic!("no invariant {name}: {r:#}"))
+}

@@ -122,6 +122,10 @@ pub struct MinimalCase {
     pub bucket: usize,
     /// Valid frames per clip.
     pub valid: Vec<usize>,
+    /// Where each clip's valid frames are in its bucket, as runs (`0..3, 5..6`);
+    /// empty in records written before masks with holes were generated.
+    #[serde(default)]
+    pub valid_frames: Vec<String>,
     /// Where each clip's valid frames come from (`tensor[clip] frames a..b`).
     pub sources: Vec<String>,
     /// What the compared run changed (padded frames written, bucket, order, company).

@@ -12,12 +12,14 @@ mod bisect;
 mod charts;
 mod error_page;
 pub mod esc;
+mod fuzz;
 mod table;
 mod tokens;
 
 use esc::{esc, json_script};
 use parity_record::{
-    AnyRecord, BaselineRecord, BisectRecord, Localisation, Mode, RunRecord, Status, TokensRecord,
+    AnyRecord, BaselineRecord, BisectRecord, FuzzRecord, Localisation, Mode, RunRecord,
+    ServingRecord, Status, TokensRecord,
 };
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -41,6 +43,10 @@ pub struct HtmlInput<'a> {
     pub tokens: &'a [TokensRecord],
     /// Baseline comparisons (`parity.baseline/1`).
     pub baselines: &'a [BaselineRecord],
+    /// Serving records (`parity.serving/1`), each with its timeline.
+    pub servings: &'a [ServingRecord],
+    /// Mask fuzzer records (`parity.fuzz/1`).
+    pub fuzzes: &'a [FuzzRecord],
 }
 
 /// The HTML page of one record, behind the [`super::Renderer`] trait (several
@@ -67,8 +73,14 @@ impl super::Renderer for Html {
                 baselines: std::slice::from_ref(b),
                 ..HtmlInput::default()
             }),
-            AnyRecord::Fuzz(f) => page("parity fuzz", &super::fuzz_text::html_body(f)),
-            AnyRecord::Serving(s) => page("parity serve", &crate::report::serving_text::html(s)),
+            AnyRecord::Fuzz(f) => render(&HtmlInput {
+                fuzzes: std::slice::from_ref(&**f),
+                ..HtmlInput::default()
+            }),
+            AnyRecord::Serving(s) => render(&HtmlInput {
+                servings: std::slice::from_ref(&**s),
+                ..HtmlInput::default()
+            }),
             AnyRecord::Compare(c) => page(
                 "parity compare",
                 &format!(
@@ -93,7 +105,11 @@ pub fn render(input: &HtmlInput) -> String {
                 t.status.name().to_uppercase(),
                 t.spec
             ),
-            (None, None) => "parity report".to_string(),
+            (None, None) => match (input.fuzzes, input.servings) {
+                ([f], []) => format!("parity fuzz {}: {}", f.status.name().to_uppercase(), f.spec),
+                ([], [_]) => "parity serve".to_string(),
+                _ => "parity report".to_string(),
+            },
         },
     };
     let _ = write!(body, "<h1>{}</h1>", esc(&title));
@@ -120,10 +136,23 @@ pub fn render(input: &HtmlInput) -> String {
             run_section(&mut body, &l.run, input.runs.len() + i);
         }
     }
+    for (i, s) in input.servings.iter().enumerate() {
+        // The serving body brings its own heading (parity serve STATUS).
+        let _ = write!(
+            body,
+            "<section class=\"serving\" id=\"serving-{i}\">{}</section>",
+            super::serving_text::html(s)
+        );
+    }
+    for (i, f) in input.fuzzes.iter().enumerate() {
+        fuzz::section(&mut body, f, i);
+    }
     if input.runs.is_empty()
         && input.bisects.is_empty()
         && input.baselines.is_empty()
         && input.tokens.is_empty()
+        && input.servings.is_empty()
+        && input.fuzzes.is_empty()
     {
         body.push_str("<p>No records were given.</p>");
     }
