@@ -22,7 +22,7 @@ fn control_text(i: &InvariantRecord) -> String {
 
 fn diff_text(i: &InvariantRecord) -> String {
     match i.max_diff {
-        Some(0.0) => "bit for bit".into(),
+        Some(0.0) => "no difference".into(),
         Some(d) => format!("max diff {d:.3e}"),
         None => "-".into(),
     }

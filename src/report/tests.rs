@@ -305,3 +305,32 @@ fn every_metric_a_spec_accepts_is_one_the_ratchet_knows() {
         .collect();
     assert_eq!(names, parity_spec::BASELINE_METRICS);
 }
+
+#[test]
+fn serving_and_fuzz_snapshots() {
+    use parity_record::samples_more::{fuzz_violation, serving_leak};
+    for (name, r) in [
+        ("serving", AnyRecord::from(serving_leak())),
+        ("fuzz", AnyRecord::from(fuzz_violation())),
+    ] {
+        insta::assert_snapshot!(format!("terminal_{name}"), text(&TERM, r.clone()));
+        insta::assert_snapshot!(format!("json_{name}"), text(&Json, r.clone()));
+        insta::assert_snapshot!(format!("junit_{name}"), text(&Junit, r.clone()));
+        insta::assert_snapshot!(
+            format!("markdown_{name}"),
+            text(&Markdown::default(), r.clone())
+        );
+        // The JSON reads back as the same record with the same exit code.
+        let back =
+            AnyRecord::parse(&text(&Json, r.clone()), std::path::Path::new("r.json")).unwrap();
+        assert_eq!(back, r);
+    }
+    // Both fail: a leak and a violation are parity failures, but the
+    // refusal at admission is an input error and wins (exit 2).
+    assert_eq!(AnyRecord::from(serving_leak()).exit_code().code(), 2);
+    assert_eq!(AnyRecord::from(fuzz_violation()).exit_code().code(), 1);
+    let html = text(&Html, fuzz_violation());
+    assert!(html.contains("audio_encode_c1_b32") && html.contains("projected_audio"));
+    let html = text(&Html, serving_leak());
+    assert!(html.contains("batch_invariance") && html.contains("second"));
+}

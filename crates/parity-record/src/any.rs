@@ -11,13 +11,14 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// Every schema this parity reads.
-pub const KNOWN_SCHEMAS: [&str; 6] = [
+pub const KNOWN_SCHEMAS: [&str; 7] = [
     RUN_RECORD_SCHEMA,
     BISECT_SCHEMA,
     COMPARE_SCHEMA,
     TOKENS_SCHEMA,
     BASELINE_SCHEMA,
     FUZZ_SCHEMA,
+    crate::serving::SERVING_SCHEMA,
 ];
 
 /// Why a record file could not be read; every message names the file.
@@ -202,5 +203,11 @@ impl From<BaselineRecord> for AnyRecord {
 impl From<FuzzRecord> for AnyRecord {
     fn from(r: FuzzRecord) -> Self {
         AnyRecord::Fuzz(Box::new(r))
+    }
+}
+
+impl From<crate::serving::ServingRecord> for AnyRecord {
+    fn from(r: crate::serving::ServingRecord) -> Self {
+        AnyRecord::Serving(Box::new(r))
     }
 }

@@ -25,6 +25,7 @@ pub mod fuzz;
 pub mod plan;
 pub mod run;
 pub mod samples;
+pub mod samples_more;
 pub mod samples_tokens;
 pub mod serving;
 pub mod shard;
