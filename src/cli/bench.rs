@@ -94,11 +94,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     )?;
     writeln!(
         out,
-        "\ngate: {} (isolated and chained), load {}; edited: `{}` in module `{}`",
+        "\ngate: {} (isolated and chained), load {}; edited: `{}` in module `{}` ({})",
         spec_path.display(),
         load(()),
         edit.function,
-        edit.module
+        edit.module,
+        edit.change
     )?;
     writeln!(
         out,

@@ -1,10 +1,13 @@
 //! Executes a stage graph on the IREE runtime in isolated and chained modes and
 //! produces a [`RunRecord`]. Nothing here renders output; see `report`.
 
+pub mod artifacts;
+pub mod compile_pool;
 pub mod divergence;
 pub mod error_map;
 pub(crate) mod inputs;
 mod measure_error;
+mod module_set;
 mod modules;
 mod provenance;
 pub mod slices;
@@ -15,7 +18,7 @@ mod stage;
 pub use parity_record as record;
 
 use crate::run::inputs::InputSources;
-pub(crate) use crate::run::modules::ModuleSet;
+pub(crate) use crate::run::module_set::ModuleSet;
 use parity_record::{ErrorRecord, Mode, RunRecord, Shard, ShardRecord, StageRecord, Status};
 use parity_spec::Spec;
 use std::collections::HashMap;
@@ -160,7 +163,17 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
             .values()
             .any(|m| matches!(m.source, parity_spec::ModuleSource::Mlir(_)));
     let compiler = modules::load_compiler(options, needs_compiler, &mut record);
-    let mut compiled = modules::compile_all(spec, options, &compiler, &mut record);
+    // Only the functions the selected stages call are compiled (per-function artifacts).
+    let mut used = modules::Used::new();
+    for (_, stages) in &instantiated {
+        for &i in &selected {
+            let stage = &stages[i];
+            used.entry(stage.module.clone())
+                .or_default()
+                .insert(stage.function.clone());
+        }
+    }
+    let mut compiled = modules::compile_for(spec, options, &compiler, Some(&used), &mut record);
     let slice_plan = if has_slices {
         let plan = slices::plan(
             spec,

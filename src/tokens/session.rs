@@ -23,7 +23,7 @@ pub struct Session<'a> {
     /// Oracle store and weights.
     pub sources: &'a InputSources,
     /// The loaded modules.
-    pub modules: &'a ModuleSet,
+    pub modules: &'a ModuleSet<'a>,
 }
 
 /// The step-dependent inputs of a decode call.
