@@ -19,14 +19,14 @@ from pathlib import Path
 STORES = ["oracle-dumps/gemma3n", "oracle-dumps/gemma3n-as-shipped", "examples/basic/oracle"]
 WEIGHTS = ["subject/gemma3n/weights.safetensors", "examples/basic/weights.safetensors"]
 TEXT_FILES = [
-    "subject/gemma3n/gemma3n_audio_f32.mlir",
-    "subject/gemma3n/gemma3n_audio_bf16.mlir",
-    "subject/gemma3n/faults/group_norm_eps.mlir",
-    "subject/gemma3n/faults/lconv_not_causal.mlir",
-    "subject/gemma3n/faults/reduce_bf16_roundtrip.mlir",
-    "subject/gemma3n/faults/rel_shift_off_by_one.mlir",
-    "subject/gemma3n/faults/softcap_30.mlir",
-    # gzip with mtime 0 and no name: byte-reproducible like the plain text.
+    # gzip with mtime 0 and no name: byte-reproducible.
+    "subject/gemma3n/gemma3n_audio_f32.mlir.gz",
+    "subject/gemma3n/gemma3n_audio_bf16.mlir.gz",
+    "subject/gemma3n/faults/group_norm_eps.mlir.gz",
+    "subject/gemma3n/faults/lconv_not_causal.mlir.gz",
+    "subject/gemma3n/faults/reduce_bf16_roundtrip.mlir.gz",
+    "subject/gemma3n/faults/rel_shift_off_by_one.mlir.gz",
+    "subject/gemma3n/faults/softcap_30.mlir.gz",
     "subject/gemma3n/gemma3n_text_f32.mlir.gz",
     "subject/gemma3n/gemma3n_text_bf16.mlir.gz",
     "subject/gemma3n/faults/full_attention_window_32.mlir.gz",

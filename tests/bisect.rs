@@ -287,7 +287,7 @@ fn a_slice_stage_is_bisected_like_a_function_stage() {
     // The softcap fault's spec with conformer_0_attention written as a slice
     // of its function (from nothing to the scope points of its 13 outputs)
     // instead of `function:`; module, weights and oracle by absolute path.
-    let mut spec = fault_spec_text("stages-softcap_30.yaml", "softcap_30.mlir", None);
+    let mut spec = fault_spec_text("stages-softcap_30.yaml", "softcap_30.mlir.gz", None);
     // The 13 outputs, in order, as scope points ('_' form = oracle names).
     let start = spec.find("  - name: conformer_0_attention\n").unwrap();
     let end = spec[start + 10..]

@@ -51,7 +51,7 @@ fn check_scopes(f: &Function, scopes: &Value) -> usize {
 
 #[test]
 fn every_point_of_the_subject_encoder_resolves_with_its_type() {
-    let rel = "subject/gemma3n/gemma3n_audio_f32.mlir";
+    let rel = "subject/gemma3n/gemma3n_audio_f32.mlir.gz";
     let v = points_json(&[
         "points",
         rel,

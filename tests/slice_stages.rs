@@ -93,7 +93,7 @@ fn header(head: &str) -> String {
         let line = if line.starts_with("    audio: {mlir: ") {
             format!(
                 "    audio: {{mlir: {}}}",
-                sub.join("gemma3n_audio_f32.mlir").display()
+                sub.join("gemma3n_audio_f32.mlir.gz").display()
             )
         } else if line.starts_with("    text: {mlir: ") {
             // The language model's module (the slices cut the audio path only).
@@ -269,7 +269,8 @@ fn slicing_the_whole_path_at_every_stage_boundary_reproduces_the_stage_functions
     let compiler = IreeCompiler::load(None).expect("IREE compiler");
 
     // Which stages lie inside the whole-path function: every output is a point of it.
-    let source = std::fs::read(subject_dir().join("gemma3n_audio_f32.mlir")).expect("mlir");
+    let source = parity_tensor::read_module_bytes(&subject_dir().join("gemma3n_audio_f32.mlir.gz"))
+        .expect("mlir");
     let normal = compiler
         .normalize("gemma3n_audio_f32.mlir", &source)
         .expect("normalize");
@@ -584,7 +585,7 @@ stages:
     args: [{{oracle: \"{{case}}/mel_mask\"}}]
     outputs: [{{name: mask_subsampled, oracle: \"{{case}}/mask_subsampled\", tolerance: [exact]}}]
 ",
-        mlir = sub.join("gemma3n_audio_f32.mlir").display(),
+        mlir = sub.join("gemma3n_audio_f32.mlir.gz").display(),
         weights = sub.join("weights.safetensors").display(),
         oracle = sub.join("../../oracle-dumps/gemma3n").display(),
     );

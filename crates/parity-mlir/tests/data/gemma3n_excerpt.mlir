@@ -1,6 +1,6 @@
 // Excerpt (the module line, three functions, the closing line) of
 //   iree-opt --pass-pipeline='builtin.module(inline,symbol-dce)' --mlir-print-debuginfo \
-//     --mlir-print-local-scope --mlir-print-op-generic subject/gemma3n/gemma3n_audio_f32.mlir
+//     --mlir-print-local-scope --mlir-print-op-generic <(zcat subject/gemma3n/gemma3n_audio_f32.mlir.gz)
 // (iree-opt from .venv/bin, iree-base-compiler 3.13.0): source lines 1, 139-150
 // (@mask_subsampled_c1_b128), 573-606 (@conformer_0_final_norm_c1_b128), 679-866
 // (@conformer_1_attention_c1_b128) and 9722.
