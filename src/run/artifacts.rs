@@ -82,7 +82,11 @@ pub fn compile_per_function(
         let Some(text) = split.module_for(function) else {
             continue;
         };
-        let (key, found, mut w) = cache
+        let parity_iree::cache::Lookup {
+            key,
+            found,
+            warnings: mut w,
+        } = cache
             .lookup(compiler, text.as_bytes(), &job.options)
             .map_err(|e| e.to_string())?;
         warnings.append(&mut w);
@@ -106,17 +110,16 @@ pub fn compile_per_function(
     }
     let results = compile_pool::compile_jobs(compiler, &jobs);
     for (((function, key), job_), result) in pending.into_iter().zip(&jobs).zip(results) {
-        let result = result.map(|vmfb| {
+        let result = result.inspect(|vmfb| {
             let stored = cache.insert(
                 compiler,
                 &key,
                 &job_.source_name,
                 job_.mlir.as_bytes(),
                 &job_.options,
-                &vmfb,
+                vmfb,
             );
             warnings.extend(stored);
-            vmfb
         });
         out.insert(function, result);
     }

@@ -84,7 +84,7 @@ pub fn job_limit() -> usize {
 /// Compiles every job, in child processes when this process may spawn them
 /// and there is more than one job, else in this process one after another.
 /// Results are in job order; an error is the compiler's message.
-pub fn compile_jobs(compiler: &IreeCompiler, jobs: &[Job]) -> Vec<Result<Vec<u8>, String>> {
+pub fn compile_jobs(compiler: &IreeCompiler, jobs: &[Job]) -> Vec<Outcome> {
     let workers = job_limit().min(jobs.len());
     match SELF_EXE.get() {
         Some(exe) if workers > 1 => in_children(exe, compiler.library_path(), jobs, workers),
@@ -99,25 +99,20 @@ pub fn compile_jobs(compiler: &IreeCompiler, jobs: &[Job]) -> Vec<Result<Vec<u8>
     }
 }
 
-fn in_children(
-    exe: &Path,
-    library: &Path,
-    jobs: &[Job],
-    workers: usize,
-) -> Vec<Result<Vec<u8>, String>> {
+/// A compiled vmfb, or the compiler's message.
+type Outcome = Result<Vec<u8>, String>;
+
+fn in_children(exe: &Path, library: &Path, jobs: &[Job], workers: usize) -> Vec<Outcome> {
     // Largest first, so the last job to start is a small one.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].mlir.len()));
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Vec<u8>, String>>>> = Mutex::new(vec![None; jobs.len()]);
+    let results: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; jobs.len()]);
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
                 let mut child: Option<Worker> = None;
-                loop {
-                    let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                        break;
-                    };
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let result = match child.take().map_or_else(|| Worker::spawn(exe, library), Ok)
                     {
                         Err(e) => Err(e),
@@ -188,7 +183,7 @@ impl Worker {
 
     /// Sends one job and reads its answer; marks the worker dead when the
     /// pipes fail (the child crashed or exited).
-    fn run(&mut self, job: &Job) -> Result<Vec<u8>, String> {
+    fn run(&mut self, job: &Job) -> Outcome {
         let request = Request {
             source_name: job.source_name.clone(),
             target_backend: job.options.target_backend.clone(),

@@ -58,6 +58,17 @@ pub struct Cached {
     pub warnings: Vec<String>,
 }
 
+/// What [`ArtifactCache::lookup`] found.
+#[derive(Clone, Debug)]
+pub struct Lookup {
+    /// The compilation's cache key.
+    pub key: String,
+    /// The cached vmfb, when a valid entry exists.
+    pub found: Option<Vec<u8>>,
+    /// Problems with an entry that was there but unusable (it was removed).
+    pub warnings: Vec<String>,
+}
+
 /// The key's components, written beside each entry as `<key>.json`.
 #[derive(Debug, Serialize)]
 struct KeyRecord<'a> {
@@ -127,7 +138,11 @@ impl ArtifactCache {
         mlir: &[u8],
         options: &CompileOptions,
     ) -> Result<Cached, IreeError> {
-        let (key, found, mut warnings) = self.lookup(compiler, mlir, options)?;
+        let Lookup {
+            key,
+            found,
+            mut warnings,
+        } = self.lookup(compiler, mlir, options)?;
         if let Some(vmfb) = found {
             return Ok(Cached {
                 vmfb,
@@ -151,10 +166,14 @@ impl ArtifactCache {
         compiler: &IreeCompiler,
         mlir: &[u8],
         options: &CompileOptions,
-    ) -> Result<(String, Option<Vec<u8>>, Vec<String>), IreeError> {
+    ) -> Result<Lookup, IreeError> {
         let key = self.key(compiler, mlir, options)?;
         let (found, warnings) = self.read_key(&key);
-        Ok((key, found, warnings))
+        Ok(Lookup {
+            key,
+            found,
+            warnings,
+        })
     }
 
     /// The cached vmfb of `key`, if a valid entry exists, with warnings about
