@@ -275,6 +275,36 @@ fn node_data_of_the_faulty_bisect(cwd: &Path, fail_dir: &Path) {
         std::fs::read_to_string(&again).unwrap(),
         std::fs::read_to_string(&written).unwrap()
     );
+
+    // Of the run record: the op producing each stage output (layer_norm's
+    // result is its last op, #18 = node 22), valued by that output's worst
+    // max ULP over cases and modes, red because it failed.
+    let run_json = fail_dir.join("run.json");
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    let worst = run["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["name"] == "layer_norm")
+        .map(|s| s["outputs"][0]["metrics"]["max_ulp"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let path = cwd.join("run.node-data.json");
+    let out = parity(
+        cwd,
+        &[
+            "report",
+            run_json.to_str().unwrap(),
+            "--node-data",
+            path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let data: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let results = data["layer_norm"]["results"].as_object().unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results["22"]["value"], json!(worst as f64));
+    assert_eq!(results["22"]["bgColor"], "#e53935");
 }
 
 #[test]

@@ -71,8 +71,29 @@ fn as_shipped_mlx_vlm_gives_two_findings_and_the_truth_sides_with_production() {
         findings[1]["first_divergent_layer"]["stage"], "layer_4",
         "{stdout}"
     );
-    let op = findings[1]["first_divergent_op"].to_string();
-    assert!(op.contains("layer_4_attention_q_rope"), "{op}");
+    // The op: the query rope's position, which matches the oracle only when
+    // offset by +1 (the donor layer's advanced cache offset at decode).
+    let op = &findings[1]["first_divergent_op"];
+    assert_eq!(op["kind"], "op", "{op}");
+    assert_eq!(op["evidence"], "repair", "{op}");
+    assert_eq!(
+        op["loc"], "layer_4/attention/q_rope/convert_element_type",
+        "{op}"
+    );
+    let notes = findings[1]["notes"].to_string();
+    assert!(notes.contains("offset by +1"), "{notes}");
+    // The layer's isolated f64 truth (on the oracle's own inputs) sides with
+    // production: the oracle is wrong there.
+    let v = &findings[1]["layer_vs_f64"];
+    assert_eq!(v["wrong"], "oracle", "{v}");
+    assert!(
+        v["oracle_vs_truth"].as_f64().unwrap() > 1e4 * v["production_vs_truth"].as_f64().unwrap(),
+        "{v}"
+    );
+    assert!(
+        stdout.contains("who is wrong there: the oracle"),
+        "{stdout}"
+    );
 }
 
 #[test]

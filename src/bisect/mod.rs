@@ -15,7 +15,7 @@
 
 mod error;
 mod measure;
-mod node_ids;
+pub(crate) mod node_ids;
 mod oracle;
 mod probe;
 mod repair;
@@ -640,7 +640,8 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
     let Some(first) = found.repairs.first() else {
         report.notes.push(format!(
             "repair search: none of {} edits (swapped operands, comparison directions, \
-             off-by-one slices and pads, fitted splat constants) makes the region match \
+             off-by-one slices and pads, integer offsets into converts, fitted splat \
+             constants) makes the region match \
              the oracle",
             found.tried
         ));

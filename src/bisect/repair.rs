@@ -440,7 +440,58 @@ fn edits_of(program: &Program, o: usize, body: &str) -> Vec<Candidate> {
             }
         }
     }
+    // Off-by-k integers becoming floats (a position or an index read at the
+    // wrong offset, e.g. a rope position taken after a cache advanced it):
+    // `convert(x + k)` for small k.
+    if short == "convert" {
+        if let (Some(&x), Some(&r)) = (op.operands.first(), op.results.first()) {
+            let (xt, rt) = (&func.values[x].ty.text, &func.values[r].ty.text);
+            if integer_element(xt) && !integer_element(rt) && !rt.ends_with("i1>") {
+                let xn = &func.values[x].name;
+                for k in [-4i64, -3, -2, -1, 1, 2, 3, 4] {
+                    if let Some(l) = offset_operand(line, xn, xt, k) {
+                        push(format!("its integer operand {xn} offset by {k:+}"), l);
+                    }
+                }
+            }
+        }
+    }
     out
+}
+
+/// Whether a tensor type's elements are integers wider than i1
+/// (`tensor<i32>`, `tensor<1x4xsi64>`, `tensor<ui8>`).
+fn integer_element(ty: &str) -> bool {
+    let inner = ty
+        .trim()
+        .trim_start_matches("tensor<")
+        .trim_end_matches('>');
+    let elem = inner.rsplit('x').next().unwrap_or(inner);
+    let digits = elem.trim_start_matches(['s', 'u']).strip_prefix('i');
+    digits.is_some_and(|d| !d.is_empty() && d != "1" && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A generic `convert` line `%r = "stablehlo.convert"(%x) : (T) -> U ...`
+/// rewritten to convert `%x + k` instead (two lines added before it).
+fn offset_operand(line: &str, x: &str, ty: &str, k: i64) -> Option<String> {
+    let indent: String = line.chars().take_while(|c| *c == ' ').collect();
+    let result = line.trim_start().split(" = ").next()?;
+    let plain: String = result
+        .trim_start_matches('%')
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let operand = format!("\"stablehlo.convert\"({x})");
+    if !line.contains(&operand) {
+        return None;
+    }
+    let (kc, sum) = (format!("%parity_k{plain}"), format!("%parity_o{plain}"));
+    Some(format!(
+        "{indent}{kc} = \"stablehlo.constant\"() <{{value = dense<{k}> : {ty}}}> : () -> {ty}\n\
+         {indent}{sum} = \"stablehlo.add\"({x}, {kc}) : ({ty}, {ty}) -> {ty}\n\
+         {}",
+        line.replacen(&operand, &format!("\"stablehlo.convert\"({sum})"), 1)
+    ))
 }
 
 /// Swaps operands `i` and `j` in a generic op line `"op"(%a, %b, ...)`.
@@ -489,6 +540,27 @@ fn set_ints(line: &str, key: &str, values: &[i64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_integer_convert_operand_is_offset() {
+        assert!(integer_element("tensor<i32>"));
+        assert!(integer_element("tensor<1x4xsi64>"));
+        assert!(!integer_element("tensor<4xi1>"));
+        assert!(!integer_element("tensor<4xf32>"));
+        let line =
+            "    %7 = \"stablehlo.convert\"(%arg2) : (tensor<i32>) -> tensor<f32> loc(\"q_rope\")";
+        let out = offset_operand(line, "%arg2", "tensor<i32>", 1).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "    %parity_k7 = \"stablehlo.constant\"() <{value = dense<1> : tensor<i32>}> : () -> tensor<i32>",
+                "    %parity_o7 = \"stablehlo.add\"(%arg2, %parity_k7) : (tensor<i32>, tensor<i32>) -> tensor<i32>",
+                "    %7 = \"stablehlo.convert\"(%parity_o7) : (tensor<i32>) -> tensor<f32> loc(\"q_rope\")",
+            ]
+        );
+        assert!(offset_operand(line, "%arg3", "tensor<i32>", 1).is_none());
+    }
 
     #[test]
     fn integer_attributes_are_read_and_rewritten() {

@@ -33,7 +33,10 @@ pub struct ReportArgs {
     #[arg(long)]
     html: Option<PathBuf>,
     /// Also write Model Explorer node data (per-op error keyed by the explorer's
-    /// node ids) for the bisect record here (needs exactly one bisect record).
+    /// node ids) here: of the bisect record (every op of the bisected region),
+    /// or of the run record (the op producing each stage output, with its
+    /// worst ULP error; the modules the record names are read and normalised
+    /// by the IREE compiler). Needs exactly one bisect record or one run record.
     #[arg(long)]
     node_data: Option<PathBuf>,
     /// Compare the run (exactly one run record, or the merged shards) with this
@@ -191,14 +194,19 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         }
     }
     if let Some(path) = &args.node_data {
-        let [b] = bisects.as_slice() else {
-            return input_error(format!(
-                "--node-data needs exactly one bisect record ({} given)",
-                bisects.len()
-            ));
+        let text = match (bisects.as_slice(), runs.as_slice()) {
+            ([b], []) => report::node_data::render(b)
+                .ok_or("the bisect record names no function with node ids".to_string()),
+            ([], [r]) => run_node_data(r),
+            _ => Err(format!(
+                "--node-data needs exactly one bisect record or one run record ({} bisect, {} run given)",
+                bisects.len(),
+                runs.len()
+            )),
         };
-        let Some(text) = report::node_data::render(b) else {
-            return input_error("the bisect record names no function with node ids".into());
+        let text = match text {
+            Ok(t) => t,
+            Err(e) => return input_error(e),
         };
         if let Err(e) = report::write_atomic(path, text.as_bytes()) {
             failures.push(format!("cannot write {}: {e}", path.display()));
@@ -291,4 +299,30 @@ fn compare_with_baseline(
     Ok(AnyRecord::Baseline(BaselineRecord::compare(
         run, &run_file, &base, &base_file, band, &metrics,
     )))
+}
+
+/// Node data of a run record: reads and normalises every `.mlir` module the
+/// record names (its provenance), maps each public function's results to the
+/// explorer node ids of the ops producing them, and renders.
+fn run_node_data(run: &RunRecord) -> Result<String, String> {
+    let compiler = parity_iree::IreeCompiler::load(None).map_err(|e| e.to_string())?;
+    let mut nodes = std::collections::BTreeMap::new();
+    for m in &run.provenance.modules {
+        if m.name.contains('#') || m.cache_key.is_none() {
+            continue; // generated slice modules and vmfb files have no source graph
+        }
+        let (module, _) = crate::run::slices::read_normalised(&compiler, Path::new(&m.source))
+            .map_err(|e| format!("node data for module `{}`: {}", m.name, e.message))?;
+        for f in module.functions.iter().filter(|f| f.public) {
+            let ids = crate::bisect::node_ids::model_explorer_ids(f);
+            let results = f
+                .results
+                .iter()
+                .map(|&v| f.op_of(v).and_then(|o| ids.get(o).cloned()))
+                .collect();
+            nodes.insert(format!("{}.{}", m.name, f.name), results);
+        }
+    }
+    report::node_data::render_run(run, &nodes)
+        .ok_or_else(|| "no stage output of the run record maps onto a module operation".to_string())
 }

@@ -1,6 +1,8 @@
 //! Model Explorer node data for a bisect record: per operation of the
 //! bisected function, the error in ULPs, with colour thresholds, so the
-//! module opens in Model Explorer with the error overlaid.
+//! module opens in Model Explorer with the error overlaid; and for a run
+//! record ([`render_run`]): per stage function, the operations producing its
+//! outputs, with each output's worst ULP error over cases and modes.
 //!
 //! Format (google-ai-edge/model-explorer, `node_data_builder.py`:
 //! `ModelNodeData`, `GraphNodeData`, `NodeDataResult`, `ThresholdItem`):
@@ -14,8 +16,9 @@
 //! the localised operation's output ULPs in any case. The localised (or
 //! flagged) operation is painted red whatever its value.
 
-use parity_record::BisectRecord;
+use parity_record::{BisectRecord, RunRecord, Status};
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 
 /// Red for the operation bisect names.
 const CULPRIT: &str = "#e53935";
@@ -64,18 +67,73 @@ pub fn render(b: &BisectRecord) -> Option<String> {
         };
         put(op.op_index, ulps, true);
     }
-    let data = json!({
-        graph.clone(): {
-            "results": results,
-            "thresholds": [
-                { "value": 1.0, "bgColor": "#c8e6c9" },
-                { "value": 16.0, "bgColor": "#fff59d" },
-                { "value": 64.0, "bgColor": "#ffcc80" },
-                { "value": f64::MAX, "bgColor": "#ef9a9a" },
-            ],
-        }
-    });
+    let data = json!({ graph.clone(): graph_data(results) });
     serde_json::to_string_pretty(&data).ok()
+}
+
+/// One graph's results with the ULP colour thresholds.
+fn graph_data(results: Map<String, Value>) -> Value {
+    json!({
+        "results": results,
+        "thresholds": [
+            { "value": 1.0, "bgColor": "#c8e6c9" },
+            { "value": 16.0, "bgColor": "#fff59d" },
+            { "value": 64.0, "bgColor": "#ffcc80" },
+            { "value": f64::MAX, "bgColor": "#ef9a9a" },
+        ],
+    })
+}
+
+/// Node data of a run record. `result_nodes` maps a stage's `function`
+/// (`<module>.<function>`, as the record names it) to the explorer node id
+/// of the operation producing each of its results, in result order (`None`
+/// for a result that is an argument); the CLI builds it from the modules.
+/// The graph id is the function's name; an output's value is its worst
+/// `max_ulp` over every case and mode, and an output that failed anywhere is
+/// painted red. Stages missing from the map (slices, vmfb modules) are left
+/// out. `None` when no stage output lands on a node.
+pub fn render_run(
+    run: &RunRecord,
+    result_nodes: &BTreeMap<String, Vec<Option<String>>>,
+) -> Option<String> {
+    // (function, node) -> (worst ULPs, failed anywhere)
+    let mut worst: BTreeMap<(String, String), (f64, bool)> = BTreeMap::new();
+    for stage in &run.stages {
+        let Some(nodes) = result_nodes.get(&stage.function) else {
+            continue;
+        };
+        let graph = stage
+            .function
+            .split_once('.')
+            .map_or(stage.function.as_str(), |(_, f)| f);
+        for (k, out) in stage.outputs.iter().enumerate() {
+            let Some(Some(node)) = nodes.get(k) else {
+                continue;
+            };
+            let ulps = out.metrics.as_ref().and_then(|m| m.max_ulp).unwrap_or(0) as f64;
+            let e = worst
+                .entry((graph.to_string(), node.clone()))
+                .or_insert((0.0, false));
+            e.0 = e.0.max(ulps);
+            e.1 |= out.status == Status::Fail;
+        }
+    }
+    if worst.is_empty() {
+        return None;
+    }
+    let mut graphs: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
+    for ((graph, node), (ulps, failed)) in worst {
+        let mut r = json!({ "value": finite(ulps) });
+        if failed {
+            r["bgColor"] = json!(CULPRIT);
+        }
+        graphs.entry(graph).or_default().insert(node, r);
+    }
+    let data: Map<String, Value> = graphs
+        .into_iter()
+        .map(|(g, results)| (g, graph_data(results)))
+        .collect();
+    serde_json::to_string_pretty(&Value::Object(data)).ok()
 }
 
 /// JSON has no infinity: clamp onto the largest finite value (NaN to it too,

@@ -91,12 +91,37 @@ pub fn localisation_lines(r: &TokensRecord) -> Vec<String> {
         )),
         None => {}
     }
+    if let Some(v) = &r.layer_vs_f64 {
+        lines.push(format!("who is wrong there: {}", vs_f64_line(v)));
+    }
     lines.extend(r.notes.iter().map(|n| format!("note: {n}")));
     for f in r.findings.iter().skip(1) {
         lines.push(format!("another finding: {}", finding_line(f)));
+        if let Some(v) = &f.layer_vs_f64 {
+            lines.push(format!("  who is wrong there: {}", vs_f64_line(v)));
+        }
         lines.extend(f.notes.iter().map(|n| format!("  note: {n}")));
     }
     lines
+}
+
+/// The f64 truth's judgement of a layer, in a line.
+pub fn vs_f64_line(v: &parity_record::LayerVsF64) -> String {
+    let verdict = match v.wrong {
+        parity_record::WrongSide::Oracle => "the oracle (production matches the f64 truth)",
+        parity_record::WrongSide::Production => "production (the oracle matches the f64 truth)",
+        parity_record::WrongSide::Undecided => {
+            "undecided (neither side is 10x closer to the f64 truth)"
+        }
+    };
+    format!(
+        "{verdict}: {}.{} is {} RMS from {}, the oracle {}",
+        v.stage,
+        v.output,
+        num(v.production_vs_truth),
+        v.truth,
+        num(v.oracle_vs_truth)
+    )
 }
 
 /// One finding in a line: its step, layer and op.

@@ -5,7 +5,10 @@
 
 use crate::bisect::{self, BisectOptions};
 use crate::run::{self, RunOptions};
-use parity_record::{Mode, StepLocalisation, TokenFinding, TokenVerdict};
+use parity_record::{
+    Divergence, Evidence, LayerVsF64, Localisation, Mode, RunRecord, StepLocalisation,
+    TokenFinding, TokenVerdict, WrongSide,
+};
 use parity_spec::Spec;
 
 /// Runs the chain for (`case`, `step`): the finding's localisation, first
@@ -24,6 +27,7 @@ pub fn localise(
         localisation: None,
         first_divergent_layer: None,
         first_divergent_op: None,
+        layer_vs_f64: None,
         notes: Vec::new(),
     };
     let Some(step_spec) = spec.step_spec(case, step) else {
@@ -42,6 +46,10 @@ pub fn localise(
     };
     let run_record = run::execute(&step_spec, &run_options, &mut |_| {});
     record.first_divergent_layer = run_record.first_divergence.clone();
+    record.layer_vs_f64 = run_record
+        .first_divergence
+        .as_ref()
+        .and_then(|d| layer_vs_f64(&run_record, d));
     if run_record.first_divergence.is_none() {
         if run_record.all_errors().next().is_some() {
             record.notes.push(format!(
@@ -67,6 +75,17 @@ pub fn localise(
         };
         let bisected = bisect::bisect_record(&step_spec, &bisect_options, &run_record);
         record.first_divergent_op = bisected.localisation();
+        if matches!(&record.first_divergent_op, Some(Localisation::Op(op)) if op.evidence == Evidence::Repair)
+        {
+            // The edit that makes production match the oracle (what differs there).
+            record.notes.extend(
+                bisected
+                    .notes
+                    .iter()
+                    .filter(|n| n.starts_with("repair search:"))
+                    .cloned(),
+            );
+        }
         if record.first_divergent_op.is_none() {
             let why: Vec<String> = bisected
                 .errors
@@ -92,4 +111,23 @@ pub fn localise(
         run: Box::new(run_record),
     });
     record
+}
+
+/// The f64 truth's judgement of the first divergent layer: its output's
+/// `vs_f64` distances in the isolated run (both sides on the oracle's inputs).
+fn layer_vs_f64(run: &RunRecord, d: &Divergence) -> Option<LayerVsF64> {
+    let stage = run
+        .stages
+        .iter()
+        .find(|s| s.name == d.stage && s.case == d.case && s.mode == Mode::Isolated)?;
+    let output = stage.outputs.iter().find(|o| o.name == d.output)?;
+    let t = output.metrics.as_ref()?.vs_f64.as_ref()?;
+    Some(LayerVsF64 {
+        stage: d.stage.clone(),
+        output: d.output.clone(),
+        truth: t.truth.clone(),
+        production_vs_truth: t.actual_vs_truth,
+        oracle_vs_truth: t.expected_vs_truth,
+        wrong: WrongSide::judge(t.actual_vs_truth, t.expected_vs_truth),
+    })
 }

@@ -148,6 +148,7 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
             record.localisation = finding.localisation.clone();
             record.first_divergent_layer = finding.first_divergent_layer.clone();
             record.first_divergent_op = finding.first_divergent_op.clone();
+            record.layer_vs_f64 = finding.layer_vs_f64.clone();
             record.notes.extend(finding.notes.iter().cloned());
         }
         record.findings.push(finding);

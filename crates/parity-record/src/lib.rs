@@ -49,6 +49,7 @@ pub use run::{
 };
 pub use shard::{merge, MergeError, Shard, ShardRecord};
 pub use tokens::{
-    DivergentToken, StepLocalisation, StepMetrics, TeacherForcedSummary, TokenCaseRecord,
-    TokenFinding, TokenLogit, TokenMode, TokenVerdict, TokensRecord, TOKENS_SCHEMA,
+    DivergentToken, LayerVsF64, StepLocalisation, StepMetrics, TeacherForcedSummary,
+    TokenCaseRecord, TokenFinding, TokenLogit, TokenMode, TokenVerdict, TokensRecord, WrongSide,
+    LAYER_ARBITER_RATIO, TOKENS_SCHEMA,
 };

@@ -168,6 +168,14 @@ pub fn tokens_divergent() -> TokensRecord {
     });
     r.first_divergent_layer = Some(layer);
     r.first_divergent_op = bisect_op().localisation();
+    r.layer_vs_f64 = Some(crate::LayerVsF64 {
+        stage: "layer_1".into(),
+        output: "layer_1_output".into(),
+        truth: "clean_a.s04/layer_1_output@f64".into(),
+        production_vs_truth: 2.5e-6,
+        oracle_vs_truth: 0.47,
+        wrong: crate::WrongSide::Oracle,
+    });
     r.notes.push("sample note".into());
     r.findings = vec![
         TokenFinding {
@@ -177,6 +185,7 @@ pub fn tokens_divergent() -> TokensRecord {
             localisation: r.localisation.clone(),
             first_divergent_layer: r.first_divergent_layer.clone(),
             first_divergent_op: r.first_divergent_op.clone(),
+            layer_vs_f64: r.layer_vs_f64.clone(),
             notes: vec!["sample note".into()],
         },
         TokenFinding {
@@ -186,6 +195,7 @@ pub fn tokens_divergent() -> TokensRecord {
             localisation: None,
             first_divergent_layer: None,
             first_divergent_op: None,
+            layer_vs_f64: None,
             notes: vec!["step 0 of case `clean_a` not localised: the spec has no `tokens.step_stages.prefill` chain".into()],
         },
     ];

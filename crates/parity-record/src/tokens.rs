@@ -86,6 +86,9 @@ pub struct TokensRecord {
     pub first_divergent_layer: Option<Divergence>,
     /// bisect's localisation of that stage: an operation or a region.
     pub first_divergent_op: Option<Localisation>,
+    /// Who is wrong at that layer, by its output's f64 truth.
+    #[serde(default)]
+    pub layer_vs_f64: Option<LayerVsF64>,
     /// Why localisation stopped where it did (no chain, nothing diverges, ...).
     pub notes: Vec<String>,
     /// Every localised step: the first `divergent` mismatch at prefill (step 0)
@@ -262,8 +265,72 @@ pub struct TokenFinding {
     pub first_divergent_layer: Option<Divergence>,
     /// bisect's localisation of that stage.
     pub first_divergent_op: Option<Localisation>,
+    /// Who is wrong at that layer, by its output's f64 truth (isolated mode).
+    #[serde(default)]
+    pub layer_vs_f64: Option<LayerVsF64>,
     /// Why localisation stopped where it did.
     pub notes: Vec<String>,
+}
+
+/// Which side the f64 truth of the first divergent layer's output sides
+/// with: RMS distance of production and of the oracle from the truth, on the
+/// same (the oracle's) inputs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerVsF64 {
+    /// The stage (layer).
+    pub stage: String,
+    /// Its output.
+    pub output: String,
+    /// The truth tensor.
+    pub truth: String,
+    /// RMS(production - truth).
+    #[serde(with = "crate::float")]
+    pub production_vs_truth: f64,
+    /// RMS(oracle - truth).
+    #[serde(with = "crate::float")]
+    pub oracle_vs_truth: f64,
+    /// The side at least [`LAYER_ARBITER_RATIO`] times further from the truth
+    /// than the other, or `undecided`.
+    pub wrong: WrongSide,
+}
+
+/// How much further from the truth one side must be to be called wrong.
+pub const LAYER_ARBITER_RATIO: f64 = 10.0;
+
+/// Which side the truth says is wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WrongSide {
+    /// The oracle is at least 10x further from the truth than production.
+    Oracle,
+    /// Production is at least 10x further from the truth than the oracle.
+    Production,
+    /// Neither is 10x further than the other.
+    Undecided,
+}
+
+impl WrongSide {
+    /// From the two distances (NaN counts as infinitely far).
+    pub fn judge(production: f64, oracle: f64) -> Self {
+        let far = |x: f64| if x.is_nan() { f64::INFINITY } else { x };
+        let (p, o) = (far(production), far(oracle));
+        if o > LAYER_ARBITER_RATIO * p {
+            WrongSide::Oracle
+        } else if p > LAYER_ARBITER_RATIO * o {
+            WrongSide::Production
+        } else {
+            WrongSide::Undecided
+        }
+    }
+
+    /// The lowercase name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            WrongSide::Oracle => "oracle",
+            WrongSide::Production => "production",
+            WrongSide::Undecided => "undecided",
+        }
+    }
 }
 
 /// The step-stage run of the localised step.
@@ -303,6 +370,7 @@ impl TokensRecord {
             localisation: None,
             first_divergent_layer: None,
             first_divergent_op: None,
+            layer_vs_f64: None,
             notes: Vec::new(),
             findings: Vec::new(),
             errors: Vec::new(),
@@ -351,5 +419,19 @@ impl TokensRecord {
     pub fn exit_code(&self) -> ExitCode {
         let fail = self.has_counted_mismatch().then_some(ExitCode::Fail);
         ExitCode::combine(self.all_errors().map(ErrorRecord::exit_code).chain(fail))
+    }
+}
+
+#[cfg(test)]
+mod arbiter_tests {
+    use super::WrongSide;
+
+    #[test]
+    fn the_side_ten_times_further_from_the_truth_is_wrong() {
+        assert_eq!(WrongSide::judge(2.35e-6, 0.469), WrongSide::Oracle);
+        assert_eq!(WrongSide::judge(0.469, 2.35e-6), WrongSide::Production);
+        assert_eq!(WrongSide::judge(1e-6, 9e-6), WrongSide::Undecided);
+        assert_eq!(WrongSide::judge(f64::NAN, 1e-6), WrongSide::Production);
+        assert_eq!(WrongSide::judge(0.0, 0.0), WrongSide::Undecided);
     }
 }
