@@ -12,6 +12,8 @@ Standard library only, so it runs with any Python 3.
 
 import filecmp
 import json
+import concurrent.futures
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +31,13 @@ TEXT_FILES = [
     "subject/gemma3n/faults/softcap_30.mlir.gz",
     "subject/gemma3n/gemma3n_text_f32.mlir.gz",
     "subject/gemma3n/gemma3n_text_bf16.mlir.gz",
+    # The mask fuzzer's zero-padding variant (export_zeropad.py).
+    "subject/gemma3n/gemma3n_audio_f32_zeropad.mlir.gz",
     "subject/gemma3n/faults/full_attention_window_32.mlir.gz",
+    "subject/gemma3n/serving/gemma3n_serving_f32.mlir.gz",
+    "subject/gemma3n/serving/gemma3n_serving_leak_kv_f32.mlir.gz",
+    "subject/gemma3n/serving/gemma3n_serving_leak_ple_f32.mlir.gz",
+    "subject/gemma3n/serving/serving-functions.json",
 ]
 
 
@@ -46,15 +54,21 @@ def compare(parity, a, b, key):
 def main():
     parity, committed, regenerated = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     failures, compared = [], 0
+    jobs = []
     for store in STORES:
         manifest = json.loads((committed / store / "manifest.json").read_text())
         for name, entry in sorted(manifest["tensors"].items()):
             a = committed / store / entry["file"]
             b = regenerated / store / entry["file"]
-            err = compare(parity, a, b, entry.get("key"))
-            compared += 1
-            if err:
-                failures.append(f"{store}: tensor {name}: {err}")
+            jobs.append((f"{store}: tensor {name}", a, b, entry.get("key")))
+    # One `parity compare` process per tensor, as many at a time as there are
+    # cores; results are reported in manifest order whatever finishes first.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        errs = list(pool.map(lambda j: compare(parity, j[1], j[2], j[3]), jobs))
+    for (label, _, _, _), err in zip(jobs, errs):
+        compared += 1
+        if err:
+            failures.append(f"{label}: {err}")
     for rel in WEIGHTS:
         a, b = committed / rel, regenerated / rel
         if not filecmp.cmp(a, b, shallow=False):

@@ -7,6 +7,8 @@
 pub mod bench;
 pub mod bisect;
 pub mod cli;
+pub mod fuzz;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod tokens;

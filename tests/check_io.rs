@@ -99,6 +99,37 @@ fn an_unknown_weight_names_its_yaml_position() {
         msg.contains(&format!("stages.yaml:{line}:9")) && msg.contains("attn.nope"),
         "{msg}"
     );
+    // The record's structured location says the same.
+    let (_, _, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    let error = &stage(record.as_ref().unwrap(), "scores", "isolated")["error"];
+    assert_eq!(error["location"]["line"], line as u64, "{error}");
+    assert_eq!(error["location"]["col"], 9, "{error}");
+}
+
+#[test]
+fn a_missing_output_oracle_names_the_outputs_yaml_position_in_text_and_record() {
+    let dir = basic_copy();
+    let spec = dir.path().join("stages.yaml");
+    edit(
+        &spec,
+        "        oracle: scores\n",
+        "        oracle: scores_nope\n",
+    );
+    // The output's mapping starts at its `name:` line (a block mapping in a list).
+    let line = line_of(&spec, "oracle: scores_nope") - 1;
+    let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    let record = record.expect("record written");
+    let scores = stage(&record, "scores", "isolated");
+    let error = &scores["outputs"][0]["error"];
+    let msg = error["message"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!("stages.yaml:{line}:")) && msg.contains("scores_nope"),
+        "{msg}"
+    );
+    assert_eq!(error["location"]["line"], line as u64, "{error}");
+    assert_eq!(error["location"]["stage"], "scores", "{error}");
+    assert_eq!(error["location"]["tensor"], "scores_nope", "{error}");
 }
 
 #[test]

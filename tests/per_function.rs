@@ -1,7 +1,8 @@
-//! Per-function artifacts (issue 15): each public function compiles into its
-//! own vmfb, in parallel child processes, with the same results as the
-//! whole-module compile; a function that fails to compile fails only the
-//! stages that call it.
+//! Per-function artifacts (issue 15): on a cold cache the public functions
+//! compile in as many groups as there are compile processes, in parallel
+//! child processes, with the same results as the whole-module compile; an
+//! edit recompiles the edited function alone; a function that fails to
+//! compile fails only the stages that call it.
 
 mod common;
 
@@ -97,17 +98,19 @@ fn basic_example_per_function_equals_the_whole_module() {
     let (w, f) = (results(&whole), results(&per_fn));
     assert!(w.len() >= 10, "{} stage records", w.len());
     assert_eq!(w, f, "per-function results differ from the whole module's");
-    // One artifact for the whole module; one per public function (six in
-    // model.mlir, every one called by a stage) and a split index.
+    // One artifact for the whole module; per function, two group artifacts
+    // (PARITY_COMPILE_JOBS=2) holding the six public functions of model.mlir
+    // (every one called by a stage), an entry per function and a split index.
     assert_eq!(count(&whole_cache, ".vmfb"), 1);
     assert_eq!(count(&whole_cache, ".index.json"), 0);
-    assert_eq!(count(&function_cache, ".vmfb"), 6);
+    assert_eq!(count(&function_cache, ".vmfb"), 2);
+    assert_eq!(count(&function_cache, ".fn.json"), 6);
     assert_eq!(count(&function_cache, ".index.json"), 1);
     // Warm: nothing new is compiled, the results are the same.
     let (code, _, again) = check(dir.path(), "stages.yaml", &function_cache, false, &[]);
     assert_eq!(code, 0);
     assert_eq!(results(&again), f);
-    assert_eq!(count(&function_cache, ".vmfb"), 6);
+    assert_eq!(count(&function_cache, ".vmfb"), 2);
 }
 
 #[test]
@@ -116,7 +119,8 @@ fn editing_one_function_recompiles_only_that_function() {
     let cache = dir.path().join("c");
     let (code, err, _) = check(dir.path(), "stages.yaml", &cache, false, &[]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(count(&cache, ".vmfb"), 6);
+    assert_eq!(count(&cache, ".vmfb"), 2, "two groups");
+    let (_, _, before) = check(dir.path(), "stages.yaml", &cache, false, &[]);
     let model = dir.path().join("model.mlir");
     let text = std::fs::read_to_string(&model).unwrap();
     // A private function no one calls, after the last function (so no other
@@ -133,7 +137,7 @@ fn editing_one_function_recompiles_only_that_function() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         count(&cache, ".vmfb"),
-        6,
+        2,
         "an unused private function changes nothing"
     );
     let text = std::fs::read_to_string(&model).unwrap();
@@ -141,8 +145,21 @@ fn editing_one_function_recompiles_only_that_function() {
     let edited = text.replacen("dense<9.99999974E-6>", "dense<2.0E-5>", 1);
     assert_ne!(edited, text);
     std::fs::write(&model, edited).unwrap();
-    let _ = check(dir.path(), "stages.yaml", &cache, false, &[]);
-    assert_eq!(count(&cache, ".vmfb"), 7, "exactly one function recompiled");
+    let (_, _, after) = check(dir.path(), "stages.yaml", &cache, false, &[]);
+    assert_eq!(count(&cache, ".vmfb"), 3, "exactly one function recompiled");
+    assert_eq!(count(&cache, ".fn.json"), 7, "one new function key");
+    // The other functions still run from their group artifacts: their
+    // isolated results (their inputs are the oracle's) are as before.
+    let (b, a) = (results(&before), results(&after));
+    let unchanged = |r: &[(String, Value)]| -> Vec<(String, Value)> {
+        r.iter()
+            .filter(|(k, _)| k.contains("isolated") && !k.contains("layer_norm"))
+            .cloned()
+            .collect()
+    };
+    assert!(unchanged(&b).len() >= 3);
+    assert_eq!(unchanged(&b), unchanged(&a));
+    assert_ne!(b, a, "layer_norm's results moved with its epsilon");
 }
 
 #[test]

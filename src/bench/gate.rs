@@ -39,10 +39,14 @@ pub struct GateRow {
     pub wall: Duration,
     /// The run's status (a bench of a failing gate is still a bench, but says so).
     pub status: Status,
+    /// CPU time of the run: this process and the compiler processes it ran.
+    pub cpu: Duration,
     /// Artifacts the run compiled (entries it added to the cache).
     pub compiled: usize,
-    /// Modules and slice modules the spec needs (those not compiled were cache hits).
+    /// Artifacts in the cache after the run.
     pub entries: usize,
+    /// The 1-minute load average when the run ended.
+    pub load: Option<f64>,
 }
 
 /// Where the edit went.
@@ -82,6 +86,7 @@ pub fn measure(
         ("one function edited", &edited),
     ] {
         let t = Instant::now();
+        let cpu = super::process_and_children_cpu();
         let record = run::execute(s, &options, &mut |_| {});
         let wall = t.elapsed();
         let now = count_entries(&cache_dir)?;
@@ -89,15 +94,12 @@ pub fn measure(
             run: label.to_string(),
             wall,
             status: record.derived_status(),
-            compiled: now - known,
-            entries: 0,
+            cpu: super::process_and_children_cpu().saturating_sub(cpu),
+            compiled: now.saturating_sub(known),
+            entries: now,
+            load: super::load_average(),
         });
         known = now;
-    }
-    // Every run needs the same artifacts; the cold run compiled all of them.
-    let entries = rows.first().map_or(0, |r| r.compiled);
-    for r in &mut rows {
-        r.entries = entries;
     }
     Ok((edit, rows))
 }

@@ -136,6 +136,8 @@ pub(crate) struct Program<'a> {
     outputs: Vec<ValueId>,
     /// The dtype whose rounding errors are measured in.
     budget: DType,
+    /// The spec's `checkpoints:` map for this case: (oracle tensor, point).
+    mapped: Vec<(String, String)>,
 }
 
 impl Program<'_> {
@@ -221,13 +223,28 @@ fn bisect_stage(
     let case = spec
         .case(case_name)
         .ok_or_else(|| input(format!("no case `{case_name}`")))?;
-    let stages = spec.instantiate(case).map_err(input)?;
-    let stage = stages
+    let mut stages = spec.instantiate(case).map_err(input)?;
+    let at = stages
         .iter()
-        .find(|s| s.name == stage_name)
+        .position(|s| s.name == stage_name)
         .ok_or_else(|| input(format!("no stage `{stage_name}`")))?;
     let compiler = IreeCompiler::load(options.run.compiler_lib.as_deref()).map_err(execution)?;
-    let (module, source_name) = load_module(spec, stage, &compiler)?;
+    let (module, source_name) = load_module(spec, &stages[at], &compiler)?;
+    if stages[at].bind.is_some() {
+        // Bound by argument names, exactly as the run bound it.
+        let stage = &mut stages[at];
+        let names = run::bind::argument_names(&module, &stage.function).ok_or_else(|| {
+            input(format!(
+                "{source_name} has no function `{}` (stage `{stage_name}`)",
+                stage.function
+            ))
+        })?;
+        let (args, locations) = parity_spec::bind_args(&spec.path, stage, &stage.function, &names)
+            .map_err(|e| input(e.to_string()))?;
+        stage.args = args;
+        stage.locations.args = locations;
+    }
+    let stage = &stages[at];
     let fn_name = stage
         .slice
         .as_ref()
@@ -242,7 +259,7 @@ fn bisect_stage(
     let store = OracleStore::open(&spec.oracle).map_err(input)?;
     let sources = InputSources::open(spec).map_err(input)?;
     let (inputs, outputs) = stage_values(&module, func, stage)?;
-    let args = isolated_args(stage, &stages, &sources)?;
+    let args = isolated_args(&spec.path, stage, &stages, &sources)?;
     if inputs.len() != args.len() {
         return Err(input(format!(
             "stage `{stage_name}`: the function takes {} inputs, the spec gives {}",
@@ -275,6 +292,15 @@ fn bisect_stage(
         args,
         outputs,
         budget: budget_dtype(stage, Some(&start_name)),
+        mapped: spec
+            .checkpoints
+            .iter()
+            .filter_map(|c| {
+                parity_spec::TokensSpec::render(&c.oracle, case)
+                    .ok()
+                    .map(|name| (name, c.point.clone()))
+            })
+            .collect(),
     };
 
     let runtime = IreeRuntime::new(&spec.subject.driver).map_err(execution)?;
@@ -703,6 +729,7 @@ fn divergent_op(
 /// The stage's arguments in isolated mode: oracle tensors, weights, literals,
 /// and the oracle tensors of upstream outputs.
 fn isolated_args(
+    spec_path: &std::path::Path,
     stage: &Stage,
     stages: &[Stage],
     sources: &InputSources,
@@ -724,7 +751,21 @@ fn isolated_args(
                 .ok_or_else(|| format!("unknown upstream `{up}.{output}`"))
                 .and_then(|o| sources.oracle(&o.oracle).map_err(|e| e.to_string())),
         }
-        .map_err(|e| input(format!("stage `{}` argument {i}: {e}", stage.name)))?;
+        .map_err(|e| {
+            let loc = stage
+                .locations
+                .args
+                .get(i)
+                .copied()
+                .unwrap_or(stage.location);
+            input(format!(
+                "{}:{}:{}: stage `{}` argument {i}: {e}",
+                spec_path.display(),
+                loc.line,
+                loc.col,
+                stage.name
+            ))
+        })?;
         out.push(t);
     }
     Ok(out)

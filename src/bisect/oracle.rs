@@ -68,6 +68,24 @@ impl<'p, 'a> OracleSearch<'p, 'a> {
                 );
             }
         }
+        // The spec's explicit map first: a mapped tensor need not follow the convention.
+        for (name, point) in &program.mapped {
+            let Ok(v) = func.resolve_point(point) else {
+                continue; // a point of another function
+            };
+            let fits = program
+                .store
+                .entry(name)
+                .zip(func.values[v].ty.shape())
+                .is_some_and(|(e, s)| squeezed(&e.shape) == squeezed(&s));
+            if fits && !checkpoints.iter().any(|c: &Checkpoint| c.value == v) {
+                checkpoints.push(Checkpoint {
+                    value: v,
+                    oracle: name.clone(),
+                    kind: CheckpointKind::Mapped,
+                });
+            }
+        }
         for (key, v) in func.scope_outputs() {
             let name = format!("{case}/{key}");
             if !program.store.contains(&name) || checkpoints.iter().any(|c| c.value == v) {

@@ -57,7 +57,8 @@ pub struct CheckArgs {
     /// With --bisect: tap placement.
     #[arg(long, value_enum, default_value = "auto")]
     strategy: StrategyArg,
-    /// Print only the closing summary, not the table.
+    /// Print only the errors (the run's, and each errored stage's message) and the
+    /// closing summary, not the table.
     #[arg(long, short)]
     quiet: bool,
 }

@@ -5,10 +5,13 @@ mod bench;
 mod bisect;
 mod check;
 mod compare;
+mod emit;
+mod fuzz;
 mod oracle;
 mod points;
 mod progress;
 mod report;
+mod serve;
 mod tokens;
 
 use clap::{Parser, Subcommand};
@@ -58,6 +61,12 @@ enum Command {
     /// Decode through IREE and compare tokens (greedy) and logits (teacher-forced)
     /// with the oracle; localise the first divergent token to a layer and an op.
     Tokens(tokens::TokensArgs),
+    /// Fuzz a padded-batch entry point's masks: malformed input refused before IREE;
+    /// pad-content, bucket, batch-order, batch-company and history invariance, shrunk.
+    Fuzz(fuzz::FuzzArgs),
+    /// Serve a scenario's requests through the production slot functions on IREE
+    /// (continuous batching) and check each against the oracle and its solo run.
+    Serve(serve::ServeArgs),
     /// Re-render a saved JSON run record (table, JUnit) without running anything.
     Report(report::ReportArgs),
     /// List where a function can be cut: its named scopes, with the value and type of each point.
@@ -100,6 +109,8 @@ pub fn main() -> i32 {
         Command::Report(args) => report::run(args),
         Command::Bisect(args) => bisect::run(args),
         Command::Tokens(args) => tokens::run(args),
+        Command::Fuzz(args) => fuzz::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Points(args) => points::run(args),
         Command::Oracle(command) => oracle::run(command),
         Command::Bench(args) => bench::run(args),

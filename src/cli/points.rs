@@ -76,7 +76,8 @@ fn value_json(f: &Function, v: usize) -> ValueJson {
     ValueJson {
         value: value.name.clone(),
         ty: value.ty.text.clone(),
-        loc_name: value.loc.path(),
+        // As written (what `bind:` rules match), else the scope path.
+        loc_name: value.loc.name().or_else(|| value.loc.path()),
     }
 }
 

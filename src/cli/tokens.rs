@@ -4,11 +4,9 @@
 
 use super::StrategyArg;
 use crate::bisect::BisectOptions;
-use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
 use crate::run::{self, RunOptions};
 use crate::tokens::{self, TokensOptions};
-use parity_record::{AnyRecord, ErrorRecord, ExitCode, Location, TokenMode, TokensRecord};
-use std::io::Write;
+use parity_record::{AnyRecord, ErrorRecord, Location, TokenMode, TokensRecord};
 use std::path::PathBuf;
 
 /// Arguments of `parity tokens`.
@@ -91,40 +89,5 @@ pub fn run(args: TokensArgs) -> anyhow::Result<i32> {
         }
     };
     let record = AnyRecord::Tokens(Box::new(record));
-    let mut stdout = std::io::stdout().lock();
-    if args.json {
-        let _ = writeln!(stdout, "{}", record.to_json());
-    } else {
-        let terminal = Terminal {
-            colour: Colour::detect(),
-            quiet: false,
-        };
-        let _ = stdout.write_all(&terminal.render(&record)?);
-    }
-    let json_path = args.out_dir.join("tokens.json");
-    let md = Markdown::default();
-    let mut jobs: Vec<(PathBuf, &dyn Renderer)> = vec![
-        (json_path.clone(), &Json),
-        (args.out_dir.join("tokens.html"), &report::Html),
-        (args.out_dir.join("tokens-junit.xml"), &Junit),
-    ];
-    if let Some(path) = args.markdown {
-        jobs.push((path, &md));
-    }
-    let failures: Vec<String> = jobs
-        .iter()
-        .filter_map(|(path, r)| report::write_report(path, *r, &record).err())
-        .map(|e| e.to_string())
-        .collect();
-    let written = if failures.is_empty() {
-        if !args.json {
-            let _ = writeln!(stdout, "report: {}", json_path.display());
-        }
-        Ok(())
-    } else {
-        Err(failures.join("; "))
-    };
-    drop(stdout);
-    let code: ExitCode = record.exit_code();
-    Ok(super::check::exit_with(code, written))
+    super::emit::emit(&record, args.json, &args.out_dir, "tokens", args.markdown)
 }

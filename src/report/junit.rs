@@ -23,7 +23,9 @@ impl Renderer for Junit {
             AnyRecord::Bisect(b) => bisect_report(b),
             AnyRecord::Compare(c) => compare_report(c),
             AnyRecord::Tokens(t) => tokens_report(t),
+            AnyRecord::Serving(s) => serving_report(s),
             AnyRecord::Baseline(b) => baseline_report(b),
+            AnyRecord::Fuzz(f) => super::fuzz_text::junit(f),
         };
         Ok(report.to_string()?.into_bytes())
     }
@@ -203,6 +205,26 @@ fn tokens_report(t: &parity_record::TokensRecord) -> Report {
         .collect();
     if let Some(e) = run_errors.first() {
         suite.add_test_case(case("run", "parity.tokens", error(e), t.elapsed_s));
+    }
+    let mut report = Report::new("parity");
+    report.add_test_suite(suite);
+    report
+}
+
+/// One suite, one test case per request: a failure names its first failed check.
+fn serving_report(s: &parity_record::ServingRecord) -> Report {
+    let mut suite = TestSuite::new("parity serve");
+    for r in &s.requests {
+        let line = super::serving_text::request_line(r);
+        let status = match (&r.error, r.status) {
+            (Some(e), _) => error(&ErrorRecord::execution(e.clone())),
+            (None, parity_record::Status::Fail) => failure(&line, &super::serving_text::text(s)),
+            _ => TestCaseStatus::success(),
+        };
+        suite.add_test_case(case(&r.id, "parity.serve", status, 0.0));
+    }
+    if let Some(e) = s.errors.first() {
+        suite.add_test_case(case("run", "parity.serve", error(e), s.elapsed_s));
     }
     let mut report = Report::new("parity");
     report.add_test_suite(suite);

@@ -35,7 +35,9 @@ impl Renderer for Markdown {
             AnyRecord::Bisect(b) => (bisect_head(b), Vec::new(), String::new()),
             AnyRecord::Compare(c) => (compare_head(c), Vec::new(), String::new()),
             AnyRecord::Tokens(t) => (tokens_head(t), Vec::new(), String::new()),
+            AnyRecord::Serving(s) => (super::serving_text::markdown(s), Vec::new(), String::new()),
             AnyRecord::Baseline(b) => (super::baseline::markdown(b), Vec::new(), String::new()),
+            AnyRecord::Fuzz(f) => (super::fuzz_text::markdown(f), Vec::new(), String::new()),
         };
         Ok(assemble(self.budget, head, &rows, &tail).into_bytes())
     }
@@ -154,6 +156,9 @@ fn run_parts(r: &RunRecord) -> (String, Vec<String>, String) {
     }
     for e in r.all_errors() {
         let _ = writeln!(head, "- error ({}): {}", e.kind.name(), md(&e.message));
+    }
+    for t in &r.provenance.weight_transforms {
+        let _ = writeln!(head, "- weight transformed at load: {}", md(&t.describe()));
     }
     let mut rows = Vec::new();
     for s in &r.stages {

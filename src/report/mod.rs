@@ -5,12 +5,14 @@
 pub mod baseline;
 pub mod bisect_text;
 pub mod compare_text;
+pub mod fuzz_text;
 pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod node_data;
 pub mod sanitize;
+pub mod serving_text;
 pub mod table;
 pub mod terminal;
 #[cfg(test)]

@@ -166,6 +166,76 @@ pub fn render(record: &RunRecord, colour: Colour) -> String {
     for e in &record.errors {
         text.push_str(&format!("error: {}\n", clean(&e.message)));
     }
+    text.push_str(&transform_lines(record));
+    text.push_str(&summary(record));
+    text
+}
+
+/// Most transformed weights the terminal lists one by one; the rest are counted.
+const TRANSFORM_LINES: usize = 5;
+
+/// `weights transformed at load: ...` lines (none when no weight was).
+fn transform_lines(record: &RunRecord) -> String {
+    let all = &record.provenance.weight_transforms;
+    if all.is_empty() {
+        return String::new();
+    }
+    let mut text = format!("weights transformed at load: {}\n", all.len());
+    for t in all.iter().take(TRANSFORM_LINES) {
+        text.push_str(&format!("  {}\n", clean(&t.describe())));
+    }
+    if all.len() > TRANSFORM_LINES {
+        text.push_str(&format!(
+            "  ... and {} more (run.json: provenance.weight_transforms)\n",
+            all.len() - TRANSFORM_LINES
+        ));
+    }
+    text
+}
+
+/// Most errored stage runs `-q` lists one by one; the rest are counted.
+const QUIET_ERROR_LINES: usize = 20;
+
+/// The `-q` text: the run's errors and each errored stage run's error
+/// message (a user must see why a stage errored without the table), then the
+/// closing lines of [`summary`].
+pub fn quiet(record: &RunRecord) -> String {
+    let mut text = String::new();
+    for e in &record.errors {
+        text.push_str(&format!("error: {}\n", clean(&e.message)));
+    }
+    let errored: Vec<&StageRecord> = record
+        .stages
+        .iter()
+        .filter(|s| s.status == Status::Error)
+        .collect();
+    for s in errored.iter().take(QUIET_ERROR_LINES) {
+        let message = s
+            .error
+            .as_ref()
+            .or_else(|| s.outputs.iter().find_map(|o| o.error.as_ref()))
+            .map_or("(no error message recorded)", |e| e.message.as_str());
+        // Most messages already name the stage and case; do not say it twice.
+        let line = if message.contains(&format!("stage `{}`", s.name)) {
+            format!("error ({}): {}\n", s.mode.name(), clean(message))
+        } else {
+            format!(
+                "error: stage `{}` ({}, {}): {}\n",
+                clean(&s.name),
+                clean(&s.case),
+                s.mode.name(),
+                clean(message)
+            )
+        };
+        text.push_str(&line);
+    }
+    if errored.len() > QUIET_ERROR_LINES {
+        text.push_str(&format!(
+            "error: ... and {} more errored stage runs (see the full table or run.json)\n",
+            errored.len() - QUIET_ERROR_LINES
+        ));
+    }
+    text.push_str(&transform_lines(record));
     text.push_str(&summary(record));
     text
 }

@@ -9,19 +9,22 @@ use parity_record::AnyRecord;
 pub struct Terminal {
     /// Colour the status column.
     pub colour: Colour,
-    /// Only the closing summary of a run, not the table.
+    /// Only the run's errors (each errored stage's message) and the closing
+    /// summary, not the table.
     pub quiet: bool,
 }
 
 impl Renderer for Terminal {
     fn render(&self, record: &AnyRecord) -> Result<Vec<u8>, ReportError> {
         let text = match record {
-            AnyRecord::Run(r) if self.quiet => table::summary(r),
+            AnyRecord::Run(r) if self.quiet => table::quiet(r),
             AnyRecord::Run(r) => table::render(r, self.colour),
             AnyRecord::Bisect(b) => bisect_text::text(b),
             AnyRecord::Compare(c) => compare_text::text(c),
             AnyRecord::Tokens(t) => super::tokens_text::text(t),
+            AnyRecord::Serving(s) => super::serving_text::text(s),
             AnyRecord::Baseline(b) => baseline::text(b),
+            AnyRecord::Fuzz(f) => super::fuzz_text::text(f),
         };
         Ok(text.into_bytes())
     }

@@ -169,6 +169,49 @@ fn terminal_output_escapes_what_a_terminal_would_act_on() {
 }
 
 #[test]
+fn quiet_shows_the_error_text_of_errored_stages_and_of_the_run() {
+    let quiet = Terminal {
+        colour: Colour::Off,
+        quiet: true,
+    };
+    let mut run = samples::failing_run();
+    run.errors
+        .push(ErrorRecord::execution("module `main`: compile failed"));
+    // A stage whose message does not name it, and one whose error is on an output.
+    let mut bare = run.stages[0].clone();
+    bare.name = "bare".into();
+    bare.status = parity_record::Status::Error;
+    bare.error = Some(ErrorRecord::input("cannot read x.npy"));
+    let mut on_output = run.stages[0].clone();
+    on_output.name = "out_err".into();
+    on_output.status = parity_record::Status::Error;
+    on_output.outputs[0].error = Some(ErrorRecord::input("oracle tensor `y` is missing"));
+    run.stages.extend([bare, on_output]);
+    let out = text(&quiet, run);
+    for line in [
+        "error: module `main`: compile failed\n",
+        "error (isolated): stage `proj` (b2), argument 1: oracle tensor `w` is missing\n",
+        "error: stage `bare` (b2, isolated): cannot read x.npy\n",
+        "error: stage `out_err` (b2, isolated): oracle tensor `y` is missing\n",
+    ] {
+        assert!(out.contains(line), "{line:?} not in:\n{out}");
+    }
+    // The summary still closes it.
+    assert!(out.contains("first divergence: stage `norm`"), "{out}");
+    // Past the cap, the rest are counted, not listed.
+    let mut many = samples::failing_run();
+    let errored = many
+        .stages
+        .iter()
+        .find(|s| s.error.is_some())
+        .unwrap()
+        .clone();
+    many.stages.extend(std::iter::repeat_n(errored, 30));
+    let out = text(&quiet, many);
+    assert!(out.contains("... and 11 more errored stage runs"), "{out}");
+}
+
+#[test]
 fn markdown_stays_under_its_budget_and_says_what_it_left_out() {
     let mut run = samples::failing_run();
     let failing = run.stages[1].clone();

@@ -4,7 +4,7 @@
 
 use super::record::{Mode, RunRecord};
 use parity_record::plan::{PlanExtent, PlanStage, RunPlan};
-use parity_spec::{Arg, Case, Spec};
+use parity_spec::{Case, Spec};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The operations a stage runs, as indices into one function of one module:
@@ -65,12 +65,11 @@ fn upstream(spec: &Spec, i: usize) -> Vec<String> {
     let mut seen = HashSet::new();
     let mut stack = vec![i];
     while let Some(j) = stack.pop() {
-        for arg in &spec.stages[j].args {
-            if let Arg::Stage { stage, .. } = arg {
-                if let Some(&u) = index.get(stage.as_str()) {
-                    if seen.insert(u) {
-                        stack.push(u);
-                    }
+        // `dependencies` covers `bind:` rules too.
+        for stage in spec.stages[j].dependencies() {
+            if let Some(&u) = index.get(stage) {
+                if seen.insert(u) {
+                    stack.push(u);
                 }
             }
         }

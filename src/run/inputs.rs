@@ -1,7 +1,7 @@
 //! Where stage arguments and expected values come from: the oracle store and
 //! the weights files, both memory-mapped and opened once per run.
 
-use parity_spec::Spec;
+use parity_spec::{Spec, WeightTransform};
 use parity_tensor::{OracleStore, SafetensorsFile, Tensor, TensorError};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -27,6 +27,18 @@ pub enum InputError {
     /// A `weight:` argument no weights file holds.
     #[error("weight `{0}` is not in any weights file")]
     MissingWeight(String),
+    /// A `weight_transforms` entry cannot apply to the weight it matched.
+    #[error("weight `{weight}` (read as `{source_name}`): the weight transform at {rule} cannot apply: {message}")]
+    Transform {
+        /// The weight asked for.
+        weight: String,
+        /// The name read from the files.
+        source_name: String,
+        /// `file:line:col` of the entry.
+        rule: String,
+        /// Why.
+        message: String,
+    },
 }
 
 /// The oracle store and the weights of one run.
@@ -34,6 +46,8 @@ pub struct InputSources {
     store: OracleStore,
     weights: Vec<SafetensorsFile>,
     weight_index: HashMap<String, usize>,
+    transforms: Vec<WeightTransform>,
+    spec_path: PathBuf,
 }
 
 impl From<TensorError> for InputError {
@@ -67,6 +81,8 @@ impl InputSources {
             store,
             weights,
             weight_index,
+            transforms: spec.weight_transforms.clone(),
+            spec_path: spec.path.clone(),
         })
     }
 
@@ -80,8 +96,40 @@ impl InputSources {
         Ok(self.store.get(name)?)
     }
 
-    /// A weight by name.
+    /// A weight by name, with the spec's `weight_transforms` entry for it
+    /// applied (rename, then transpose, then cast).
     pub fn weight(&self, name: &str) -> Result<Tensor, InputError> {
+        let applied = self
+            .transforms
+            .iter()
+            .find_map(|t| t.source_for(name).map(|source| (t, source)));
+        let Some((transform, source)) = applied else {
+            return self.raw_weight(name);
+        };
+        let tensor = self.raw_weight(&source)?;
+        let fail = |message: String| InputError::Transform {
+            weight: name.to_string(),
+            source_name: source.clone(),
+            rule: format!(
+                "{}:{}:{}",
+                self.spec_path.display(),
+                transform.location.line,
+                transform.location.col
+            ),
+            message,
+        };
+        let tensor = match &transform.transpose {
+            Some(perm) => super::transform::permute(&tensor, perm).map_err(fail)?,
+            None => tensor,
+        };
+        Ok(match transform.cast {
+            Some(dtype) => super::transform::cast(&tensor, dtype).map_err(fail)?,
+            None => tensor,
+        })
+    }
+
+    /// A weight as stored in the files.
+    fn raw_weight(&self, name: &str) -> Result<Tensor, InputError> {
         let &i = self
             .weight_index
             .get(name)

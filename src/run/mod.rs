@@ -2,6 +2,7 @@
 //! produces a [`RunRecord`]. Nothing here renders output; see `report`.
 
 pub mod artifacts;
+pub mod bind;
 pub mod compile_pool;
 pub mod divergence;
 pub mod error_map;
@@ -12,20 +13,23 @@ mod modules;
 mod provenance;
 pub mod slices;
 mod stage;
+pub mod transform;
 
 /// The record types live in the `parity-record` crate; re-exported under
 /// their old path so code written against `run::record` keeps compiling.
 pub use parity_record as record;
 
 use crate::run::inputs::InputSources;
-pub(crate) use crate::run::module_set::ModuleSet;
 use parity_record::{ErrorRecord, Mode, RunRecord, Shard, ShardRecord, StageRecord, Status};
 use parity_spec::Spec;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-pub(crate) use modules::{compile_all, load_compiler};
+// Public for the loopback fixture server (crates/parity-server), which
+// compiles and loads the subject's modules exactly as the runner does.
+pub use module_set::ModuleSet;
+pub use modules::{compile_all, load_compiler, Compiled};
 pub use parity_record::RUN_RECORD_SCHEMA;
 pub use stage::{criteria_records, metrics_record};
 
@@ -115,7 +119,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     }
     if spec.stages.is_empty() {
         record.errors.push(ErrorRecord::input(format!(
-            "{}: the spec has no `stages:` (only a `tokens:` section); run it with `parity tokens`",
+            "{}: the spec has no `stages:` (only a `tokens:` or `fuzz:` section); run it with `parity tokens` or `parity fuzz`",
             spec.path.display()
         )));
     }
@@ -156,7 +160,9 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     // `slice:` stages run generated functions, cut from their module's MLIR
     // and compiled into an extra module per cut function (see `slices`).
     let has_slices = selected.iter().any(|&i| spec.stages[i].slice.is_some());
+    let has_bind = selected.iter().any(|&i| spec.stages[i].bind.is_some());
     let needs_compiler = has_slices
+        || has_bind
         || spec
             .subject
             .modules
@@ -174,6 +180,17 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         }
     }
     let mut compiled = modules::compile_for(spec, options, &compiler, Some(&used), &mut record);
+    // `bind:` stages get their argument lists from the modules' argument names.
+    let bind_errors = if has_bind {
+        bind::bind_all(
+            spec,
+            compiler.as_ref().map_err(String::as_str),
+            &mut instantiated,
+            &selected,
+        )
+    } else {
+        HashMap::new()
+    };
     let slice_plan = if has_slices {
         let plan = slices::plan(
             spec,
@@ -197,18 +214,21 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     };
     record.provenance =
         provenance::collect(spec, options, &compiler, &slice_plan.modules, &sources);
+    record.provenance.weight_transforms = transform::records(spec, &instantiated, &selected);
     drop(compiler);
 
     // One worker thread per mode, each with its own IREE runtime (runtimes are
     // not Send), sharing the compiled artifacts and the memory-mapped inputs.
     // Records stream back to this thread, which reports progress.
+    let mut stage_errors = slice_plan.errors.clone();
+    stage_errors.extend(bind_errors);
     let work = ModeWork {
         spec,
         sources: &sources,
         compiled: &compiled,
         cases: &instantiated,
         order: &selected,
-        slice_errors: &slice_plan.errors,
+        stage_errors: &stage_errors,
         owns: &owns,
     };
     let mut per_mode: Vec<Vec<StageRecord>> = vec![Vec::new(); options.modes.len()];
@@ -266,8 +286,8 @@ struct ModeWork<'a> {
     compiled: &'a modules::Compiled,
     cases: &'a [(&'a str, Vec<parity_spec::Stage>)],
     order: &'a [usize],
-    /// Slice stages that cannot run, by (case, stage): why.
-    slice_errors: &'a HashMap<slices::StageKey, ErrorRecord>,
+    /// Slice and `bind:` stages that cannot run, by (case, stage): why.
+    stage_errors: &'a HashMap<slices::StageKey, ErrorRecord>,
     /// Whether this run's shard holds (mode, case index, stage rank).
     owns: &'a (dyn Fn(Mode, usize, usize) -> bool + Sync),
 }
@@ -294,7 +314,7 @@ impl ModeWork<'_> {
                     modules: &modules,
                 };
                 let rec = match self
-                    .slice_errors
+                    .stage_errors
                     .get(&(case.to_string(), stage.name.clone()))
                 {
                     Some(error) => StageRecord {

@@ -8,34 +8,40 @@ use parity_record::ErrorKind;
 use parity_tensor::Tensor;
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// One module as loaded.
-enum Loaded<'a> {
+enum Loaded {
     /// A whole-module vmfb.
     Whole(LoadedModule),
-    /// Per-function vmfbs, each loaded on its first call.
-    PerFunction(BTreeMap<&'a str, PerFunction<'a>>),
+    /// Per-function artifacts, each loaded when a function it holds is first called.
+    PerFunction {
+        /// Function name -> the key of the artifact holding it, or why it has none.
+        functions: BTreeMap<String, Result<String, String>>,
+        /// Artifact key -> the artifact.
+        artifacts: BTreeMap<String, Lazy>,
+    },
 }
 
-/// One function's artifact and, once called, its loaded module.
-struct PerFunction<'a> {
-    vmfb: &'a Result<Vec<u8>, String>,
+/// One artifact's vmfb and, once a function in it is called, its loaded module.
+struct Lazy {
+    vmfb: Arc<Vec<u8>>,
     loaded: OnceCell<Result<LoadedModule, String>>,
 }
 
 /// The modules of a run loaded into one runtime (one per thread: IREE
 /// runtimes cannot move between threads), or why each could not be loaded.
-pub struct ModuleSet<'a> {
-    modules: BTreeMap<String, Result<Loaded<'a>, String>>,
+pub struct ModuleSet {
+    modules: BTreeMap<String, Result<Loaded, String>>,
     load_errors: RefCell<Vec<String>>,
     // Declared last so the modules are dropped before their runtime.
     runtime: Result<IreeRuntime, String>,
 }
 
-impl<'a> ModuleSet<'a> {
+impl ModuleSet {
     /// Creates a runtime on `driver` and loads every compiled whole module
     /// into it (per-function artifacts load when first called).
-    pub fn load(driver: &str, compiled: &'a Compiled) -> ModuleSet<'a> {
+    pub fn load(driver: &str, compiled: &Compiled) -> ModuleSet {
         let mut load_errors = Vec::new();
         let runtime = IreeRuntime::new(driver).map_err(|e| format!("IREE runtime `{driver}`: {e}"));
         let mut modules = BTreeMap::new();
@@ -50,18 +56,20 @@ impl<'a> ModuleSet<'a> {
                         message
                     })
                 }
-                (Ok(_), Ok(Artifacts::PerFunction(functions))) => Ok(Loaded::PerFunction(
-                    functions
+                (Ok(_), Ok(Artifacts::PerFunction(per))) => Ok(Loaded::PerFunction {
+                    functions: per.functions.clone(),
+                    artifacts: per
+                        .artifacts
                         .iter()
-                        .map(|(f, vmfb)| {
-                            let lazy = PerFunction {
-                                vmfb,
+                        .map(|(key, vmfb)| {
+                            let lazy = Lazy {
+                                vmfb: Arc::clone(vmfb),
                                 loaded: OnceCell::new(),
                             };
-                            (f.as_str(), lazy)
+                            (key.clone(), lazy)
                         })
                         .collect(),
-                )),
+                }),
             };
             modules.insert(name.clone(), loaded);
         }
@@ -93,30 +101,36 @@ impl<'a> ModuleSet<'a> {
             Some(Err(message)) => return Err((ErrorKind::Execution, message.clone())),
             Some(Ok(loaded)) => loaded,
         };
-        let functions = match loaded {
+        let (functions, artifacts) = match loaded {
             Loaded::Whole(whole) => return Ok(whole),
-            Loaded::PerFunction(functions) => functions,
+            Loaded::PerFunction {
+                functions,
+                artifacts,
+            } => (functions, artifacts),
         };
         // `module.fn` names the function as the vmfb exports it.
-        let one = functions.get(function).or_else(|| {
+        let held = functions.get(function).or_else(|| {
             let (_, local) = function.split_once('.')?;
             functions.get(local)
         });
-        let Some(one) = one else {
+        let Some(held) = held else {
             let unknown = IreeError::UnknownFunction {
                 module: module.to_string(),
                 function: function.to_string(),
-                available: functions.keys().map(|f| f.to_string()).collect(),
+                available: functions.keys().cloned().collect(),
             };
             return Err((ErrorKind::Input, unknown.to_string()));
         };
+        let key = held
+            .as_ref()
+            .map_err(|m| (ErrorKind::Execution, format!("module `{module}`: {m}")))?;
+        let Some(one) = artifacts.get(key) else {
+            let message = format!("module `{module}`, function `{function}`: its artifact {key} is missing");
+            return Err((ErrorKind::Execution, message));
+        };
         let loaded = one.loaded.get_or_init(|| {
-            let vmfb = one
-                .vmfb
-                .as_ref()
-                .map_err(|m| format!("module `{module}`: {m}"))?;
             let runtime = self.runtime.as_ref().map_err(String::clone)?;
-            runtime.load(vmfb, module).map_err(|e| {
+            runtime.load(&one.vmfb, module).map_err(|e| {
                 let message = format!("module `{module}`, function `{function}`: {e}");
                 self.load_errors.borrow_mut().push(message.clone());
                 message

@@ -83,7 +83,7 @@ pub fn compile_for(
             })
         };
         let vmfb = match &module.source {
-            ModuleSource::Vmfb(path) => read(path).map(Artifacts::Whole),
+            ModuleSource::Vmfb(path) => read(path).map(|b| Artifacts::Whole(b.into())),
             ModuleSource::Mlir(path) => match compiler {
                 Err(message) => Err((ErrorKind::Execution, format!("module `{name}`: {message}"))),
                 Ok(compiler) => read(path).and_then(|mlir| {
@@ -131,8 +131,8 @@ fn compile_mlir(
             eprintln!("parity: warning: {warning}");
             record.warnings.push(warning);
         }
-        if let Ok(Artifacts::PerFunction(functions)) = &split {
-            for message in functions.values().filter_map(|r| r.as_ref().err()) {
+        if let Ok(Artifacts::PerFunction(per)) = &split {
+            for message in per.functions.values().filter_map(|r| r.as_ref().err()) {
                 record.errors.push(ErrorRecord::execution(format!(
                     "module `{name}`: {message}"
                 )));
@@ -144,7 +144,7 @@ fn compile_mlir(
     }
     cache
         .get_or_compile(compiler, &job.source_name, job.mlir, &job.options)
-        .map(|cached| Artifacts::Whole(keep_warnings(cached, record)))
+        .map(|cached| Artifacts::Whole(keep_warnings(cached, record).into()))
         .map_err(|e| (ErrorKind::Execution, format!("module `{name}`: {e}")))
 }
 
@@ -196,6 +196,6 @@ pub fn compile_slices(
         if let Err(message) = &vmfb {
             record.errors.push(ErrorRecord::execution(message.clone()));
         }
-        compiled.insert(slice.name.clone(), vmfb.map(Artifacts::Whole));
+        compiled.insert(slice.name.clone(), vmfb.map(|b| Artifacts::Whole(b.into())));
     }
 }

@@ -66,5 +66,6 @@ pub fn collect(
             path: spec.oracle.display().to_string(),
             provenance: sources.oracle_provenance().clone(),
         }),
+        weight_transforms: Vec::new(),
     }
 }

@@ -40,7 +40,7 @@ pub struct StageContext<'a> {
     /// Oracle store and weights.
     pub sources: &'a InputSources,
     /// Compiled, loaded modules.
-    pub modules: &'a ModuleSet<'a>,
+    pub modules: &'a ModuleSet,
 }
 
 impl StageContext<'_> {
@@ -69,10 +69,11 @@ impl StageContext<'_> {
                 rec.status = status;
                 match kind {
                     Some(kind) => {
+                        let location = self.location(stage, &message);
                         rec.error = Some(ErrorRecord {
                             kind,
                             message,
-                            location: None,
+                            location,
                         })
                     }
                     None => rec.skipped_because = Some(message),
@@ -126,8 +127,8 @@ impl StageContext<'_> {
             )));
             return rec;
         }
-        for (spec_out, actual) in stage.outputs.iter().zip(results) {
-            let out = self.check_output(stage, spec_out, &actual, &args);
+        for (o, (spec_out, actual)) in stage.outputs.iter().zip(results).enumerate() {
+            let out = self.check_output(stage, o, spec_out, &actual, &args);
             if out.status == Status::Error {
                 rec.status = Status::Error;
                 if rec.error.is_none() {
@@ -218,6 +219,18 @@ impl StageContext<'_> {
         Ok(args)
     }
 
+    /// The structured location of a message that starts with the spec's
+    /// `file:line:col`, with the stage and case.
+    fn location(&self, stage: &Stage, message: &str) -> Option<Box<parity_record::Location>> {
+        let mut at = parity_record::Location::from_diagnostic(
+            &self.spec.path.display().to_string(),
+            message,
+        );
+        at.stage = Some(stage.name.clone());
+        at.case = Some(self.case.to_string());
+        Some(Box::new(at))
+    }
+
     /// `file:line:col` of `loc` in the spec (the stage's own position when None).
     fn position(&self, stage: &Stage, loc: Option<&parity_spec::Location>) -> String {
         let loc = loc.copied().unwrap_or(stage.location);
@@ -275,6 +288,7 @@ impl StageContext<'_> {
     fn check_output(
         &self,
         stage: &Stage,
+        index: usize,
         spec_out: &OutputSpec,
         actual: &Tensor,
         args: &[Tensor],
@@ -290,10 +304,16 @@ impl StageContext<'_> {
             criteria: Vec::new(),
             error_map: None,
         };
+        // Run-time name errors (a missing oracle, truth or mask tensor) point
+        // at the output's position in the spec.
         let context = |m: String| {
             format!(
-                "stage `{}` ({}), output `{}` vs oracle `{}`: {m}",
-                stage.name, self.case, spec_out.name, spec_out.oracle
+                "{}: stage `{}` ({}), output `{}` vs oracle `{}`: {m}",
+                self.position(stage, stage.locations.outputs.get(index)),
+                stage.name,
+                self.case,
+                spec_out.name,
+                spec_out.oracle
             )
         };
         let criteria = spec_out
@@ -339,7 +359,13 @@ impl StageContext<'_> {
             }
             Err(e) => {
                 out.status = Status::Error;
-                out.error = Some(ErrorRecord::input(context(e.to_string())));
+                let message = context(e.to_string());
+                let mut error = ErrorRecord::input(message.clone());
+                error.location = self.location(stage, &message).map(|mut at| {
+                    at.tensor = Some(spec_out.oracle.clone());
+                    at
+                });
+                out.error = Some(error);
             }
         }
         out

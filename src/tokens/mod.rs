@@ -6,12 +6,12 @@
 //! localises it to a layer and, through bisect, an operation. Nothing here
 //! renders output; see `report`.
 
-mod case;
+pub(crate) mod case;
 pub mod error;
-mod judge;
+pub(crate) mod judge;
 mod localise;
 pub mod math;
-mod session;
+pub(crate) mod session;
 
 pub use error::TokensError;
 

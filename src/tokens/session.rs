@@ -23,7 +23,7 @@ pub struct Session<'a> {
     /// Oracle store and weights.
     pub sources: &'a InputSources,
     /// The loaded modules.
-    pub modules: &'a ModuleSet<'a>,
+    pub modules: &'a ModuleSet,
 }
 
 /// The step-dependent inputs of a decode call.

@@ -145,3 +145,4 @@ pub fn assert_store_matches_json(
         assert_eq!(got, want, "{name}");
     }
 }
+pub mod fixture_server;

@@ -32,4 +32,4 @@ pub use compiler::{CompileOptions, IreeCompiler, COMPILER_LIB_ENV};
 pub use error::IreeError;
 pub use runtime::{IreeRuntime, LoadedModule, DEFAULT_DRIVER};
 pub use signature::{parse_declaration, Signature, ValueType};
-pub use split_index::SplitIndex;
+pub use split_index::{FunctionEntry, SplitIndex};

@@ -43,6 +43,20 @@ impl Location {
         self.path_segments().map(|segments| segments.join("/"))
     }
 
+    /// The name of a named location, as written: `loc("params['w']")` and
+    /// `loc("x"("file":1:2))` give `params['w']` and `x`; any other form None.
+    /// This is how JAX and the subject's exports name function arguments.
+    pub fn name(&self) -> Option<String> {
+        let mut cur = Cursor::new(&self.raw);
+        if !cur.eat_keyword("loc") || !cur.eat(b'(') {
+            return None;
+        }
+        match parse_loc(&mut cur, 0)? {
+            Loc::Name(name) => Some(name),
+            _ => None,
+        }
+    }
+
     /// [`Location::path`] as segments (a segment may itself contain `/` inside parentheses).
     pub(crate) fn path_segments(&self) -> Option<Vec<String>> {
         let mut cur = Cursor::new(&self.raw);
@@ -193,6 +207,18 @@ mod tests {
 
     fn path(raw: &str) -> Option<String> {
         Location::new(raw).path()
+    }
+
+    #[test]
+    fn argument_names() {
+        let name = |raw: &str| Location::new(raw).name();
+        assert_eq!(
+            name(r#"loc("params['model.audio_tower.w']")"#).as_deref(),
+            Some("params['model.audio_tower.w']")
+        );
+        assert_eq!(name(r#"loc("x"("a.py":1:2))"#).as_deref(), Some("x"));
+        assert_eq!(name("loc(unknown)"), None);
+        assert_eq!(name(r#"loc("a.py":1:2)"#), None);
     }
 
     #[test]

@@ -114,15 +114,35 @@ impl SplitModule<'_> {
             .map(|f| f.name.as_str())
     }
 
+    /// The number of operations in `function`'s own text (generic form prints
+    /// one operation a line, so its lines), a measure of its compile cost; None
+    /// when the module has no function of that name.
+    pub fn op_count(&self, function: &str) -> Option<usize> {
+        let i = *self.by_name.get(function)?;
+        Some(self.functions[i].text.lines().count())
+    }
+
     /// A standalone module (generic form) holding `function`, every function
     /// it references, transitively, and every other top-level operation of the
     /// module (those first, then the functions, each in source order), inside
     /// the module's own head and tail. None
     /// when the module has no function of that name.
     pub fn module_for(&self, function: &str) -> Option<String> {
-        let root = *self.by_name.get(function)?;
-        let mut keep = BTreeSet::from([root]);
-        let mut todo = vec![root];
+        self.module_for_group(&[function])
+    }
+
+    /// [`SplitModule::module_for`] for several functions at once: one module
+    /// holding all of them and everything they reference, each function once,
+    /// in source order. None when the module lacks one of them.
+    pub fn module_for_group(&self, functions: &[&str]) -> Option<String> {
+        let mut keep = BTreeSet::new();
+        let mut todo = Vec::new();
+        for function in functions {
+            let root = *self.by_name.get(*function)?;
+            if keep.insert(root) {
+                todo.push(root);
+            }
+        }
         let scan = |text: &str, keep: &mut BTreeSet<usize>, todo: &mut Vec<usize>| {
             for name in symbol_refs(text) {
                 if let Some(&i) = self.by_name.get(name.as_str()) {
@@ -265,6 +285,20 @@ mod tests {
         let names: Vec<_> = parsed.functions.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["a", "helper", "deep er"]);
         assert!(split.module_for("missing").is_none());
+    }
+
+    #[test]
+    fn a_group_module_holds_each_function_and_callee_once() {
+        let split = split_module(MODULE).unwrap();
+        let group = split.module_for_group(&["b", "a", "a"]).unwrap();
+        let parsed = crate::parse(&group).unwrap();
+        let names: Vec<_> = parsed.functions.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["a", "helper", "deep er", "b"], "source order");
+        assert_eq!(group.matches("sym_name = \"g\"").count(), 1);
+        assert_eq!(split.module_for_group(&["a"]), split.module_for("a"));
+        assert!(split.module_for_group(&["a", "missing"]).is_none());
+        assert_eq!(split.op_count("b"), Some(4));
+        assert_eq!(split.op_count("missing"), None);
     }
 
     #[test]

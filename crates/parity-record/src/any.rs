@@ -4,18 +4,20 @@ use crate::baseline::{BaselineRecord, BASELINE_SCHEMA};
 use crate::bisect::{BisectRecord, BISECT_SCHEMA};
 use crate::compare::{CompareRecord, COMPARE_SCHEMA};
 use crate::exit::ExitCode;
+use crate::fuzz::{FuzzRecord, FUZZ_SCHEMA};
 use crate::run::{RunRecord, RUN_RECORD_SCHEMA};
 use crate::tokens::{TokensRecord, TOKENS_SCHEMA};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// Every schema this parity reads.
-pub const KNOWN_SCHEMAS: [&str; 5] = [
+pub const KNOWN_SCHEMAS: [&str; 6] = [
     RUN_RECORD_SCHEMA,
     BISECT_SCHEMA,
     COMPARE_SCHEMA,
     TOKENS_SCHEMA,
     BASELINE_SCHEMA,
+    FUZZ_SCHEMA,
 ];
 
 /// Why a record file could not be read; every message names the file.
@@ -68,8 +70,12 @@ pub enum AnyRecord {
     Compare(CompareRecord),
     /// `parity.tokens/1`.
     Tokens(Box<TokensRecord>),
+    /// `parity.serving/1`.
+    Serving(Box<crate::serving::ServingRecord>),
     /// `parity.baseline/1`.
     Baseline(BaselineRecord),
+    /// `parity.fuzz/1`.
+    Fuzz(Box<FuzzRecord>),
 }
 
 #[derive(Deserialize)]
@@ -105,7 +111,11 @@ impl AnyRecord {
             BISECT_SCHEMA => serde_json::from_str(text).map(AnyRecord::Bisect),
             COMPARE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Compare),
             TOKENS_SCHEMA => serde_json::from_str(text).map(|r| AnyRecord::Tokens(Box::new(r))),
+            crate::serving::SERVING_SCHEMA => {
+                serde_json::from_str(text).map(|r| AnyRecord::Serving(Box::new(r)))
+            }
             BASELINE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Baseline),
+            FUZZ_SCHEMA => serde_json::from_str(text).map(|r| AnyRecord::Fuzz(Box::new(r))),
             _ => {
                 return Err(RecordError::UnknownSchema {
                     path: path.to_path_buf(),
@@ -123,7 +133,9 @@ impl AnyRecord {
             AnyRecord::Bisect(r) => &r.schema,
             AnyRecord::Compare(r) => &r.schema,
             AnyRecord::Tokens(r) => &r.schema,
+            AnyRecord::Serving(r) => &r.schema,
             AnyRecord::Baseline(r) => &r.schema,
+            AnyRecord::Fuzz(r) => &r.schema,
         }
     }
 
@@ -134,7 +146,9 @@ impl AnyRecord {
             AnyRecord::Bisect(r) => r.exit_code(),
             AnyRecord::Compare(r) => r.exit_code(),
             AnyRecord::Tokens(r) => r.exit_code(),
+            AnyRecord::Serving(r) => r.exit_code(),
             AnyRecord::Baseline(r) => r.exit_code(),
+            AnyRecord::Fuzz(r) => r.exit_code(),
         }
     }
 
@@ -145,7 +159,9 @@ impl AnyRecord {
             AnyRecord::Bisect(r) => serde_json::to_string_pretty(r),
             AnyRecord::Compare(r) => serde_json::to_string_pretty(r),
             AnyRecord::Tokens(r) => serde_json::to_string_pretty(r),
+            AnyRecord::Serving(r) => serde_json::to_string_pretty(r),
             AnyRecord::Baseline(r) => serde_json::to_string_pretty(r),
+            AnyRecord::Fuzz(r) => serde_json::to_string_pretty(r),
         };
         // Records hold only strings, numbers, and maps with string keys:
         // serialising them cannot fail.
@@ -180,5 +196,11 @@ impl From<TokensRecord> for AnyRecord {
 impl From<BaselineRecord> for AnyRecord {
     fn from(r: BaselineRecord) -> Self {
         AnyRecord::Baseline(r)
+    }
+}
+
+impl From<FuzzRecord> for AnyRecord {
+    fn from(r: FuzzRecord) -> Self {
+        AnyRecord::Fuzz(Box::new(r))
     }
 }

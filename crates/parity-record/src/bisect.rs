@@ -71,6 +71,8 @@ pub enum CheckpointKind {
     StageOutput,
     /// An oracle tensor named after a scope inside the stage (the naming convention).
     Convention,
+    /// An oracle tensor the spec's `checkpoints:` map names a point for.
+    Mapped,
 }
 
 impl CheckpointKind {
@@ -79,6 +81,7 @@ impl CheckpointKind {
         match self {
             CheckpointKind::StageOutput => "stage-output",
             CheckpointKind::Convention => "convention",
+            CheckpointKind::Mapped => "mapped",
         }
     }
 }

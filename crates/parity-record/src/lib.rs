@@ -4,7 +4,7 @@
 //! Executors (`parity check`, `parity bisect`, `parity compare`) produce a
 //! [`RunRecord`] (`parity.run-record/2`), a [`BisectRecord`]
 //! (`parity.bisect/2`) a [`CompareRecord`] (`parity.compare/1`) or a [`TokensRecord`]
-//! (`parity.tokens/1`);
+//! (`parity.tokens/1`), and `parity fuzz` a [`FuzzRecord`] (`parity.fuzz/1`);
 //! [`AnyRecord`] reads any of them back by its `schema` field. Every record
 //! decides its process exit code through the one table in [`ExitCode`].
 //!
@@ -21,10 +21,12 @@ pub mod criterion;
 pub mod error_map;
 pub mod exit;
 pub mod float;
+pub mod fuzz;
 pub mod plan;
 pub mod run;
 pub mod samples;
 pub mod samples_tokens;
+pub mod serving;
 pub mod shard;
 pub mod tokens;
 
@@ -42,11 +44,16 @@ pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};
 pub use criterion::{Check, CriterionRecord};
 pub use error_map::ErrorMap;
 pub use exit::ExitCode;
+pub use fuzz::{
+    ControlRecord, FuzzRecord, InvariantRecord, MinimalCase, MovedElement, ReplayRecord, Violation,
+    FUZZ_SCHEMA,
+};
 pub use plan::{PlanExtent, PlanStage, RunPlan};
 pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,
-    Provenance, RunRecord, StageRecord, TruthRecord, RUN_RECORD_SCHEMA,
+    Provenance, RunRecord, StageRecord, TruthRecord, WeightTransformRecord, RUN_RECORD_SCHEMA,
 };
+pub use serving::{ServingRecord, ServingRequestRecord, ServingVerdict, SERVING_SCHEMA};
 pub use shard::{merge, MergeError, Shard, ShardRecord};
 pub use tokens::{
     DivergentToken, LayerVsF64, StepLocalisation, StepMetrics, TeacherForcedSummary,

@@ -75,6 +75,44 @@ pub struct Provenance {
     /// The oracle store, when it could be opened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oracle: Option<OracleProvenance>,
+    /// Every weight the run's stages read through a `weight_transforms`
+    /// entry, in name order: which weight, which transform.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weight_transforms: Vec<WeightTransformRecord>,
+}
+
+/// A weight transformed at load (`weight_transforms:` in the spec).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WeightTransformRecord {
+    /// The weight name the stages ask for.
+    pub weight: String,
+    /// The name read from the weight files (differs when renamed).
+    pub source: String,
+    /// The axis permutation applied, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transpose: Option<Vec<usize>>,
+    /// The dtype it was cast to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cast: Option<String>,
+    /// `file:line:col` of the spec entry that applied.
+    pub rule: String,
+}
+
+impl WeightTransformRecord {
+    /// One line for reports: `` `w` <- `hf.w`: transpose [1, 0], cast f32 ``.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.source != self.weight {
+            parts.push(format!("read as `{}`", self.source));
+        }
+        if let Some(p) = &self.transpose {
+            parts.push(format!("transpose {p:?}"));
+        }
+        if let Some(c) = &self.cast {
+            parts.push(format!("cast to {c}"));
+        }
+        format!("`{}`: {} ({})", self.weight, parts.join(", "), self.rule)
+    }
 }
 
 /// One module of the run.

@@ -107,6 +107,7 @@ fn base(status: Status) -> RunRecord {
             path: "examples/basic/oracle".into(),
             provenance: serde_json::json!({"made_by": "mlx", "seed": 0}),
         }),
+        weight_transforms: Vec::new(),
     };
     r
 }

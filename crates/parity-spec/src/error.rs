@@ -44,6 +44,10 @@ pub enum Scope {
     Case(String),
     /// The `tokens:` section (`tokens`) or one of its parts (`prefill`, `decode`, `oracle`).
     Tokens(String),
+    /// The `fuzz:` section.
+    Fuzz,
+    /// A request of a serving scenario, by id.
+    Request(String),
 }
 
 impl fmt::Display for Scope {
@@ -56,6 +60,8 @@ impl fmt::Display for Scope {
             Scope::Case(c) => write!(f, "case `{c}`: "),
             Scope::Tokens(part) if part == "tokens" => write!(f, "tokens: "),
             Scope::Tokens(part) => write!(f, "tokens.{part}: "),
+            Scope::Fuzz => write!(f, "fuzz: "),
+            Scope::Request(id) => write!(f, "request `{id}`: "),
         }
     }
 }

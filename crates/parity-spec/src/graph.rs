@@ -35,11 +35,22 @@ pub(crate) fn resolve(file: &Path, stages: &mut [Stage]) -> Result<(), SpecError
         .map(|s| s.outputs.iter().map(|o| o.name.clone()).collect())
         .collect();
     for s in stages.iter_mut() {
+        // Positional arguments, then `bind:` rules (numbered as rules).
+        let mut refs: Vec<(usize, Location, &mut Arg)> = Vec::new();
         for (a, arg) in s.args.iter_mut().enumerate() {
+            let loc = s.locations.args.get(a).copied().unwrap_or(s.location);
+            refs.push((a, loc, arg));
+        }
+        if let Some(bind) = &mut s.bind {
+            for (r, rule) in bind.rules.iter_mut().enumerate() {
+                refs.push((r, rule.location, &mut rule.source));
+            }
+        }
+        for (a, loc, arg) in refs {
             let Arg::Stage { stage, output } = arg else {
                 continue;
             };
-            let pos = at(file, s.locations.args.get(a).copied().unwrap_or(s.location));
+            let pos = at(file, loc);
             let Some(&target) = index.get(stage.as_str()) else {
                 return Err(SpecErrorKind::UnknownStage {
                     at: pos,

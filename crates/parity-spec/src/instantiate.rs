@@ -92,6 +92,13 @@ fn instantiate_stage(spec: &Spec, stage: &Stage, case: &Case) -> Result<Stage, S
             Arg::Stage { .. } | Arg::Literal { .. } => {}
         }
     }
+    if let Some(bind) = &mut out.bind {
+        for rule in &mut bind.rules {
+            if let Arg::Oracle(name) | Arg::Weight(name) = &mut rule.source {
+                *name = fill(spec, stage, case, name, rule.location)?;
+            }
+        }
+    }
     for (i, output) in out.outputs.iter_mut().enumerate() {
         let loc = stage
             .locations

@@ -3,21 +3,36 @@
 //!
 //! Every error carries `file:line:col` and, where it applies, the stage name.
 
+mod bind;
+mod bind_parse;
 mod error;
+mod fuzz;
+mod fuzz_parse;
 mod graph;
 mod instantiate;
 mod model;
 mod parse;
 mod reader;
+mod serving;
+mod serving_parse;
+#[cfg(test)]
+mod serving_tests;
 mod stage;
 mod template;
 mod tokens;
 mod tokens_parse;
 mod tolerance;
+mod transform;
 mod write;
 mod yaml;
 
+pub use bind::{bind_args, Bind, BindError, BindRule, BindTarget, NamePattern};
 pub use error::{Position, Scope, SpecError, SpecErrorKind};
+pub use fuzz::{
+    FuzzArg, FuzzOutput, FuzzShape, FuzzSpec, LengthsContract, MaskContract, MaskLayout,
+    MelContract, Tolerance as FuzzTolerance, ValidRegion, INVARIANTS as FUZZ_INVARIANTS,
+};
+pub use fuzz_parse::MAX_FUZZ_CASES;
 pub use model::{
     Arg, BaselineSpec, Case, Location, MaskSource, MaskSpec, Module, ModuleSource, OutputSpec,
     SliceSpec, Spec, Stage, StageLocations, Subject, BASELINE_METRICS,
@@ -25,8 +40,10 @@ pub use model::{
 pub use parity_compare::Criterion;
 pub use parity_tensor::DType;
 pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET_BACKEND};
+pub use serving::{Cancel, Request, RequestInput, Scenario, SERVING_CONTEXT};
 pub use stage::MAX_LITERAL_ELEMENTS;
 pub use tokens::{TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS};
+pub use transform::{CheckpointMap, WeightTransform};
 pub use write::quote as yaml_quote;
 
 use std::io::Read;
@@ -91,6 +108,7 @@ impl Spec {
             spec.instantiate(case)?;
         }
         tokens_parse::validate(&spec)?;
+        fuzz_parse::validate(&spec)?;
         Ok(spec)
     }
 
@@ -108,6 +126,14 @@ impl Spec {
     /// The stage with this name.
     pub fn stage(&self, name: &str) -> Option<&Stage> {
         self.stages.iter().find(|s| s.name == name)
+    }
+
+    /// The weight transform that applies to weight `name` (the first
+    /// `weight_transforms` entry matching it) and the name to read it under.
+    pub fn weight_transform(&self, name: &str) -> Option<(&WeightTransform, String)> {
+        self.weight_transforms
+            .iter()
+            .find_map(|t| t.source_for(name).map(|source| (t, source)))
     }
 
     /// The case with this name.

@@ -27,6 +27,10 @@ pub struct Spec {
     pub subject: Subject,
     /// Weight files (safetensors / npz), resolved against `base_dir`, searched in order.
     pub weights: Vec<PathBuf>,
+    /// `weight_transforms:`: rename, transpose, cast applied to weights at load.
+    pub weight_transforms: Vec<crate::transform::WeightTransform>,
+    /// `checkpoints:`: oracle tensor -> point, for `parity bisect`'s checkpoints.
+    pub checkpoints: Vec<crate::transform::CheckpointMap>,
     /// The oracle store directory (holding `manifest.json`), resolved against `base_dir`.
     pub oracle: PathBuf,
     /// The cases; a spec without `cases:` has one case named `default` with no variables.
@@ -38,6 +42,8 @@ pub struct Spec {
     pub stages: Vec<Stage>,
     /// The `tokens:` section (`parity tokens`), when the spec has one.
     pub tokens: Option<crate::tokens::TokensSpec>,
+    /// The `fuzz:` section (`parity fuzz`), when the spec has one.
+    pub fuzz: Option<crate::fuzz::FuzzSpec>,
     /// `baseline:`: the ratchet's noise band and metrics for `parity report --baseline`.
     pub baseline: BaselineSpec,
 }
@@ -121,8 +127,11 @@ pub struct Stage {
     pub function: String,
     /// `slice:` instead of `function:`: the stage is a cut of a larger function.
     pub slice: Option<SliceSpec>,
-    /// Arguments in call order.
+    /// Arguments in call order. Empty for a `bind:` stage until the runner
+    /// binds them by the function's argument names ([`crate::bind_args`]).
     pub args: Vec<Arg>,
+    /// `bind:` instead of `args:`: arguments bound by their MLIR names.
+    pub bind: Option<crate::bind::Bind>,
     /// Outputs in the order the function returns them.
     pub outputs: Vec<OutputSpec>,
     /// Where the stage starts in the spec file.
@@ -258,7 +267,11 @@ impl Stage {
     /// Names of the stages this one takes inputs from, without repeats, in argument order.
     pub fn dependencies(&self) -> Vec<&str> {
         let mut deps: Vec<&str> = Vec::new();
-        for arg in &self.args {
+        let bound = self
+            .bind
+            .iter()
+            .flat_map(|b| b.rules.iter().map(|r| &r.source));
+        for arg in self.args.iter().chain(bound) {
             if let Arg::Stage { stage, .. } = arg {
                 if !deps.contains(&stage.as_str()) {
                     deps.push(stage);

@@ -14,12 +14,15 @@ const TOP_KEYS: &[&str] = &[
     "version",
     "subject",
     "weights",
+    "weight_transforms",
     "oracle",
     "cases",
     "tolerances",
     "stages",
     "tokens",
+    "fuzz",
     "baseline",
+    "checkpoints",
 ];
 const BASELINE_KEYS: &[&str] = &["band", "band_abs", "metrics"];
 const SUBJECT_KEYS: &[&str] = &["modules", "target_backend", "driver", "flags"];
@@ -67,6 +70,14 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
             .collect::<Result<_, _>>()?,
         None => Vec::new(),
     };
+    let weight_transforms = match top.opt("weight_transforms") {
+        Some(t) => crate::transform::parse_transforms(&cx, t)?,
+        None => Vec::new(),
+    };
+    let checkpoints = match top.opt("checkpoints") {
+        Some(c) => crate::transform::parse_checkpoints(&cx, c)?,
+        None => Vec::new(),
+    };
     let oracle = base.join(cx.name(top.req(&cx, "oracle")?, "oracle")?);
     let cases = match top.opt("cases") {
         Some(c) => parse_cases(&cx, c)?,
@@ -92,10 +103,19 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         )?),
         None => None,
     };
-    // A spec with a `tokens:` section may leave out `stages` (a token-only spec).
-    let stage_nodes: &[std::rc::Rc<Node>] = match (top.opt("stages"), &tokens) {
-        (None, Some(_)) => &[],
-        (stages, _) => {
+    let fuzz = match top.opt("fuzz") {
+        Some(f) => Some(crate::fuzz_parse::parse_fuzz(
+            &cx,
+            f,
+            &base,
+            &mut literal_budget,
+        )?),
+        None => None,
+    };
+    // A spec with a `tokens:` or `fuzz:` section may leave out `stages`.
+    let stage_nodes: &[std::rc::Rc<Node>] = match (top.opt("stages"), &tokens, &fuzz) {
+        (None, Some(_), _) | (None, _, Some(_)) => &[],
+        (stages, _, _) => {
             let stages_node = match stages {
                 Some(n) => n,
                 None => top.req(&cx, "stages")?,
@@ -120,11 +140,14 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         version: 1,
         subject,
         weights,
+        weight_transforms,
+        checkpoints,
         oracle,
         cases,
         tolerances,
         stages,
         tokens,
+        fuzz,
         baseline,
     })
 }

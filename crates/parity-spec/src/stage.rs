@@ -11,7 +11,9 @@ use crate::tolerance::tolerance;
 use crate::yaml::Node;
 use parity_tensor::DType;
 
-const STAGE_KEYS: &[&str] = &["name", "module", "function", "slice", "args", "outputs"];
+const STAGE_KEYS: &[&str] = &[
+    "name", "module", "function", "slice", "args", "bind", "outputs",
+];
 const SLICE_KEYS: &[&str] = &["function", "from", "to"];
 const ARG_KEYS: &[&str] = &["oracle", "weight", "stage", "literal"];
 const LITERAL_KEYS: &[&str] = &["dtype", "shape", "value", "values"];
@@ -134,6 +136,25 @@ pub(crate) fn parse_stage(
             locations.args.push(location(arg_node));
         }
     }
+    let bind = match m.opt("bind") {
+        None => None,
+        Some(b) => {
+            if let Some(a) = m.opt("args") {
+                return Err(cx.invalid(
+                    a,
+                    "a stage has `args` (in call order) or `bind` (by MLIR argument name), not both; explicit `bind` rules (`arg:`) override patterns".into(),
+                ));
+            }
+            if slice.is_some() {
+                return Err(cx.invalid(
+                    b,
+                    "`bind` is not supported on `slice:` stages yet; list their `args` in order"
+                        .into(),
+                ));
+            }
+            Some(crate::bind::parse_bind(&cx, &name, b, literal_budget)?)
+        }
+    };
     let outputs_node = m.req(&cx, "outputs")?;
     let output_nodes = cx.list(outputs_node, "outputs")?;
     if output_nodes.is_empty() {
@@ -167,7 +188,13 @@ pub(crate) fn parse_stage(
     }
     let mut outputs: Vec<OutputSpec> = Vec::new();
     for out_node in output_nodes {
-        let out = parse_output(&cx, &name, args.len(), out_node)?;
+        // A `bind:` stage's argument count is known only at run time.
+        let arg_count = if bind.is_some() {
+            usize::MAX
+        } else {
+            args.len()
+        };
+        let out = parse_output(&cx, &name, arg_count, out_node)?;
         if outputs.iter().any(|o| o.name == out.name) {
             return Err(SpecErrorKind::DuplicateOutput {
                 at: cx.at(out_node),
@@ -185,6 +212,7 @@ pub(crate) fn parse_stage(
         function,
         slice,
         args,
+        bind,
         outputs,
         location: location(node),
         locations,
@@ -249,7 +277,26 @@ pub(crate) fn parse_arg(
             format!("argument {index} must have exactly one of: oracle, weight, stage, literal"),
         ));
     };
-    let key = key.scalar().unwrap_or_default();
+    parse_arg_entry(
+        cx,
+        stage,
+        index,
+        key.scalar().unwrap_or_default(),
+        value,
+        literal_budget,
+    )
+}
+
+/// Reads one argument source given as `key: value` (`oracle`, `weight`,
+/// `stage` or `literal`; any other key is taken as `literal`, so callers check keys first).
+pub(crate) fn parse_arg_entry(
+    cx: &Cx<'_>,
+    stage: &str,
+    index: usize,
+    key: &str,
+    value: &Node,
+    literal_budget: &mut usize,
+) -> Result<Arg, SpecError> {
     Ok(match key {
         "oracle" => Arg::Oracle(template_string(cx, stage, value, "oracle")?),
         "weight" => Arg::Weight(template_string(cx, stage, value, "weight")?),

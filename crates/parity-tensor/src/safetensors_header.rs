@@ -84,14 +84,16 @@ impl<'de> Deserialize<'de> for Header {
                                 "duplicate key `{METADATA_KEY}`"
                             )));
                         }
+                        // MLX's `mx.save_safetensors` writes `"__metadata__": null`
+                        // when there is none: that is no metadata, not an error.
                         let map = access
-                            .next_value::<BTreeMap<String, String>>()
+                            .next_value::<Option<BTreeMap<String, String>>>()
                             .map_err(|e| {
                                 de::Error::custom(format!(
                                     "`{METADATA_KEY}` must map strings to strings: {e}"
                                 ))
                             })?;
-                        metadata = Some(map);
+                        metadata = Some(map.unwrap_or_default());
                         continue;
                     }
                     let entry = access

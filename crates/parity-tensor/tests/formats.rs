@@ -179,3 +179,29 @@ fn rewriting_fixtures_with_our_writers_preserves_them() {
         "rewritten npy",
     );
 }
+
+#[test]
+fn a_null_metadata_as_mlx_writes_it_is_no_metadata() {
+    // `mx.save_safetensors` writes `"__metadata__":null` when there is none.
+    let header = r#"{"__metadata__":null,"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mlx.safetensors");
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend(1.5f32.to_le_bytes());
+    bytes.extend((-2.0f32).to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let st = parity_tensor::read_safetensors(&path).unwrap();
+    assert!(st.metadata().is_empty());
+    assert_eq!(st.get("w").unwrap().to_f64_vec(), vec![1.5, -2.0]);
+    // A metadata value that is neither a map nor null is still refused.
+    let bad = header.replace("null", "3");
+    let mut bytes = (bad.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(bad.as_bytes());
+    bytes.extend([0u8; 8]);
+    std::fs::write(&path, bytes).unwrap();
+    let err = parity_tensor::read_safetensors(&path)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("must map strings to strings"), "{err}");
+}

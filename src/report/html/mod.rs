@@ -67,6 +67,8 @@ impl super::Renderer for Html {
                 baselines: std::slice::from_ref(b),
                 ..HtmlInput::default()
             }),
+            AnyRecord::Fuzz(f) => page("parity fuzz", &super::fuzz_text::html_body(f)),
+            AnyRecord::Serving(s) => page("parity serve", &crate::report::serving_text::html(s)),
             AnyRecord::Compare(c) => page(
                 "parity compare",
                 &format!(
@@ -463,6 +465,13 @@ fn provenance(out: &mut String, run: &RunRecord) {
             esc(&m.name),
             esc(&m.source),
             esc(m.cache_key.as_deref().unwrap_or("none (not compiled)"))
+        );
+    }
+    for t in &run.provenance.weight_transforms {
+        let _ = write!(
+            out,
+            "<dt>weight transformed at load</dt><dd>{}</dd>",
+            esc(&t.describe())
         );
     }
     match &run.provenance.oracle {

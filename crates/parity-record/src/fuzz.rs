@@ -1,0 +1,196 @@
+//! `parity.fuzz/1`: what `parity fuzz` found. One entry per invariant (did
+//! it hold over the generated cases, within which tolerance, and did its
+//! negative control fire), and every violation with its shrunk minimal case
+//! and its seed, from which the case is regenerated.
+
+use crate::common::{ErrorRecord, Status};
+use crate::exit::ExitCode;
+use serde::{Deserialize, Serialize};
+
+/// The schema tag of [`FuzzRecord`].
+pub const FUZZ_SCHEMA: &str = "parity.fuzz/1";
+
+/// The result of one `parity fuzz` run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FuzzRecord {
+    /// Always [`FUZZ_SCHEMA`].
+    pub schema: String,
+    /// pass: every invariant held and every negative control fired; fail: a
+    /// violation (or a control that did not fire); error: anything errored.
+    pub status: Status,
+    /// The spec file.
+    pub spec: String,
+    /// parity's version.
+    pub parity_version: String,
+    /// The IREE compiler revision, when the compiler was loaded.
+    pub compiler_revision: Option<String>,
+    /// Wall-clock start, RFC 3339 UTC.
+    pub started: String,
+    /// Total wall-clock seconds.
+    #[serde(with = "crate::float")]
+    pub elapsed_s: f64,
+    /// The run's seed: case `i` of invariant `k` is generated from a seed derived from it.
+    pub seed: u64,
+    /// Generated cases per invariant.
+    pub cases: usize,
+    /// Persisted failing seeds replayed before the generated cases.
+    pub replayed: Vec<ReplayRecord>,
+    /// One entry per invariant, in the order they ran.
+    pub invariants: Vec<InvariantRecord>,
+    /// Every violation found, with its minimal case.
+    pub violations: Vec<Violation>,
+    /// Problems that stopped a check (bad spec or input, IREE failures).
+    pub errors: Vec<ErrorRecord>,
+    /// Problems that did not change the result (a regressions file that could not be written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// One persisted seed replayed first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplayRecord {
+    /// The invariant it was persisted for.
+    pub invariant: String,
+    /// The case seed.
+    pub seed: u64,
+    /// Whether it still violates the invariant.
+    pub still_fails: bool,
+}
+
+/// One invariant over the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InvariantRecord {
+    /// `pad_content`, `bucket`, `batch_order`, `batch_company`, `history`, `lengths`.
+    pub name: String,
+    /// pass, fail, error, or skipped (the shapes it needs are not compiled).
+    pub status: Status,
+    /// What is compared with what.
+    pub description: String,
+    /// The tolerance applied (`exact` or `max_abs X`).
+    pub tolerance: String,
+    /// Cases checked (replayed ones included).
+    pub cases_run: usize,
+    /// Cases that violated it (before shrinking).
+    pub cases_failed: usize,
+    /// Largest difference seen over the passing cases (0 when bit for bit), null when none ran.
+    #[serde(default, with = "crate::float::option")]
+    pub max_diff: Option<f64>,
+    /// The negative control: the same comparison on inputs that must differ.
+    pub control: Option<ControlRecord>,
+    /// Why it was skipped, or what limits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A negative control: proof that the comparison of an invariant can fail.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ControlRecord {
+    /// What was changed (e.g. "mask of clip 0 shortened by 16 frames").
+    pub description: String,
+    /// Whether the outputs changed, as they must.
+    pub fired: bool,
+    /// The difference it produced.
+    #[serde(with = "crate::float")]
+    pub max_diff: f64,
+}
+
+/// One violated invariant, shrunk to a minimal case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Violation {
+    /// The invariant.
+    pub invariant: String,
+    /// The seed of the original failing case (`parity fuzz --replay SEED`).
+    pub seed: u64,
+    /// Shrinking steps accepted on the way to the minimal case.
+    pub shrink_steps: usize,
+    /// The minimal case.
+    pub case: MinimalCase,
+    /// The first output element that moved.
+    pub moved: MovedElement,
+    /// One sentence: which frames, which values, which output moves.
+    pub summary: String,
+}
+
+/// A case as generated: the batch and what was changed in it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MinimalCase {
+    /// The entry point called (the reference run's).
+    pub function: String,
+    /// Clips per batch.
+    pub clips: usize,
+    /// Frames per clip.
+    pub bucket: usize,
+    /// Valid frames per clip.
+    pub valid: Vec<usize>,
+    /// Where each clip's valid frames come from (`tensor[clip] frames a..b`).
+    pub sources: Vec<String>,
+    /// What the compared run changed (padded frames written, bucket, order, company).
+    pub change: String,
+}
+
+/// The output element the minimal case moves.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MovedElement {
+    /// Output name.
+    pub output: String,
+    /// Index of the element in the output (row-major).
+    pub index: Vec<usize>,
+    /// The reference value.
+    #[serde(with = "crate::float")]
+    pub expected: f64,
+    /// The value in the compared run.
+    #[serde(with = "crate::float")]
+    pub actual: f64,
+    /// Largest difference over the output's valid region.
+    #[serde(with = "crate::float")]
+    pub max_diff: f64,
+    /// Elements of the valid region that differ.
+    pub differing: usize,
+}
+
+impl FuzzRecord {
+    /// An empty record (status pass) for `spec`.
+    pub fn new(spec: impl Into<String>, version: impl Into<String>, started: String) -> Self {
+        FuzzRecord {
+            schema: FUZZ_SCHEMA.to_string(),
+            status: Status::Pass,
+            spec: spec.into(),
+            parity_version: version.into(),
+            compiler_revision: None,
+            started,
+            elapsed_s: 0.0,
+            seed: 0,
+            cases: 0,
+            replayed: Vec::new(),
+            invariants: Vec::new(),
+            violations: Vec::new(),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn failed(&self) -> bool {
+        !self.violations.is_empty()
+            || self
+                .invariants
+                .iter()
+                .any(|i| i.status == Status::Fail || i.control.as_ref().is_some_and(|c| !c.fired))
+    }
+
+    /// error when anything errored, fail on a violation or a silent control, else pass.
+    pub fn derived_status(&self) -> Status {
+        if !self.errors.is_empty() {
+            Status::Error
+        } else if self.failed() {
+            Status::Fail
+        } else {
+            Status::Pass
+        }
+    }
+
+    /// 0 pass, 1 a violation, 2 input error, 3 execution error (2 over 3 over 1).
+    pub fn exit_code(&self) -> ExitCode {
+        let fail = self.failed().then_some(ExitCode::Fail);
+        ExitCode::combine(self.errors.iter().map(ErrorRecord::exit_code).chain(fail))
+    }
+}

@@ -1,0 +1,330 @@
+//! `bind:`: a stage's arguments bound by the function's MLIR argument names
+//! (`loc("...")` on each argument) instead of listed in order.
+//!
+//! A rule is either explicit (`arg:` an argument's MLIR name or 0-based
+//! index) or a pattern (`match:` a regular expression on the whole name, its
+//! `$1`..`$9` captures substituted into the tensor name). Explicit rules win
+//! over patterns. The names are only known once the module is read, so
+//! [`bind_args`] runs at run time; unbound and doubly bound arguments are
+//! errors naming the stage, the argument (index and MLIR name) and the spec's
+//! `file:line:col`.
+
+use crate::model::{Arg, Location, Stage};
+use std::path::Path;
+
+pub(crate) use crate::bind_parse::parse_bind;
+
+/// A stage's `bind:` list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bind {
+    /// The rules in file order.
+    pub rules: Vec<BindRule>,
+    /// Where `bind:` is in the spec.
+    pub location: Location,
+}
+
+/// One `bind:` rule: which arguments it binds and where their tensors come from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BindRule {
+    /// Which argument(s).
+    pub target: BindTarget,
+    /// The tensor (templates rendered per case). For a pattern, `$1`..`$9`
+    /// in an `oracle:`/`weight:` name are the pattern's captures.
+    pub source: Arg,
+    /// `replace: {FROM: TO}` (patterns only): substring replacements applied,
+    /// in order, to every capture before it is substituted.
+    pub replace: Vec<(String, String)>,
+    /// Where the rule is in the spec.
+    pub location: Location,
+}
+
+/// The arguments a [`BindRule`] binds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BindTarget {
+    /// The argument with this MLIR name (`loc("name")`).
+    Name(String),
+    /// The argument at this 0-based index.
+    Index(usize),
+    /// Every argument whose whole MLIR name matches.
+    Pattern(NamePattern),
+}
+
+/// A regular expression matched against a whole argument name.
+#[derive(Clone, Debug)]
+pub struct NamePattern {
+    /// As written in the spec.
+    pub text: String,
+    regex: regex::Regex,
+}
+
+impl PartialEq for NamePattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl NamePattern {
+    /// Compiles `text`, anchored at both ends.
+    pub fn new(text: &str) -> Result<NamePattern, regex::Error> {
+        let regex = regex::Regex::new(&format!("^(?:{text})$"))?;
+        Ok(NamePattern {
+            text: text.to_string(),
+            regex,
+        })
+    }
+
+    /// The captures of `name` (group 0 is the whole name), or None when it does not match.
+    pub fn captures(&self, name: &str) -> Option<Vec<String>> {
+        self.regex.captures(name).map(|c| {
+            c.iter()
+                .map(|m| m.map_or(String::new(), |m| m.as_str().to_string()))
+                .collect()
+        })
+    }
+
+    /// Number of capture groups, group 0 included.
+    pub fn groups(&self) -> usize {
+        self.regex.captures_len()
+    }
+}
+
+/// Why a stage's `bind:` rules do not bind its function's arguments one to one.
+/// Messages start with the spec's `file:line:col` and the stage.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// An argument no rule binds.
+    #[error("{at}: stage `{stage}`: argument {index} ({name}) of `{function}` is bound by no `bind` rule; add `{{arg: {hint}, ...}}` or a `match:` pattern for it")]
+    Unbound {
+        /// `file:line:col` of `bind:`.
+        at: String,
+        /// The stage.
+        stage: String,
+        /// The function.
+        function: String,
+        /// 0-based argument index.
+        index: usize,
+        /// The MLIR name, quoted, or `no MLIR name`.
+        name: String,
+        /// What to write after `arg:`.
+        hint: String,
+    },
+    /// An argument two rules bind.
+    #[error("{at}: stage `{stage}`: argument {index} ({name}) of `{function}` is bound twice: by the rule at line {first_line} and by this one; make one of them explicit (`arg:` wins over `match:`) or narrow a pattern")]
+    DoublyBound {
+        /// `file:line:col` of the second rule.
+        at: String,
+        /// The stage.
+        stage: String,
+        /// The function.
+        function: String,
+        /// 0-based argument index.
+        index: usize,
+        /// The MLIR name, quoted.
+        name: String,
+        /// Line of the first rule.
+        first_line: usize,
+    },
+    /// An explicit rule names an argument the function does not have, or a
+    /// pattern matches no argument (a typo would otherwise go unnoticed).
+    #[error("{at}: stage `{stage}`: {what} of `{function}` (its arguments: {available})")]
+    NoMatch {
+        /// `file:line:col` of the rule.
+        at: String,
+        /// The stage.
+        stage: String,
+        /// The function.
+        function: String,
+        /// What names nothing.
+        what: String,
+        /// The function's argument names.
+        available: String,
+    },
+}
+
+/// The digits `d` of every `$d` in `text` (`$$` is a literal `$`).
+pub(crate) fn capture_refs(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let mut chars = text.chars().peekable();
+    std::iter::from_fn(move || {
+        while let Some(c) = chars.next() {
+            if c != '$' {
+                continue;
+            }
+            match chars.peek().copied() {
+                Some('$') => {
+                    chars.next();
+                }
+                Some(d) if d.is_ascii_digit() => {
+                    chars.next();
+                    return d.to_digit(10).map(|d| d as usize);
+                }
+                _ => {}
+            }
+        }
+        None
+    })
+}
+
+/// `text` with `$d` replaced by capture `d` (after `replace`) and `$$` by `$`.
+pub(crate) fn expand(text: &str, captures: &[String], replace: &[(String, String)]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek().copied()) {
+            ('$', Some('$')) => {
+                chars.next();
+                out.push('$');
+            }
+            ('$', Some(d)) if d.is_ascii_digit() => {
+                chars.next();
+                let index = d.to_digit(10).map_or(0, |d| d as usize);
+                let mut capture = captures.get(index).cloned().unwrap_or_default();
+                for (from, to) in replace {
+                    capture = capture.replace(from.as_str(), to);
+                }
+                out.push_str(&capture);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The arguments of an instantiated `bind:` stage, in the function's
+/// argument order, with the position of the rule that bound each, given the
+/// function's argument names (`None` for an argument without one).
+pub fn bind_args(
+    spec_path: &Path,
+    stage: &Stage,
+    function: &str,
+    names: &[Option<String>],
+) -> Result<(Vec<Arg>, Vec<Location>), Box<BindError>> {
+    let Some(bind) = &stage.bind else {
+        return Ok((stage.args.clone(), stage.locations.args.clone()));
+    };
+    let at = |loc: Location| format!("{}:{}:{}", spec_path.display(), loc.line, loc.col);
+    let shown = |i: usize| match &names[i] {
+        Some(n) => format!("`{n}`"),
+        None => "no MLIR name".to_string(),
+    };
+    let available = || {
+        (0..names.len())
+            .map(|i| format!("{i}: {}", shown(i)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let no_match = |rule: &BindRule, what: String| {
+        Box::new(BindError::NoMatch {
+            at: at(rule.location),
+            stage: stage.name.clone(),
+            function: function.to_string(),
+            what,
+            available: available(),
+        })
+    };
+    let mut chosen: Vec<Option<(&BindRule, Arg)>> = vec![None; names.len()];
+    // Explicit rules first: they win over patterns.
+    for rule in &bind.rules {
+        let index = match &rule.target {
+            BindTarget::Pattern(_) => continue,
+            BindTarget::Index(i) if *i < names.len() => *i,
+            BindTarget::Index(i) => {
+                return Err(no_match(
+                    rule,
+                    format!("`arg: {i}` is past the last argument"),
+                ))
+            }
+            BindTarget::Name(n) => names
+                .iter()
+                .position(|m| m.as_deref() == Some(n.as_str()))
+                .ok_or_else(|| no_match(rule, format!("`arg: {n}` names no argument")))?,
+        };
+        if let Some((first, _)) = &chosen[index] {
+            return Err(Box::new(BindError::DoublyBound {
+                at: at(rule.location),
+                stage: stage.name.clone(),
+                function: function.to_string(),
+                index,
+                name: shown(index),
+                first_line: first.location.line,
+            }));
+        }
+        chosen[index] = Some((rule, rule.source.clone()));
+    }
+    let explicit: Vec<bool> = chosen.iter().map(Option::is_some).collect();
+    for rule in &bind.rules {
+        let BindTarget::Pattern(pattern) = &rule.target else {
+            continue;
+        };
+        let mut matched = false;
+        for (index, name) in names.iter().enumerate() {
+            let Some(captures) = name.as_deref().and_then(|n| pattern.captures(n)) else {
+                continue;
+            };
+            matched = true;
+            if explicit[index] {
+                continue;
+            }
+            if let Some((first, _)) = &chosen[index] {
+                return Err(Box::new(BindError::DoublyBound {
+                    at: at(rule.location),
+                    stage: stage.name.clone(),
+                    function: function.to_string(),
+                    index,
+                    name: shown(index),
+                    first_line: first.location.line,
+                }));
+            }
+            let source = match &rule.source {
+                Arg::Oracle(t) => Arg::Oracle(expand(t, &captures, &rule.replace)),
+                Arg::Weight(t) => Arg::Weight(expand(t, &captures, &rule.replace)),
+                other => other.clone(),
+            };
+            chosen[index] = Some((rule, source));
+        }
+        if !matched {
+            return Err(no_match(
+                rule,
+                format!("`match: {}` matches no argument", pattern.text),
+            ));
+        }
+    }
+    let mut args = Vec::with_capacity(names.len());
+    let mut locations = Vec::with_capacity(names.len());
+    for (index, slot) in chosen.into_iter().enumerate() {
+        let Some((rule, arg)) = slot else {
+            return Err(Box::new(BindError::Unbound {
+                at: at(bind.location),
+                stage: stage.name.clone(),
+                function: function.to_string(),
+                index,
+                name: shown(index),
+                hint: match &names[index] {
+                    Some(n) => crate::write::quote(n),
+                    None => index.to_string(),
+                },
+            }));
+        };
+        args.push(arg);
+        locations.push(rule.location);
+    }
+    Ok((args, locations))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_expand_with_replacements_and_dollar_escapes() {
+        let p = NamePattern::new("audio_tower__(.*)").unwrap();
+        let caps = p.captures("audio_tower__conv_0__norm__weight").unwrap();
+        let out = expand(
+            "model.audio_tower.$1 costs $$1",
+            &caps,
+            &[("__".into(), ".".into())],
+        );
+        assert_eq!(out, "model.audio_tower.conv_0.norm.weight costs $1");
+        assert!(p.captures("x_audio_tower__a").is_none(), "anchored");
+        assert_eq!(capture_refs("$1 $$2 $3x").collect::<Vec<_>>(), vec![1, 3]);
+    }
+}

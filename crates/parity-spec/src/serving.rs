@@ -1,0 +1,78 @@
+//! Serving scenarios (`*scenario*.yaml`, `parity serve`): the slot count and
+//! the requests a continuous-batching server is given, with their arrival
+//! and cancellation steps. Parsed in `serving_parse`; the engine is
+//! `parity::serve`. Documented in docs/serving.md.
+
+use crate::model::Location;
+use std::path::PathBuf;
+
+/// The context length the serving modules are exported for (KV positions per slot).
+pub const SERVING_CONTEXT: u64 = 64;
+
+/// A validated scenario file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// The scenario file (as given to `load` / `parse_str`).
+    pub path: PathBuf,
+    /// The spec (`stages.yaml`) whose weights, oracle store and audio module
+    /// the scenario serves with, resolved against the scenario's directory.
+    pub spec: PathBuf,
+    /// The serving module (slot entry points), resolved against the scenario's directory.
+    pub module: PathBuf,
+    /// Number of slots S; the module must export `slot_decode_s{S}`.
+    pub slots: u32,
+    /// Context length (KV positions per slot); default [`SERVING_CONTEXT`].
+    pub context: u64,
+    /// Largest engine step the scenario may run to (a bound on every loop).
+    pub max_steps: u64,
+    /// The requests, in file order (ids unique).
+    pub requests: Vec<Request>,
+    /// Where `requests:` starts.
+    pub location: Location,
+}
+
+/// One request of a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// Unique id (named in every message and verdict).
+    pub id: String,
+    /// What the request asks for.
+    pub input: RequestInput,
+    /// Tokens to generate (token 0 comes from prefill).
+    pub max_new_tokens: u32,
+    /// The engine step at which the request arrives.
+    pub arrive: u64,
+    /// When the request is cancelled, if ever.
+    pub cancel: Option<Cancel>,
+    /// Where the request is in the scenario file.
+    pub location: Location,
+}
+
+/// The content of a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestInput {
+    /// An oracle token case (`full128`, `two_clips`, `text_short`, `near_tie`):
+    /// its `<case>/prompt`, mel inputs and greedy `<case>/lm_tokens`.
+    Case(String),
+    /// Synthetic: the clip(s) of this oracle case with every mel frame marked
+    /// padded (`mel_mask` all true). Must be refused at admission.
+    AllPadded(String),
+}
+
+impl RequestInput {
+    /// The oracle case the request takes its prompt (and clips) from.
+    pub fn case(&self) -> &str {
+        match self {
+            RequestInput::Case(c) | RequestInput::AllPadded(c) => c,
+        }
+    }
+}
+
+/// When a request is cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cancel {
+    /// At this engine step (in-process), before that step's work runs.
+    AtStep(u64),
+    /// After the target has streamed this many tokens (black boxes: disconnect).
+    AfterTokens(u32),
+}

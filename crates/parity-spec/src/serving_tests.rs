@@ -1,0 +1,73 @@
+//! Scenario parsing: positioned errors, defaults, and no panic on any text.
+
+use crate::{Cancel, RequestInput, Scenario, SERVING_CONTEXT};
+use proptest::prelude::*;
+use std::path::Path;
+
+fn dir() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("stages.yaml"), "x").unwrap();
+    std::fs::write(d.path().join("m.mlir"), "x").unwrap();
+    d
+}
+
+fn parse(d: &Path, requests: &str) -> Result<Scenario, String> {
+    let text =
+        format!("version: 1\nspec: stages.yaml\nmodule: m.mlir\nslots: 2\nrequests:\n{requests}");
+    Scenario::parse_str(&text, d.join("s-scenario.yaml")).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_valid_scenario_has_its_defaults_and_requests() {
+    let d = dir();
+    let s = parse(
+        d.path(),
+        "  - {id: a, case: full128, max_new_tokens: 4, arrive: 0, cancel_at: 2}\n  - {id: b, all_padded: full128, max_new_tokens: 1, arrive: 3, cancel_after: 1}\n",
+    )
+    .unwrap();
+    assert_eq!((s.slots, s.context, s.max_steps), (2, SERVING_CONTEXT, 512));
+    assert_eq!(s.requests[0].input, RequestInput::Case("full128".into()));
+    assert_eq!(s.requests[0].cancel, Some(Cancel::AtStep(2)));
+    assert_eq!(
+        s.requests[1].input,
+        RequestInput::AllPadded("full128".into())
+    );
+    assert_eq!(s.requests[1].cancel, Some(Cancel::AfterTokens(1)));
+    assert_eq!(
+        (s.requests[1].location.line, s.requests[1].location.col),
+        (7, 5)
+    );
+}
+
+#[test]
+fn bad_requests_are_refused_with_file_line_col_and_the_request() {
+    let d = dir();
+    for (req, want) in [
+        ("  - {id: a, case: x, max_new_tokens: 0, arrive: 0}\n", "s-scenario.yaml:6:"),
+        ("  - {id: a, case: x, max_new_tokens: 2, arrive: 3, cancel_at: 3}\n", "`cancel_at` 3 must be after `arrive` 3"),
+        ("  - {id: a, case: x, all_padded: x, max_new_tokens: 2, arrive: 0}\n", "exactly one of `case`"),
+        ("  - {id: a, case: x, max_new_tokens: 2, arrive: 0, colour: red}\n", "colour"),
+        ("  - {id: a, case: x, max_new_tokens: 2, arrive: 0}\n  - {id: a, case: y, max_new_tokens: 2, arrive: 0}\n", "duplicate request id `a`"),
+    ] {
+        let e = parse(d.path(), req).unwrap_err();
+        assert!(e.contains(want), "{req}: {e}");
+        assert!(e.contains("s-scenario.yaml:"), "{e}");
+    }
+    let e = Scenario::parse_str(
+        "version: 1\nspec: nope.yaml\nmodule: m.mlir\nslots: 2\nrequests: []\n",
+        d.path().join("s.yaml"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("s.yaml:2:7") && e.contains("nope.yaml") && e.contains("does not exist"),
+        "{e}"
+    );
+}
+
+proptest! {
+    #[test]
+    fn any_text_parses_or_errors_without_panicking(text in "\\PC{0,200}") {
+        let _ = Scenario::parse_str(&text, Path::new("/nonexistent/s.yaml"));
+    }
+}

@@ -1,0 +1,190 @@
+//! Batches that do not come from the strategies: a user's npz (`--input`),
+//! refused with exit 2 when malformed and otherwise checked for pad-content
+//! invariance, and the guard's own check (every generated breakage refused,
+//! every unbroken batch accepted), which needs no IREE.
+
+use super::case::{Fill, Inputs};
+use super::compare::compare_clip;
+use super::exec::Exec;
+use super::validate::validate;
+use super::{malformed, seed, strategy, FuzzError};
+use parity_record::{
+    ControlRecord, ErrorRecord, FuzzRecord, InvariantRecord, MinimalCase, Status, Violation,
+};
+use parity_tensor::Tensor;
+use proptest::strategy::ValueTree;
+use std::path::Path;
+
+/// The guard over `cases` generated breakages (invariant `malformed`).
+pub fn guard_check(exec: &Exec<'_>, run_seed: u64, cases: usize) -> InvariantRecord {
+    let mut rec = InvariantRecord {
+        name: "malformed".into(),
+        status: Status::Pass,
+        description: "batches breaking the contract in one way (hole, all padded, length mismatch/over bucket/negative, mask dtype, mel shape, too many clips) are refused before IREE, naming it".into(),
+        tolerance: "refused".into(),
+        cases_run: 0,
+        cases_failed: 0,
+        max_diff: None,
+        control: None,
+        note: None,
+    };
+    let s = strategy::malformed(exec.fuzz, &exec.sources);
+    let mut accepted_ok = true;
+    let mut failures = Vec::new();
+    for i in 0..cases {
+        let case_seed = seed::case_seed(run_seed, "malformed", i);
+        let Ok(tree) = seed::tree(&s, case_seed) else {
+            continue;
+        };
+        let (draw, breakage, raw) = tree.current();
+        let Ok(good) = draw.batch().inputs(exec.fuzz, &exec.sources) else {
+            continue;
+        };
+        accepted_ok &= validate(exec.fuzz, &good.mel, &good.mask, good.lengths.as_ref()).is_ok();
+        let Some((bad, fragment)) = malformed::apply(exec.fuzz, &good, &draw, breakage, raw) else {
+            continue;
+        };
+        rec.cases_run += 1;
+        match validate(exec.fuzz, &bad.mel, &bad.mask, bad.lengths.as_ref()) {
+            Err(m) if m.to_string().contains(fragment) => {}
+            other => {
+                rec.cases_failed += 1;
+                failures.push(format!(
+                    "{breakage:?} (case seed {case_seed}): {:?}",
+                    other.map(|_| "accepted")
+                ));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        rec.status = Status::Fail;
+        rec.note = Some(failures.join("; "));
+    }
+    rec.control = Some(ControlRecord {
+        description: "the same batches unbroken are accepted".into(),
+        fired: accepted_ok,
+        max_diff: 0.0,
+    });
+    rec
+}
+
+fn load(path: &Path) -> Result<Inputs, String> {
+    let npz = parity_tensor::read_npz(path).map_err(|e| e.to_string())?;
+    let get = |k: &str| npz.get(k).map_err(|e| e.to_string());
+    let (mel, mask) = (get("mel")?, get("mask").or_else(|_| get("mel_mask"))?);
+    let lengths = if npz.contains("lengths") {
+        Some(get("lengths")?)
+    } else {
+        None
+    };
+    Ok(Inputs { mel, mask, lengths })
+}
+
+/// A user's batch that passed the guard: its inputs, shape and valid frames.
+pub struct Checked {
+    inputs: Inputs,
+    shape: parity_spec::FuzzShape,
+    valid: Vec<usize>,
+}
+
+/// `--input FILE` read and put through the guard (no IREE involved): a
+/// malformed batch is an input error naming the file and what is wrong.
+pub fn load_checked(spec: &parity_spec::FuzzSpec, path: &Path) -> Result<Checked, ErrorRecord> {
+    let case = format!("case `{}`", path.display());
+    let inputs = load(path).map_err(|m| ErrorRecord::input(format!("{case}: {m}")))?;
+    let (shape, valid) = validate(spec, &inputs.mel, &inputs.mask, inputs.lengths.as_ref())
+        .map_err(|m| FuzzError::Malformed(m.to_string()).to_record(&case))?;
+    Ok(Checked {
+        inputs,
+        shape,
+        valid,
+    })
+}
+
+/// `--input FILE` after the guard: pad-content invariance of that batch
+/// (NaN, then +inf, then garbage in every padded frame of every clip).
+pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut FuzzRecord) {
+    let case = format!("case `{}`", path.display());
+    let Checked {
+        inputs,
+        shape,
+        valid,
+    } = checked;
+    let tol = exec.fuzz.tolerance_of("pad_content");
+    let reference = match exec.call(&inputs) {
+        Ok(r) => r,
+        Err(e) => return record.errors.push(e.to_record(&case)),
+    };
+    let mut rec = InvariantRecord {
+        name: "pad_content".into(),
+        status: Status::Pass,
+        description: format!("{case}: NaN, +inf and garbage written into every padded frame"),
+        tolerance: super::tolerance_text(tol),
+        cases_run: 0,
+        cases_failed: 0,
+        max_diff: Some(0.0),
+        control: None,
+        note: None,
+    };
+    let (b, t) = (shape.clips, shape.bucket);
+    for fill in [
+        Fill::Value(f32::NAN),
+        Fill::Value(f32::INFINITY),
+        Fill::Garbage(7),
+    ] {
+        let mut mel = inputs.mel.to_f64_vec();
+        let f = exec.fuzz.mel.features;
+        for (c, &v) in valid.iter().enumerate() {
+            for (i, x) in mel[(c * t + v) * f..(c + 1) * t * f].iter_mut().enumerate() {
+                *x = fill.at(i) as f64;
+            }
+        }
+        let written = Inputs {
+            mel: match Tensor::from_f64_as(inputs.mel.dtype(), vec![b, t, f], &mel) {
+                Ok(m) => m,
+                Err(e) => {
+                    return record
+                        .errors
+                        .push(ErrorRecord::input(format!("{case}: {e}")))
+                }
+            },
+            mask: inputs.mask.clone(),
+            lengths: inputs.lengths.clone(),
+        };
+        let out = match exec.call(&written) {
+            Ok(o) => o,
+            Err(e) => return record.errors.push(e.to_record(&case)),
+        };
+        rec.cases_run += 1;
+        let diff = (0..b).fold(super::compare::Diff::default(), |d, c| {
+            d.and(compare_clip(
+                exec.fuzz, tol, &reference, c, valid[c], &out, c,
+            ))
+        });
+        rec.max_diff = rec.max_diff.map(|m| m.max(diff.max_diff));
+        if let Some(moved) = diff.moved {
+            rec.status = Status::Fail;
+            rec.cases_failed += 1;
+            let change = format!("every padded frame = {}", fill.describe());
+            record.violations.push(Violation {
+                invariant: "pad_content".into(),
+                seed: 0,
+                shrink_steps: 0,
+                summary: format!(
+                    "pad_content: {case}: {change} moves `{}`{:?}: {} -> {}",
+                    moved.output, moved.index, moved.expected, moved.actual
+                ),
+                case: MinimalCase {
+                    function: exec.fuzz.function_for(shape),
+                    clips: b,
+                    bucket: t,
+                    valid: valid.clone(),
+                    sources: vec![path.display().to_string()],
+                    change,
+                },
+                moved,
+            });
+        }
+    }
+    record.invariants.push(rec);
+}

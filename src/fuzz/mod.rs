@@ -1,0 +1,385 @@
+//! `parity fuzz`: the mask fuzzer. From the spec's `fuzz:` contract,
+//! proptest strategies generate padded batches (seeded; every case has its
+//! own seed), each run through the production IREE entry points (compiled
+//! once, through the artifact cache; one runtime for the whole run) and
+//! checked for pad-content, bucket, batch-order, batch-company and history
+//! invariance and the lengths rule. The guard refuses malformed batches
+//! before IREE. A violation is shrunk to a minimal case and its seed
+//! persisted; persisted seeds are replayed first. Every invariant has a
+//! negative control. Nothing here renders output; see `report`.
+//! Documented in docs/fuzzing.md ("Mask fuzzer").
+
+mod case;
+mod compare;
+pub mod error;
+mod exec;
+mod input;
+mod invariants;
+mod malformed;
+pub mod regress;
+mod seed;
+pub mod strategy;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+pub use error::FuzzError;
+pub use validate::Malformed;
+
+use crate::run::inputs::InputSources;
+use crate::run::{self, ModuleSet, RunOptions};
+use exec::Exec;
+use parity_record::{
+    ControlRecord, ErrorRecord, FuzzRecord, InvariantRecord, ReplayRecord, RunRecord, Status,
+    Violation,
+};
+use parity_spec::{FuzzTolerance, Spec};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What to run.
+#[derive(Clone, Debug, Default)]
+pub struct FuzzOptions {
+    /// Cache directory and compiler.
+    pub run: RunOptions,
+    /// Cases per invariant (default: the spec's `fuzz.cases`).
+    pub cases: Option<usize>,
+    /// The run's seed (default: the spec's `fuzz.seed`).
+    pub seed: Option<u64>,
+    /// Run only these invariants (all when empty).
+    pub only: Vec<String>,
+    /// Run only these (invariant, case seed) pairs, nothing generated.
+    pub replay: Vec<(String, u64)>,
+    /// The regressions file (default: the spec's `fuzz.regressions`).
+    pub regressions: Option<PathBuf>,
+    /// Append new failing seeds to the regressions file.
+    pub persist: bool,
+    /// Check one batch from this npz (`mel`, `mask`, optional `lengths`) instead of generating.
+    pub input: Option<PathBuf>,
+}
+
+/// Shrinking evaluations allowed per violation.
+const SHRINK_BUDGET: usize = 256;
+
+/// Runs the spec's `fuzz:` section. Never fails as a whole: problems become
+/// errors in the record.
+pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
+    let clock = Instant::now();
+    let mut record = FuzzRecord::new(
+        spec.path.display().to_string(),
+        env!("CARGO_PKG_VERSION"),
+        run::now_rfc3339(),
+    );
+    let Some(fuzz) = &spec.fuzz else {
+        record.errors.push(ErrorRecord::input(format!(
+            "{}: the spec has no `fuzz:` section (docs/stages-schema.md, \"fuzz\")",
+            spec.path.display()
+        )));
+        return finish(record, clock);
+    };
+    record.seed = options.seed.unwrap_or(fuzz.seed);
+    record.cases = options.cases.unwrap_or(fuzz.cases);
+    for name in options
+        .only
+        .iter()
+        .chain(options.replay.iter().map(|r| &r.0))
+    {
+        if !parity_spec::FUZZ_INVARIANTS.contains(&name.as_str()) && name != "malformed" {
+            record.errors.push(ErrorRecord::input(format!(
+                "no invariant named `{name}` (known: malformed, {})",
+                parity_spec::FUZZ_INVARIANTS.join(", ")
+            )));
+        }
+    }
+    let regressions = options
+        .regressions
+        .clone()
+        .or_else(|| fuzz.regressions.clone());
+    let persisted = match &regressions {
+        Some(p) => regress::read(p).unwrap_or_else(|m| {
+            record.errors.push(ErrorRecord::input(m));
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    if !record.errors.is_empty() {
+        return finish(record, clock);
+    }
+    // A user's batch is validated before anything is compiled or run.
+    let user = match &options.input {
+        Some(path) => match input::load_checked(fuzz, path) {
+            Ok(batch) => Some(batch),
+            Err(e) => {
+                record.errors.push(e);
+                return finish(record, clock);
+            }
+        },
+        None => None,
+    };
+    let sources = match InputSources::open(spec) {
+        Ok(s) => s,
+        Err(m) => {
+            record.errors.push(ErrorRecord::input(m.to_string()));
+            return finish(record, clock);
+        }
+    };
+    let mut only = spec.clone();
+    only.subject.modules.retain(|name, _| name == &fuzz.module);
+    let mut scratch = RunRecord::new("", "", String::new());
+    let compiler = run::load_compiler(&options.run, true, &mut scratch);
+    let compiled = run::compile_all(&only, &options.run, &compiler, &mut scratch);
+    drop(compiler);
+    record.compiler_revision = scratch.compiler_revision.take();
+    record.warnings.append(&mut scratch.warnings);
+    record.errors.append(&mut scratch.errors);
+    if !record.errors.is_empty() {
+        return finish(record, clock);
+    }
+    let modules = ModuleSet::load(&spec.subject.driver, &compiled);
+    record.errors.extend(
+        modules
+            .load_errors()
+            .into_iter()
+            .map(ErrorRecord::execution),
+    );
+    if !record.errors.is_empty() {
+        return finish(record, clock);
+    }
+    let exec = match Exec::new(spec, fuzz, &sources, &modules) {
+        Ok(e) => e,
+        Err(e) => {
+            record.errors.push(e.to_record("fuzz"));
+            return finish(record, clock);
+        }
+    };
+    if let (Some(path), Some(batch)) = (&options.input, user) {
+        input::check_file(&exec, path, batch, &mut record);
+        return finish(record, clock);
+    }
+    let wanted = |name: &str| {
+        if !options.replay.is_empty() {
+            options.replay.iter().any(|r| r.0 == name)
+        } else {
+            options.only.is_empty() || options.only.iter().any(|o| o == name)
+        }
+    };
+    if wanted("malformed") && options.replay.is_empty() {
+        record
+            .invariants
+            .push(input::guard_check(&exec, record.seed, record.cases));
+    }
+    let mut lengths = invariants::plan(&exec);
+    lengths.push(invariants::Invariant {
+        name: "lengths",
+        description: "every `lengths_rule` output equals ceil(valid frames / n) per clip",
+        shapes: fuzz.shapes.clone(),
+        max_valid: usize::MAX,
+        need_pad: false,
+        skip: (!fuzz.outputs.iter().any(|o| o.lengths_rule.is_some()))
+            .then(|| "no output has a `lengths_rule`".to_string()),
+    });
+    for inv in lengths.iter().filter(|i| wanted(i.name)) {
+        let seeds: Vec<(u64, bool)> = if options.replay.is_empty() {
+            let replayed = persisted
+                .iter()
+                .filter(|e| e.invariant == inv.name)
+                .map(|e| (e.seed, true));
+            let generated =
+                (0..record.cases).map(|i| (seed::case_seed(record.seed, inv.name, i), false));
+            replayed.chain(generated).collect()
+        } else {
+            options
+                .replay
+                .iter()
+                .filter(|r| r.0 == inv.name)
+                .map(|r| (r.1, true))
+                .collect()
+        };
+        let (rec, violation) = run_invariant(&exec, inv, &seeds, &mut record.replayed);
+        record.invariants.push(rec);
+        if let Some(v) = violation {
+            if options.persist {
+                if let Some(path) = &regressions {
+                    let entry = regress::Entry {
+                        invariant: v.invariant.clone(),
+                        seed: v.seed,
+                    };
+                    if let Err(m) = regress::append(path, &entry) {
+                        record
+                            .warnings
+                            .push(format!("failing seed not persisted: {m}"));
+                    }
+                }
+            }
+            record.violations.push(v);
+        }
+    }
+    for inv in &record.invariants {
+        if inv.status == Status::Error {
+            if let Some(n) = &inv.note {
+                record.errors.push(
+                    if n.contains("malformed input refused") || n.starts_with("input:") {
+                        ErrorRecord::input(format!("invariant `{}`: {n}", inv.name))
+                    } else {
+                        ErrorRecord::execution(format!("invariant `{}`: {n}", inv.name))
+                    },
+                );
+            }
+        }
+    }
+    drop(exec);
+    drop(modules);
+    finish(record, clock)
+}
+
+fn tolerance_text(t: FuzzTolerance) -> String {
+    match t {
+        FuzzTolerance::Exact => "exact".into(),
+        FuzzTolerance::MaxAbs(x) => format!("max_abs {x}"),
+    }
+}
+
+/// Runs one invariant over `seeds` (replayed ones first); stops at the first violation and shrinks it.
+fn run_invariant(
+    exec: &Exec<'_>,
+    inv: &invariants::Invariant,
+    seeds: &[(u64, bool)],
+    replayed: &mut Vec<ReplayRecord>,
+) -> (InvariantRecord, Option<Violation>) {
+    let tol = if inv.name == "lengths" {
+        FuzzTolerance::Exact
+    } else {
+        exec.fuzz.tolerance_of(inv.name)
+    };
+    let mut rec = InvariantRecord {
+        name: inv.name.to_string(),
+        status: Status::Pass,
+        description: inv.description.to_string(),
+        tolerance: tolerance_text(tol),
+        cases_run: 0,
+        cases_failed: 0,
+        max_diff: None,
+        control: None,
+        note: None,
+    };
+    if let Some(why) = &inv.skip {
+        rec.status = Status::Skipped;
+        rec.note = Some(why.clone());
+        return (rec, None);
+    }
+    let strategy = strategy::draw(
+        exec.fuzz,
+        &exec.sources,
+        inv.shapes.clone(),
+        inv.max_valid,
+        inv.need_pad,
+    );
+    let err = |rec: &mut InvariantRecord, e: FuzzError| {
+        rec.status = Status::Error;
+        rec.note = Some(match e {
+            FuzzError::Execution(m) => m,
+            other => format!("input: {other}"),
+        });
+    };
+    for &(case_seed, is_replay) in seeds {
+        let mut tree = match seed::tree(&strategy, case_seed) {
+            Ok(t) => t,
+            Err(m) => {
+                err(&mut rec, FuzzError::Input(m));
+                return (rec, None);
+            }
+        };
+        let draw = proptest::strategy::ValueTree::current(&tree);
+        if rec.control.is_none() && inv.name != "lengths" {
+            match invariants::control(exec, inv.name, &draw) {
+                Ok((description, d)) => {
+                    rec.control = Some(ControlRecord {
+                        description,
+                        fired: !d.holds(),
+                        max_diff: d.max_diff,
+                    })
+                }
+                Err(e) => {
+                    err(&mut rec, e);
+                    return (rec, None);
+                }
+            }
+        }
+        let outcome = match invariants::check(exec, inv.name, tol, &draw) {
+            Ok(o) => o,
+            Err(e) => {
+                err(&mut rec, e);
+                return (rec, None);
+            }
+        };
+        rec.cases_run += 1;
+        if is_replay {
+            replayed.push(ReplayRecord {
+                invariant: inv.name.to_string(),
+                seed: case_seed,
+                still_fails: !outcome.diff.holds(),
+            });
+        }
+        if outcome.diff.holds() {
+            rec.max_diff = Some(rec.max_diff.unwrap_or(0.0).max(outcome.diff.max_diff));
+            continue;
+        }
+        rec.cases_failed += 1;
+        rec.status = Status::Fail;
+        let (_, last, steps) = seed::shrink(&mut tree, outcome, SHRINK_BUDGET, &mut |d| {
+            invariants::check(exec, inv.name, tol, d)
+                .ok()
+                .filter(|o| !o.diff.holds())
+        });
+        let moved = last
+            .diff
+            .moved
+            .clone()
+            .unwrap_or_else(|| unreachable_moved(inv.name));
+        let summary = format!(
+            "{}: {} in `{}` (valid frames {:?}; {}) moves `{}`{:?}: {} -> {} (max diff {}, {} element(s) of its valid region)",
+            inv.name,
+            last.case.change,
+            last.case.function,
+            last.case.valid,
+            last.case.sources.join(", "),
+            moved.output,
+            moved.index,
+            moved.expected,
+            moved.actual,
+            moved.max_diff,
+            moved.differing
+        );
+        rec.note = Some(format!(
+            "stopped at the first violation (case seed {case_seed}); shrunk in {steps} step(s)"
+        ));
+        let violation = Violation {
+            invariant: inv.name.to_string(),
+            seed: case_seed,
+            shrink_steps: steps,
+            case: last.case,
+            moved,
+            summary,
+        };
+        return (rec, Some(violation));
+    }
+    (rec, None)
+}
+
+/// A failing outcome always has a moved element; this keeps the record whole if not.
+fn unreachable_moved(name: &str) -> parity_record::MovedElement {
+    parity_record::MovedElement {
+        output: format!("({name}: no element recorded)"),
+        index: Vec::new(),
+        expected: f64::NAN,
+        actual: f64::NAN,
+        max_diff: f64::NAN,
+        differing: 0,
+    }
+}
+
+fn finish(mut record: FuzzRecord, clock: Instant) -> FuzzRecord {
+    record.elapsed_s = clock.elapsed().as_secs_f64();
+    record.status = record.derived_status();
+    record
+}

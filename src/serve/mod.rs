@@ -1,0 +1,33 @@
+//! `parity serve`: many requests through the production pipeline's slot
+//! entry points, as a continuous-batching server runs them, judged per
+//! request against the oracle and the request's solo run (docs/serving.md).
+
+pub mod adapters;
+pub mod admission;
+pub mod checks;
+pub mod engine;
+pub mod error;
+mod execute;
+pub mod functions;
+pub mod scheduler;
+pub mod target;
+
+pub use error::ServeError;
+pub use execute::{execute, execute_on, TargetChoice};
+pub use target::{Observed, ServingTarget};
+
+use sha2::{Digest, Sha256};
+
+/// SHA-256 (hex) of raw bytes.
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// SHA-256 (hex) of f32 values' little-endian bits.
+pub fn sha256_f32(row: &[f32]) -> String {
+    let mut h = Sha256::new();
+    for x in row {
+        h.update(x.to_le_bytes());
+    }
+    hex::encode(h.finalize())
+}

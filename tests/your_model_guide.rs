@@ -1,0 +1,204 @@
+//! docs/your-model.md followed on a model other than the bundled subject:
+//! `tools/guide_model/make.py` builds a tiny model twice, exported from JAX
+//! (the production side, arguments named `params['l1.weight']`, scopes
+//! `dense_1`/`act`/`dense_2`) and written in MLX (the oracle, recorded with
+//! parity_mlx_recorder: `full/l1`, `full/act`, `full/l2`, weights in MLX's
+//! `[out, in]` layout). The guide's commands then run on it: `parity points`,
+//! `parity oracle index`, a spec using `bind:`, `weight_transforms:` and
+//! `checkpoints:`, a passing `parity check`, the injected bug failing it, and
+//! `parity bisect` localising the bug to one operation through the mapped
+//! checkpoints. Needs PARITY_TENSOR_PYTHON (a Python with jax, mlx, numpy:
+//! tools/fixtures/.venv/bin/python; ci/test.sh exports it).
+
+mod common;
+
+use common::{check, parity, repo, stage};
+use std::path::Path;
+use std::process::Command;
+
+const SPEC: &str = r#"version: 1
+subject:
+  modules:
+    tiny: {mlir: model.mlir}
+  flags: ["--iree-input-type=stablehlo", "--iree-llvmcpu-target-cpu=generic"]
+weights: [weights.safetensors]
+# MLX stores Linear weights [out, in]; the JAX export takes [in, out].
+weight_transforms:
+  - {match: "(.*)\\.weight", transpose: [1, 0]}
+oracle: oracle
+# The recorder names tensors after MLX modules; the export's scopes differ.
+checkpoints:
+  - {oracle: "{case}/l1", point: dense_1}
+  - {oracle: "{case}/act", point: act}
+cases: [{name: full}]
+stages:
+  - name: encode
+    module: tiny
+    function: main
+    bind:
+      - {arg: x, oracle: "{case}/x"}
+      - {match: "params\\['(.*)'\\]", weight: "$1"}
+    outputs:
+      - {name: y, oracle: "{case}/l2", tolerance: [{max_abs: 1.0e-5}]}
+"#;
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Runs tools/guide_model/make.py into `dir`.
+fn make_model(dir: &Path) {
+    let python = std::env::var_os("PARITY_TENSOR_PYTHON").expect(
+        "PARITY_TENSOR_PYTHON must name a Python with jax, mlx and numpy \
+         (e.g. tools/fixtures/.venv/bin/python; ci/test.sh exports it)",
+    );
+    let run = Command::new(&python)
+        .arg(repo().join("tools/guide_model/make.py"))
+        .arg(dir)
+        .env("JAX_PLATFORMS", "cpu")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run PARITY_TENSOR_PYTHON={python:?}: {e}"));
+    assert!(run.status.success(), "make.py failed:\n{}", text(&run));
+}
+
+#[test]
+fn the_guide_takes_a_second_model_from_export_to_a_bisected_injected_bug() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    make_model(dir);
+
+    // 1. Where can I cut, and what are the arguments called?
+    let points = parity(dir, &["points", "model.mlir", "--function", "main"]);
+    let listing = text(&points);
+    assert!(points.status.success(), "{listing}");
+    for needle in [
+        "\"params['l1.weight']\"",
+        "\"x\"",
+        "dense_1 ",
+        "act ",
+        "dense_2 ",
+    ] {
+        assert!(listing.contains(needle), "{needle} not in:\n{listing}");
+    }
+
+    // 3. The recorder wrote the store; re-indexing its files gives the same tensors.
+    let manifest = std::fs::read_to_string(dir.join("oracle/manifest.json")).unwrap();
+    // `--out` inside DIR: the manifest names its files relative to itself.
+    let out_manifest = dir.join("oracle/reindexed.json");
+    let index = parity(
+        dir,
+        &[
+            "oracle",
+            "index",
+            dir.join("oracle").to_str().unwrap(),
+            "--out",
+            out_manifest.to_str().unwrap(),
+        ],
+    );
+    assert!(index.status.success(), "{}", text(&index));
+    let names = |json: &str| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        v["tensors"].as_object().unwrap().keys().cloned().collect()
+    };
+    let reindexed = std::fs::read_to_string(&out_manifest).unwrap();
+    assert_eq!(names(&manifest), names(&reindexed));
+    assert_eq!(
+        names(&manifest),
+        ["full/act", "full/l1", "full/l2", "full/x"]
+    );
+
+    // 4. Check: passes, with the transform on record.
+    std::fs::write(dir.join("stages.yaml"), SPEC).unwrap();
+    let (code, stdout, stderr, record) = check(dir, "stages.yaml", &[]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let record = record.unwrap();
+    let applied: Vec<&str> = record["provenance"]["weight_transforms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["weight"].as_str().unwrap())
+        .collect();
+    assert_eq!(applied, ["l1.weight", "l2.weight"]);
+    assert_eq!(stage(&record, "encode", "isolated")["status"], "pass");
+
+    // Without its transform the square (8x8) first layer is fed [out, in]:
+    // every shape check passes (the 8x6 second layer keeps its transform,
+    // which the shape check would demand), the numbers are wrong, exit 1.
+    let partial = SPEC.replace(r#"match: "(.*)\\.weight""#, r#"match: "l2\\.weight""#);
+    std::fs::write(dir.join("untransposed.yaml"), partial).unwrap();
+    let (code, stdout, stderr, record) = check(dir, "untransposed.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert_eq!(
+        stage(record.as_ref().unwrap(), "encode", "isolated")["status"],
+        "fail"
+    );
+
+    // The injected bug: the faulty export fails the same spec...
+    let faulty = SPEC.replace("model.mlir", "model_faulty.mlir");
+    std::fs::write(dir.join("faulty.yaml"), faulty).unwrap();
+    let (code, stdout, stderr, _) = check(dir, "faulty.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    // ... and bisect localises it inside dense_2, after the mapped checkpoints pass.
+    let out = parity(
+        dir,
+        &[
+            "bisect",
+            "faulty.yaml",
+            "--json",
+            "bisect/bisect.json",
+            "--repro-dir",
+            "bisect/repro",
+        ],
+    );
+    let said = text(&out);
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("bisect/bisect.json"))
+            .unwrap_or_else(|e| panic!("no bisect.json ({e}):\n{said}")),
+    )
+    .unwrap();
+    // The passing mapped checkpoints bound the search to the second layer:
+    // an op there, or (no checkpoint inside dense_2) the region after `act`.
+    let region = &json["region"];
+    assert_eq!(region["failing"], "full/l2", "{said}");
+    assert!(
+        region["passing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "full/act"),
+        "{said}"
+    );
+    let op_list: Vec<&str> = region["op_list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap())
+        .collect();
+    assert!(
+        op_list.iter().any(|o| o.contains("dense_2"))
+            && !op_list.iter().any(|o| o.contains("dense_1")),
+        "{op_list:?}"
+    );
+    if let Some(loc) = json["first_divergent_op"]["loc"].as_str() {
+        assert!(loc.contains("dense_2"), "{said}");
+    }
+    let checkpoints = json["checkpoints"].as_array().expect("checkpoints");
+    let mapped: Vec<(&str, bool)> = checkpoints
+        .iter()
+        .filter(|c| c["kind"] == "mapped")
+        .map(|c| {
+            (
+                c["oracle"].as_str().unwrap(),
+                c["passed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        mapped.contains(&("full/act", true)),
+        "the mapped `act` checkpoint passes: {mapped:?}\n{json:#}"
+    );
+}
