@@ -87,7 +87,11 @@ pub fn compile_per_function(
             .iter()
             .filter(|(f, _)| job.wanted.is_none_or(|w| w.contains(*f)));
         let all = wanted.clone().count() == job.wanted.map_or(index.len(), BTreeSet::len);
-        if all && wanted.into_iter().all(|(f, e)| reuse(cache, &mut out, f, e, warnings)) {
+        if all
+            && wanted
+                .into_iter()
+                .all(|(f, e)| reuse(cache, &mut out, f, e, warnings))
+        {
             return Ok(Artifacts::PerFunction(out));
         }
         out = FunctionArtifacts::default();

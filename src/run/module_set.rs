@@ -125,7 +125,8 @@ impl ModuleSet {
             .as_ref()
             .map_err(|m| (ErrorKind::Execution, format!("module `{module}`: {m}")))?;
         let Some(one) = artifacts.get(key) else {
-            let message = format!("module `{module}`, function `{function}`: its artifact {key} is missing");
+            let message =
+                format!("module `{module}`, function `{function}`: its artifact {key} is missing");
             return Err((ErrorKind::Execution, message));
         };
         let loaded = one.loaded.get_or_init(|| {

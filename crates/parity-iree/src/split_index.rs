@@ -172,8 +172,15 @@ mod tests {
         assert!(cache.read_function("k1").is_none());
         cache.write_function(&entry("k1", "g1")).unwrap();
         assert_eq!(cache.read_function("k1"), Some(entry("k1", "g1")));
-        std::fs::copy(dir.path().join("c/k1.fn.json"), dir.path().join("c/k2.fn.json")).unwrap();
-        assert!(cache.read_function("k2").is_none(), "copied under another key");
+        std::fs::copy(
+            dir.path().join("c/k1.fn.json"),
+            dir.path().join("c/k2.fn.json"),
+        )
+        .unwrap();
+        assert!(
+            cache.read_function("k2").is_none(),
+            "copied under another key"
+        );
         std::fs::write(dir.path().join("c/k1.fn.json"), b"[]").unwrap();
         assert!(cache.read_function("k1").is_none(), "malformed");
     }
