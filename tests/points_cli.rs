@@ -192,3 +192,82 @@ fn missing_module_and_unknown_function_are_input_errors() {
         "{err}"
     );
 }
+
+/// `--propose-map` on the bundled subject: the stage sscp_conv_0 with only its
+/// final output checked; its intermediate oracle tensors are found by value
+/// at the scopes they are named after, every other tensor of the case is
+/// labelled "no match", the stage's input and output as such.
+#[test]
+fn the_subject_stage_proposal_finds_its_intermediates_by_value() {
+    let sub = repo().join("subject/gemma3n");
+    let spec = format!(
+        "version: 1
+subject:
+  modules:
+    audio: {{mlir: {}}}
+  flags: [\"--iree-input-type=stablehlo\", \"--iree-llvmcpu-target-cpu=generic\"]
+weights: [{}]
+oracle: {}
+cases:
+  - {{name: full128, vars: {{clips: \"1\", bucket: \"128\"}}}}
+stages:
+  - name: sscp_conv_0
+    module: audio
+    function: \"sscp_conv_0_c{{clips}}_b{{bucket}}\"
+    args:
+      - {{oracle: \"{{case}}/mel\"}}
+      - {{weight: \"model.audio_tower.subsample_conv_projection.conv_0.conv.weight\"}}
+      - {{weight: \"model.audio_tower.subsample_conv_projection.conv_0.norm.weight\"}}
+    outputs:
+      - {{name: out, oracle: \"{{case}}/sscp_conv_0\", tolerance: [{{max_abs: 4.98e-05}}, {{rms: 1.24e-05}}]}}
+",
+        sub.join("gemma3n_audio_f32.mlir.gz").display(),
+        sub.join("weights.safetensors").display(),
+        repo().join("oracle-dumps/gemma3n").display(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("stages.yaml"), spec).unwrap();
+    let out = parity(
+        dir.path(),
+        &[
+            "points",
+            "--propose-map",
+            "--spec",
+            "stages.yaml",
+            "--stage",
+            "sscp_conv_0",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entries = v["entries"].as_array().unwrap();
+    let get = |oracle: &str| entries.iter().find(|e| e["oracle"] == oracle).unwrap();
+    for (oracle, point) in [
+        ("{case}/sscp_conv_0_convolution", "sscp_conv_0/convolution"),
+        (
+            "{case}/sscp_conv_0_cumulative_sum",
+            "sscp_conv_0/cumulative_sum",
+        ),
+        ("{case}/sscp_conv_0_mean", "sscp_conv_0/mean"),
+        ("{case}/sscp_conv_0_variance", "sscp_conv_0/variance"),
+        (
+            "{case}/sscp_conv_0_inverse_stddev",
+            "sscp_conv_0/inverse_stddev",
+        ),
+        ("{case}/sscp_conv_0_norm", "sscp_conv_0/norm"),
+    ] {
+        let e = get(oracle);
+        assert_eq!(e["status"], "matched", "{e}");
+        assert_eq!(e["point"], point, "{e}");
+    }
+    assert_eq!(get("{case}/mel")["status"], "stage_input");
+    assert_eq!(get("{case}/sscp_conv_0")["status"], "stage_output");
+    // A tensor of a later block is no value of this stage.
+    assert_eq!(get("{case}/conformer_0_attention")["status"], "no_match");
+}

@@ -14,10 +14,13 @@
 //! 4. A reproducer directory with the smallest failing slice ([`repro`]).
 
 mod error;
+mod layout;
+mod matching;
 mod measure;
 pub(crate) mod node_ids;
 mod oracle;
 mod probe;
+pub mod propose;
 mod repair;
 mod repro;
 mod shadow;
@@ -232,17 +235,7 @@ fn bisect_stage(
     let (module, source_name) = load_module(spec, &stages[at], &compiler)?;
     if stages[at].bind.is_some() {
         // Bound by argument names, exactly as the run bound it.
-        let stage = &mut stages[at];
-        let names = run::bind::argument_names(&module, &stage.function).ok_or_else(|| {
-            input(format!(
-                "{source_name} has no function `{}` (stage `{stage_name}`)",
-                stage.function
-            ))
-        })?;
-        let (args, locations) = parity_spec::bind_args(&spec.path, stage, &stage.function, &names)
-            .map_err(|e| input(e.to_string()))?;
-        stage.args = args;
-        stage.locations.args = locations;
+        run::bind::rebind(&spec.path, &module, &mut stages[at]).map_err(input)?;
     }
     let stage = &stages[at];
     let fn_name = stage

@@ -9,6 +9,7 @@ mod emit;
 mod fuzz;
 mod oracle;
 mod points;
+mod points_propose;
 mod progress;
 mod report;
 mod serve;

@@ -15,7 +15,9 @@ pub const POINTS_SCHEMA: &str = "parity.points/1";
 #[derive(clap::Args, Debug)]
 pub struct PointsArgs {
     /// The MLIR module (normalised by the IREE compiler before reading, as `slice:` stages are).
-    module: PathBuf,
+    /// Optional with --propose-map (the stage's module is used; if given, it must be that file).
+    #[arg(required_unless_present = "propose_map")]
+    pub(super) module: Option<PathBuf>,
     /// List this function's named scopes (default: list the public functions).
     #[arg(long)]
     function: Option<String>,
@@ -24,10 +26,27 @@ pub struct PointsArgs {
     depth: Option<usize>,
     /// Print JSON (schema parity.points/1, see docs/your-model.md).
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
+    /// Propose the spec's `checkpoints:` map for --stage by value: run the stage
+    /// on its oracle inputs with every candidate value tapped and match each
+    /// oracle tensor of the case(s) (see docs/your-model.md).
+    #[arg(long, requires_all = ["spec", "stage"], conflicts_with_all = ["function", "depth"])]
+    pub(super) propose_map: bool,
+    /// The stage graph (with --propose-map).
+    #[arg(long, requires = "propose_map")]
+    pub(super) spec: Option<PathBuf>,
+    /// The stage whose values are matched (with --propose-map).
+    #[arg(long, requires = "propose_map")]
+    pub(super) stage: Option<String>,
+    /// Cases to run (with --propose-map; default: every case of the spec).
+    #[arg(long = "case", requires = "propose_map")]
+    pub(super) cases: Vec<String>,
+    /// Compiled-artifact cache directory (with --propose-map).
+    #[arg(long, env = "PARITY_CACHE_DIR", default_value = ".parity-cache")]
+    pub(super) cache_dir: PathBuf,
     /// Path to libIREECompiler.so (default: EERIE_PYTHON, else the venv the build used or the checkout's .venv).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
-    iree_compiler_lib: Option<PathBuf>,
+    pub(super) iree_compiler_lib: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -112,6 +131,13 @@ fn function_json(f: &Function, scopes: bool, depth: Option<usize>) -> FunctionJs
 
 /// Runs `parity points`.
 pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
+    if args.propose_map {
+        return super::points_propose::run(args);
+    }
+    let Some(module_path) = args.module.as_deref() else {
+        eprintln!("parity: points: MODULE is required without --propose-map");
+        return Ok(ExitCode::Input.code());
+    };
     let compiler = match IreeCompiler::load(args.iree_compiler_lib.as_deref()) {
         Ok(c) => c,
         Err(e) => {
@@ -119,7 +145,7 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
             return Ok(ExitCode::Execution.code());
         }
     };
-    let (module, source) = match read_normalised(&compiler, &args.module) {
+    let (module, source) = match read_normalised(&compiler, module_path) {
         Ok(m) => m,
         Err(why) => {
             eprintln!(
@@ -160,7 +186,11 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
     } else {
         text(&out)
     };
-    // A closed pipe (`parity points ... | head`) is not an error.
+    print_stdout(&body)
+}
+
+/// Writes `body` to stdout; a closed pipe (`parity points ... | head`) is not an error.
+pub(super) fn print_stdout(body: &str) -> anyhow::Result<i32> {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(body.as_bytes())

@@ -26,6 +26,75 @@ pub fn argument_names(module: &parity_mlir::Module, function: &str) -> Option<Ve
     )
 }
 
+/// The names `bind:` rules see for a stage's arguments, with the function
+/// they belong to. A `function:` stage: its function's MLIR argument names.
+/// A `slice:` stage: the slice's arguments in the order the runner passes
+/// them, its `from` points named as the spec spells them
+/// (`{arg: conformer_0/attention, stage: ...}`), then the function arguments
+/// the cut still needs, by their MLIR names. The error says what is missing.
+pub fn stage_argument_names(
+    module: &parity_mlir::Module,
+    stage: &Stage,
+) -> Result<(String, Vec<Option<String>>), String> {
+    let Some(slice) = &stage.slice else {
+        return argument_names(module, &stage.function)
+            .map(|names| (stage.function.clone(), names))
+            .ok_or_else(|| {
+                format!(
+                    "module `{}` has no function `{}` to bind arguments of",
+                    stage.module, stage.function
+                )
+            });
+    };
+    let func = module.function(&slice.function).ok_or_else(|| {
+        format!(
+            "module `{}` has no function `{}` to slice",
+            stage.module, slice.function
+        )
+    })?;
+    let resolve = |which: &str, points: &[String]| {
+        points
+            .iter()
+            .map(|p| {
+                func.resolve_point(p)
+                    .map_err(|e| format!("slice {which} point `{p}`: {}", e.message))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let request = parity_mlir::SliceRequest {
+        name: "bind".into(),
+        from: resolve("from", &slice.from)?,
+        to: resolve("to", &slice.to)?,
+    };
+    let (_, infos) = parity_mlir::emit_slices(module, func, "bind", &[request])
+        .map_err(|e| format!("cannot cut slice of `{}`: {e}", slice.function))?;
+    let names = infos[0]
+        .args
+        .iter()
+        .map(|(arg, v)| match arg {
+            parity_mlir::SliceArg::From(i) => Some(slice.from[*i].clone()),
+            parity_mlir::SliceArg::FuncArg(_) => func.values[*v].loc.name(),
+        })
+        .collect();
+    Ok((slice.function.clone(), names))
+}
+
+/// Binds one instantiated `bind:` stage's arguments in place from the parsed
+/// module (as the run does), for tools that set a stage up outside a run.
+pub fn rebind(
+    spec_path: &std::path::Path,
+    module: &parity_mlir::Module,
+    stage: &mut Stage,
+) -> Result<(), String> {
+    let (function, names) = stage_argument_names(module, stage)
+        .map_err(|why| format!("stage `{}`: {why}", stage.name))?;
+    let (args, locations) =
+        parity_spec::bind_args(spec_path, stage, &function, &names).map_err(|e| e.to_string())?;
+    stage.args = args;
+    stage.locations.args = locations;
+    Ok(())
+}
+
 /// Binds the arguments of every selected `bind:` stage in `cases`, in place.
 /// Returns the stages that cannot run, by (case, stage), with why.
 pub fn bind_all(
@@ -104,15 +173,9 @@ fn bind_stage(
         message: format!("{}: {}", at(stage.locations.module), e.message),
         location: None,
     })?;
-    let names = argument_names(module, &stage.function).ok_or_else(|| {
-        ErrorRecord::input(format!(
-            "{}: module `{}` has no function `{}` to bind arguments of",
-            at(stage.locations.function),
-            stage.module,
-            stage.function
-        ))
-    })?;
-    let (args, locations) = parity_spec::bind_args(&spec.path, stage, &stage.function, &names)
+    let (function, names) = stage_argument_names(module, stage)
+        .map_err(|why| ErrorRecord::input(format!("{}: {why}", at(stage.locations.function))))?;
+    let (args, locations) = parity_spec::bind_args(&spec.path, stage, &function, &names)
         .map_err(|e| ErrorRecord::input(e.to_string()))?;
     stage.args = args;
     stage.locations.args = locations;

@@ -1,7 +1,7 @@
 //! One token case: the oracle's tokens and logits, prefill, the greedy and
 //! teacher-forced decode loops, and the comparison of what they produced.
 
-use super::error::{input, TokensError};
+use super::error::{OracleProblem, TokensError};
 use super::judge::{judge_step, Evidence};
 use super::math::{argmax, step_stats, top_gap};
 use super::session::{Outputs, Session, StepInputs};
@@ -24,25 +24,36 @@ fn rows(t: &parity_tensor::Tensor, name: &str, n: usize) -> Result<Vec<Vec<f64>>
     let (r, v) = match shape {
         [r, v] => (*r, *v),
         _ => {
-            return Err(input(format!(
-                "oracle tensor `{name}` has shape {shape:?}, expected [steps, vocab]"
-            )))
+            return Err(TokensError::Oracle {
+                tensor: name.to_string(),
+                problem: OracleProblem::NotAMatrix {
+                    shape: shape.to_vec(),
+                },
+            })
         }
     };
     if r < n || v < 2 || !t.dtype().is_float() {
-        return Err(input(format!(
-            "oracle tensor `{name}` is {} {shape:?}: needs a float [{n} or more, vocab >= 2]",
-            t.dtype()
-        )));
+        return Err(TokensError::Oracle {
+            tensor: name.to_string(),
+            problem: OracleProblem::TooSmall {
+                dtype: t.dtype(),
+                shape: shape.to_vec(),
+                steps: n,
+            },
+        });
     }
     let all = t.to_f64_vec();
     let out: Vec<Vec<f64>> = all.chunks(v).take(n).map(<[f64]>::to_vec).collect();
     for (s, row) in out.iter().enumerate() {
         if let Some(i) = row.iter().position(|x| !x.is_finite()) {
-            return Err(input(format!(
-                "oracle tensor `{name}`: step {s}, token {i} is {} (logits must be finite)",
-                row[i]
-            )));
+            return Err(TokensError::Oracle {
+                tensor: name.to_string(),
+                problem: OracleProblem::NonFinite {
+                    step: s,
+                    token: i,
+                    value: row[i],
+                },
+            });
         }
     }
     Ok(out)
@@ -53,19 +64,22 @@ impl OracleCase {
     pub fn load(session: &Session<'_>, case: &Case) -> Result<OracleCase, TokensError> {
         let t = session.tokens;
         let n = t.max_new_tokens;
-        let name = |text: &str| TokensSpec::render(text, case).map_err(input);
+        let name = |text: &str| TokensSpec::render(text, case).map_err(TokensError::Template);
         let get = |text: &str| -> Result<(String, parity_tensor::Tensor), TokensError> {
             let n = name(text)?;
-            let tensor = session.sources.oracle(&n).map_err(input)?;
+            let tensor = session.sources.oracle(&n)?;
             Ok((n, tensor))
         };
         let (tok_name, tok) = get(&t.oracle.tokens)?;
         if tok.dtype().is_float() || tok.numel() < n {
-            return Err(input(format!(
-                "oracle tensor `{tok_name}` is {} {:?}: needs {n} or more integer tokens (max_new_tokens)",
-                tok.dtype(),
-                tok.shape()
-            )));
+            return Err(TokensError::Oracle {
+                tensor: tok_name,
+                problem: OracleProblem::Tokens {
+                    dtype: tok.dtype(),
+                    shape: tok.shape().to_vec(),
+                    steps: n,
+                },
+            });
         }
         let tokens: Vec<i64> = tok
             .to_f64_vec()
@@ -81,9 +95,15 @@ impl OracleCase {
             .enumerate()
             .find(|(_, &x)| x < 0 || x as usize >= vocab)
         {
-            return Err(input(format!(
-                "oracle tensor `{tok_name}`: token {bad} at step {s} is outside the vocabulary 0..{vocab} of `{logit_name}`"
-            )));
+            return Err(TokensError::Oracle {
+                tensor: tok_name,
+                problem: OracleProblem::OutsideVocabulary {
+                    token: bad,
+                    step: s,
+                    vocab,
+                    logits: logit_name,
+                },
+            });
         }
         let truth = match &t.oracle.truth_logits {
             None => None,
@@ -91,10 +111,12 @@ impl OracleCase {
                 let (truth_name, tt) = get(text)?;
                 let r = rows(&tt, &truth_name, n)?;
                 if r[0].len() != vocab {
-                    return Err(input(format!(
-                        "truth `{truth_name}` has vocabulary {} but `{logit_name}` has {vocab}",
-                        r[0].len()
-                    )));
+                    return Err(TokensError::TruthVocabulary {
+                        truth: truth_name,
+                        got: r[0].len(),
+                        logits: logit_name,
+                        vocab,
+                    });
                 }
                 Some(r)
             }

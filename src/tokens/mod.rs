@@ -173,11 +173,11 @@ fn run_case(
         summary: None,
         first_divergent_token: None,
         later_mismatches: Vec::new(),
-        errors: vec![e.context(&format!("case `{}`", case.name)).to_record()],
+        errors: vec![e.in_case(&case.name).to_record()],
     };
     let p = match session.tokens.prompt_len(case) {
         Ok(p) => p,
-        Err(m) => return errored(0, error::input(m)),
+        Err(m) => return errored(0, TokensError::Template(m)),
     };
     let oracle = match OracleCase::load(session, case) {
         Ok(o) => o,

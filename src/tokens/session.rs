@@ -3,10 +3,9 @@
 //! position and the previous step's state, checked against the compiled
 //! function's signature before IREE sees them.
 
-use super::error::{input, TokensError};
+use super::error::{LogitsProblem, TokensError};
 use crate::run::inputs::InputSources;
 use crate::run::ModuleSet;
-use parity_record::ErrorKind;
 use parity_spec::{Arg, Case, Location, Spec, TokenArg, TokenCall, TokensSpec};
 use parity_tensor::Tensor;
 use std::collections::HashMap;
@@ -49,16 +48,21 @@ impl Session<'_> {
         case: &Case,
         step: Option<&StepInputs<'_>>,
     ) -> Result<Outputs, TokensError> {
-        let function = TokensSpec::render(&call.function, case)
-            .map_err(|m| input(format!("{}: tokens.{which}: {m}", self.at(call.location))))?;
+        let function =
+            TokensSpec::render(&call.function, case).map_err(|problem| TokensError::Call {
+                at: self.at(call.location),
+                which: which.to_string(),
+                arg: None,
+                problem,
+            })?;
         let mut args = Vec::with_capacity(call.args.len());
         for (i, arg) in call.args.iter().enumerate() {
             let loc = call.arg_locations.get(i).copied().unwrap_or(call.location);
-            let fail = |m: String| {
-                input(format!(
-                    "{}: tokens.{which} argument {i}: {m}",
-                    self.at(loc)
-                ))
+            let fail = |problem: String| TokensError::Call {
+                at: self.at(loc),
+                which: which.to_string(),
+                arg: Some(i),
+                problem,
             };
             let scalar = |dtype, shape: &Vec<usize>, v: f64| {
                 Tensor::from_f64_as(dtype, shape.clone(), &[v]).map_err(|e| fail(e.to_string()))
@@ -108,24 +112,25 @@ impl Session<'_> {
         let results = self
             .modules
             .invoke(&self.tokens.module, &function, &tensors)
-            .map_err(|(kind, m)| {
-                let m = format!(
-                    "{}: tokens.{which}: `{}.{function}`: {m}",
-                    self.at(call.location),
-                    self.tokens.module
-                );
-                match kind {
-                    ErrorKind::Input => TokensError::Input(m),
-                    ErrorKind::Execution => TokensError::Execution(m),
-                }
+            .map_err(|(kind, message)| TokensError::Invoke {
+                at: self.at(call.location),
+                which: which.to_string(),
+                module: self.tokens.module.clone(),
+                function: function.clone(),
+                kind,
+                message,
             })?;
         if results.len() != call.outputs.len() {
-            return Err(input(format!(
-                "{}: tokens.{which}: `{function}` returned {} results but the spec lists {} outputs",
-                self.at(call.location),
-                results.len(),
-                call.outputs.len()
-            )));
+            return Err(TokensError::Call {
+                at: self.at(call.location),
+                which: which.to_string(),
+                arg: None,
+                problem: format!(
+                    "`{function}` returned {} results but the spec lists {} outputs",
+                    results.len(),
+                    call.outputs.len()
+                ),
+            });
         }
         Ok(call.outputs.iter().cloned().zip(results).collect())
     }
@@ -143,21 +148,27 @@ impl Session<'_> {
         };
         let name = format!("{}.{function}", self.tokens.module);
         if sig.args.len() != args.len() || sig.results.len() != call.outputs.len() {
-            return Err(input(format!(
-                "{}: tokens.{which}: `{name}` takes {} arguments and returns {} results, but the spec passes {} and lists {} outputs",
-                self.at(call.location),
-                sig.args.len(),
-                sig.results.len(),
-                args.len(),
-                call.outputs.len()
-            )));
+            return Err(TokensError::Call {
+                at: self.at(call.location),
+                which: which.to_string(),
+                arg: None,
+                problem: format!(
+                    "`{name}` takes {} arguments and returns {} results, but the spec passes {} and lists {} outputs",
+                    sig.args.len(),
+                    sig.results.len(),
+                    args.len(),
+                    call.outputs.len()
+                ),
+            });
         }
         for (i, (ty, (arg, loc))) in sig.args.iter().zip(args).enumerate() {
             if let Some(why) = ty.mismatch(arg.dtype(), arg.shape()) {
-                return Err(input(format!(
-                    "{}: tokens.{which}: argument {i} of `{name}`: {why}",
-                    self.at(*loc)
-                )));
+                return Err(TokensError::Call {
+                    at: self.at(*loc),
+                    which: which.to_string(),
+                    arg: None,
+                    problem: format!("argument {i} of `{name}`: {why}"),
+                });
             }
         }
         Ok(())
@@ -172,22 +183,33 @@ impl Session<'_> {
         vocab: usize,
     ) -> Result<Vec<f64>, TokensError> {
         let name = &self.tokens.logits;
-        let t = outputs
-            .get(name)
-            .ok_or_else(|| input(format!("{what}: no output `{name}`")))?;
+        let t = outputs.get(name).ok_or_else(|| TokensError::Logits {
+            what: what.to_string(),
+            problem: LogitsProblem::Missing {
+                output: name.clone(),
+            },
+        })?;
         let v = t.to_f64_vec();
         if v.len() != vocab || !t.dtype().is_float() {
-            return Err(input(format!(
-                "{what}: logits output `{name}` is {} {:?}, expected a float row of the oracle's vocabulary size {vocab}",
-                t.dtype(),
-                t.shape()
-            )));
+            return Err(TokensError::Logits {
+                what: what.to_string(),
+                problem: LogitsProblem::Shape {
+                    output: name.clone(),
+                    dtype: t.dtype(),
+                    shape: t.shape().to_vec(),
+                    vocab,
+                },
+            });
         }
         if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-            return Err(TokensError::Execution(format!(
-                "{what}: logits output `{name}` holds {} at token {i}",
-                v[i]
-            )));
+            return Err(TokensError::Logits {
+                what: what.to_string(),
+                problem: LogitsProblem::NonFinite {
+                    output: name.clone(),
+                    value: v[i],
+                    token: i,
+                },
+            });
         }
         Ok(v)
     }

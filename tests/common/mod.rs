@@ -32,7 +32,8 @@ pub fn example_copy(name: &str) -> tempfile::TempDir {
     dir
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copies a directory tree (regular files and directories).
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read_dir") {
         let entry = entry.expect("entry");

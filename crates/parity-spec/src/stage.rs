@@ -145,13 +145,6 @@ pub(crate) fn parse_stage(
                     "a stage has `args` (in call order) or `bind` (by MLIR argument name), not both; explicit `bind` rules (`arg:`) override patterns".into(),
                 ));
             }
-            if slice.is_some() {
-                return Err(cx.invalid(
-                    b,
-                    "`bind` is not supported on `slice:` stages yet; list their `args` in order"
-                        .into(),
-                ));
-            }
             Some(crate::bind::parse_bind(&cx, &name, b, literal_budget)?)
         }
     };
@@ -174,7 +167,8 @@ pub(crate) fn parse_stage(
                 ),
             ));
         }
-        if args.len() < slice.from.len() {
+        // A `bind:` slice stage's arguments are bound at run time (its `from` points by name).
+        if m.opt("bind").is_none() && args.len() < slice.from.len() {
             let at = m.opt("args").unwrap_or(node);
             return Err(cx.invalid(
                 at,

@@ -1,0 +1,356 @@
+//! `parity points --propose-map`: which production value is each oracle
+//! tensor? The stage runs once per case on its isolated-mode inputs, in one
+//! build with every candidate value tapped (bisect's mark-all probe,
+//! [`Prober`]); each oracle tensor of the case is then compared with every
+//! tapped value of the same element count, as the same shape, a transpose
+//! or a reshape ([`layout`](super::layout)), under the stage's tolerance.
+//! The result is a `checkpoints:` map to review and paste into the spec.
+
+pub use super::layout::Layout;
+use super::matching::{agree, candidates, points_of, stage_inputs, stage_tolerance, Judge};
+use super::probe::{Cut, Prober};
+use super::{isolated_args, load_module, stage_values, BisectError};
+use crate::run::inputs::InputSources;
+use crate::run::RunOptions;
+use parity_compare::Criterion;
+use parity_iree::{ArtifactCache, CompileOptions, IreeCompiler, IreeRuntime};
+use parity_mlir::ValueId;
+use parity_spec::{Spec, Stage};
+use parity_tensor::{OracleStore, Tensor};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Schema identifier of `parity points --propose-map --json`.
+pub const PROPOSAL_SCHEMA: &str = "parity.map-proposal/1";
+
+/// Why no proposal could be made. Exit 2 for input, 3 for IREE.
+#[derive(Debug, thiserror::Error)]
+pub enum ProposeError {
+    /// The stage could not be set up as bisect sets it up.
+    #[error(transparent)]
+    Setup(#[from] BisectError),
+    /// No stage of that name.
+    #[error("{spec}: no stage `{stage}` (stages: {available})")]
+    NoStage {
+        /// The spec file.
+        spec: String,
+        /// The stage asked for.
+        stage: String,
+        /// The spec's stages.
+        available: String,
+    },
+    /// No case of that name, or a case whose templates do not render.
+    #[error("{spec}: case `{case}`: {why}")]
+    Case {
+        /// The spec file.
+        spec: String,
+        /// The case.
+        case: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The stage's module is not the MODULE given on the command line.
+    #[error("stage `{stage}` runs {actual}, not {given}: drop MODULE or name the stage's module")]
+    OtherModule {
+        /// The stage.
+        stage: String,
+        /// Its module's MLIR file.
+        actual: String,
+        /// MODULE as given.
+        given: String,
+    },
+    /// The IREE compiler or runtime failed.
+    #[error("stage `{stage}` ({case}): {why}")]
+    Execution {
+        /// The stage.
+        stage: String,
+        /// The case.
+        case: String,
+        /// The compiler's or runtime's message.
+        why: String,
+    },
+}
+
+impl ProposeError {
+    /// Exit code: 3 for IREE failures, 2 otherwise.
+    pub fn exit_code(&self) -> parity_record::ExitCode {
+        use parity_record::ExitCode;
+        match self {
+            ProposeError::Setup(e) => match e.to_record().kind {
+                parity_record::ErrorKind::Execution => ExitCode::Execution,
+                parity_record::ErrorKind::Input => ExitCode::Input,
+            },
+            ProposeError::Execution { .. } => ExitCode::Execution,
+            _ => ExitCode::Input,
+        }
+    }
+}
+
+/// The proposal for one stage.
+#[derive(Clone, Debug, Serialize)]
+pub struct Proposal {
+    /// [`PROPOSAL_SCHEMA`].
+    pub schema: &'static str,
+    /// The stage.
+    pub stage: String,
+    /// The function its values belong to.
+    pub function: String,
+    /// The cases run.
+    pub cases: Vec<String>,
+    /// The criteria a match must pass (the stage's first output's tolerance).
+    pub tolerance: Vec<Criterion>,
+    /// Candidate values tapped (per case).
+    pub tapped: usize,
+    /// Candidate values left untapped because all taps together would pass
+    /// bisect's 512 MiB mark-all bound (named scopes are tapped first).
+    pub untapped: usize,
+    /// One entry per oracle tensor (as a `{case}` template), in name order.
+    pub entries: Vec<Entry>,
+}
+
+/// What one oracle tensor matched.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Entry {
+    /// The oracle tensor, `{case}/...`.
+    pub oracle: String,
+    /// What was found.
+    #[serde(flatten)]
+    pub found: Found,
+}
+
+/// The outcome for one oracle tensor.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum Found {
+    /// One production value (or several holding the same numbers) matches.
+    Matched {
+        /// The point to write in `checkpoints:` (scope path, else SSA name).
+        point: String,
+        /// Its SSA value.
+        value: String,
+        /// How it is laid out against the oracle tensor.
+        layout: Layout,
+        /// The criteria results, e.g. `max_abs 2.4e-07 <= 1e-05`.
+        metric: String,
+        /// Other points holding bitwise the same numbers (equally valid).
+        also: Vec<String>,
+    },
+    /// Several values with different numbers all pass: no guess.
+    Ambiguous {
+        /// The candidate points.
+        points: Vec<String>,
+    },
+    /// No tapped value of the same element count passes.
+    NoMatch {
+        /// The value closest by max_abs error, if any had the element count.
+        closest: Option<String>,
+        /// Its max_abs error.
+        closest_max_abs: Option<f64>,
+    },
+    /// The tensor feeds the stage (an argument), so it is no checkpoint.
+    StageInput,
+    /// The tensor is the oracle of a stage output, already compared by `parity check`.
+    StageOutput {
+        /// The output's name.
+        output: String,
+    },
+}
+
+/// Proposes the oracle tensor -> point map of `stage` over the spec's cases
+/// (or `run.cases`); `module` (when given) must be the stage's MLIR file.
+pub fn propose(
+    spec: &Spec,
+    run: &RunOptions,
+    stage_name: &str,
+    module: Option<&std::path::Path>,
+) -> Result<Proposal, ProposeError> {
+    let spec_label = spec.path.display().to_string();
+    let Some(template) = spec.stages.iter().find(|s| s.name == stage_name) else {
+        return Err(ProposeError::NoStage {
+            spec: spec_label,
+            stage: stage_name.to_string(),
+            available: spec
+                .stages
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    };
+    if let (Some(given), Some(parity_spec::ModuleSource::Mlir(actual))) = (
+        module,
+        spec.subject
+            .modules
+            .get(&template.module)
+            .map(|m| &m.source),
+    ) {
+        let same = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+        if same(given).is_none() || same(given) != same(actual) {
+            return Err(ProposeError::OtherModule {
+                stage: stage_name.to_string(),
+                actual: actual.display().to_string(),
+                given: given.display().to_string(),
+            });
+        }
+    }
+    let cases: Vec<String> = if run.cases.is_empty() {
+        spec.cases.iter().map(|c| c.name.clone()).collect()
+    } else {
+        run.cases.clone()
+    };
+    let compiler =
+        IreeCompiler::load(run.compiler_lib.as_deref()).map_err(|e| ProposeError::Execution {
+            stage: stage_name.to_string(),
+            case: cases.join(", "),
+            why: e.to_string(),
+        })?;
+    let store = OracleStore::open(&spec.oracle).map_err(|e| BisectError::Input(e.to_string()))?;
+    let sources = InputSources::open(spec).map_err(|e| BisectError::Input(e.to_string()))?;
+    let mut proposal = Proposal {
+        schema: PROPOSAL_SCHEMA,
+        stage: stage_name.to_string(),
+        function: String::new(),
+        cases: cases.clone(),
+        tolerance: Vec::new(),
+        tapped: 0,
+        untapped: 0,
+        entries: Vec::new(),
+    };
+    let mut per_case: BTreeMap<String, Vec<Found>> = BTreeMap::new();
+    for case_name in &cases {
+        let case_err = |why: String| ProposeError::Case {
+            spec: spec_label.clone(),
+            case: case_name.clone(),
+            why,
+        };
+        let case = spec
+            .case(case_name)
+            .ok_or_else(|| case_err("no such case".into()))?;
+        let mut stages = spec
+            .instantiate(case)
+            .map_err(|e| case_err(e.to_string()))?;
+        let at = stages
+            .iter()
+            .position(|s| s.name == stage_name)
+            .ok_or_else(|| case_err(format!("no stage `{stage_name}`")))?;
+        let (module, source_name) = load_module(spec, &stages[at], &compiler)?;
+        if stages[at].bind.is_some() {
+            crate::run::bind::rebind(&spec.path, &module, &mut stages[at])
+                .map_err(BisectError::Input)?;
+        }
+        let stage = &stages[at];
+        let fn_name = stage
+            .slice
+            .as_ref()
+            .map_or(stage.function.clone(), |s| s.function.clone());
+        let func = module.function(&fn_name).ok_or_else(|| {
+            BisectError::Input(format!(
+                "{source_name} has no function `{fn_name}` (stage `{stage_name}`)"
+            ))
+        })?;
+        let (inputs, outputs) = stage_values(&module, func, stage)?;
+        let args = isolated_args(&spec.path, stage, &stages, &sources)?;
+        if inputs.len() != args.len() {
+            return Err(BisectError::Input(format!(
+                "stage `{stage_name}`: the function takes {} inputs, the spec gives {}",
+                inputs.len(),
+                args.len()
+            ))
+            .into());
+        }
+        let tolerance = stage_tolerance(stage, &store);
+        let (tapped, untapped) = candidates(func, &inputs, &outputs, &store, case_name);
+        let runtime = IreeRuntime::new(&spec.subject.driver).map_err(|e| exec(stage, case, e))?;
+        let cache = ArtifactCache::new(&run.cache_dir);
+        let module_flags = spec
+            .subject
+            .modules
+            .get(&stage.module)
+            .map(|m| m.flags.clone())
+            .unwrap_or_default();
+        let mut prober = Prober {
+            compiler: &compiler,
+            cache: &cache,
+            runtime: &runtime,
+            module: &module,
+            func,
+            options: CompileOptions {
+                target_backend: spec.subject.target_backend.clone(),
+                flags: [spec.subject.flags.clone(), module_flags].concat(),
+            },
+            source_name,
+            probes: 0,
+            log: Vec::new(),
+        };
+        let given: Vec<(ValueId, &Tensor)> = inputs.iter().copied().zip(args.iter()).collect();
+        let values = if tapped.is_empty() {
+            Vec::new()
+        } else {
+            prober
+                .run(
+                    &[Cut {
+                        name: "tapped".into(),
+                        given,
+                        want: tapped.clone(),
+                    }],
+                    false,
+                    "propose map, every candidate tapped",
+                )
+                .map_err(|e| exec(stage, case, e))?
+                .remove(0)
+        };
+        let judge = Judge {
+            func,
+            tapped: &tapped,
+            values: &values,
+            tolerance: &tolerance,
+            points: points_of(func),
+        };
+        let feeds: BTreeSet<String> = stage_inputs(stage, &stages);
+        let prefix = format!("{case_name}/");
+        for name in store.names() {
+            let Some(rest) = name.strip_prefix(&prefix) else {
+                continue;
+            };
+            if name.ends_with("@f64") {
+                continue;
+            }
+            let found = if feeds.contains(name) {
+                Found::StageInput
+            } else if let Some(o) = stage.outputs.iter().find(|o| &o.oracle == name) {
+                Found::StageOutput {
+                    output: o.name.clone(),
+                }
+            } else {
+                let oracle = sources
+                    .oracle(name)
+                    .map_err(|e| BisectError::Input(e.to_string()))?;
+                judge.find(&oracle)
+            };
+            per_case
+                .entry(format!("{{case}}/{rest}"))
+                .or_default()
+                .push(found);
+        }
+        proposal.function = fn_name;
+        proposal.tolerance = tolerance;
+        proposal.tapped = tapped.len();
+        proposal.untapped = untapped;
+    }
+    proposal.entries = per_case
+        .into_iter()
+        .map(|(oracle, found)| Entry {
+            oracle,
+            found: agree(found),
+        })
+        .collect();
+    Ok(proposal)
+}
+
+fn exec(stage: &Stage, case: &parity_spec::Case, e: impl std::fmt::Display) -> ProposeError {
+    ProposeError::Execution {
+        stage: stage.name.clone(),
+        case: case.name.clone(),
+        why: e.to_string(),
+    }
+}
