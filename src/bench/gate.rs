@@ -39,10 +39,14 @@ pub struct GateRow {
     pub wall: Duration,
     /// The run's status (a bench of a failing gate is still a bench, but says so).
     pub status: Status,
+    /// CPU time of the run: this process and the compiler processes it ran.
+    pub cpu: Duration,
     /// Artifacts the run compiled (entries it added to the cache).
     pub compiled: usize,
-    /// Modules and slice modules the spec needs (those not compiled were cache hits).
+    /// Artifacts in the cache after the run.
     pub entries: usize,
+    /// The 1-minute load average when the run ended.
+    pub load: Option<f64>,
 }
 
 /// Where the edit went.
@@ -52,6 +56,8 @@ pub struct Edit {
     pub module: String,
     /// The edited function.
     pub function: String,
+    /// What was changed, e.g. ``constant `1.000000e+00` -> `1.000000119e0` ``.
+    pub change: String,
 }
 
 /// Times the gate on `spec` three times (cold, warm, one function edited),
@@ -80,6 +86,7 @@ pub fn measure(
         ("one function edited", &edited),
     ] {
         let t = Instant::now();
+        let cpu = super::process_and_children_cpu();
         let record = run::execute(s, &options, &mut |_| {});
         let wall = t.elapsed();
         let now = count_entries(&cache_dir)?;
@@ -87,22 +94,21 @@ pub fn measure(
             run: label.to_string(),
             wall,
             status: record.derived_status(),
-            compiled: now - known,
-            entries: 0,
+            cpu: super::process_and_children_cpu().saturating_sub(cpu),
+            compiled: now.saturating_sub(known),
+            entries: now,
+            load: super::load_average(),
         });
         known = now;
-    }
-    // Every run needs the same artifacts; the cold run compiled all of them.
-    let entries = rows.first().map_or(0, |r| r.compiled);
-    for r in &mut rows {
-        r.entries = entries;
     }
     Ok((edit, rows))
 }
 
 /// A copy of `spec` whose first MLIR module holding `function` (or, when
-/// None, any public function) is a copy under `work` with a comment line
-/// added inside that function: its text changes, its meaning does not.
+/// None, any public function) is a copy under `work` with that function's
+/// first float constant moved to the next f32 up (a real edit: comments do not
+/// survive normalisation, so a comment alone changes no artifact), or, in a
+/// function without one, a comment line added.
 fn edit_one_function(
     spec: &Spec,
     work: &Path,
@@ -124,10 +130,23 @@ fn edit_one_function(
         let Some((func, at)) = find_public_function(&text, function) else {
             continue;
         };
+        let end = text[at..].find("func.func").map_or(text.len(), |i| at + i);
         let mut changed = String::with_capacity(text.len() + 64);
-        changed.push_str(&text[..at]);
-        changed.push_str("    // parity bench: this function was edited\n");
-        changed.push_str(&text[at..]);
+        let change = match first_float_constant(&text[at..end]) {
+            Some((start, len, next)) => {
+                let old = &text[at + start..at + start + len];
+                changed.push_str(&text[..at + start]);
+                changed.push_str(&next);
+                changed.push_str(&text[at + start + len..]);
+                format!("constant `{old}` -> `{next}`")
+            }
+            None => {
+                changed.push_str(&text[..at]);
+                changed.push_str("    // parity bench: this function was edited\n");
+                changed.push_str(&text[at..]);
+                "comment line added".to_string()
+            }
+        };
         std::fs::create_dir_all(work).map_err(io(work))?;
         // Written as plain text: the edited copy of a .mlir.gz is a .mlir.
         let file = path.file_name().map_or("module.mlir".into(), |f| {
@@ -142,6 +161,7 @@ fn edit_one_function(
         let edit = Edit {
             module: name.clone(),
             function: func,
+            change,
         };
         return Ok((edited, edit));
     }
@@ -169,6 +189,36 @@ fn find_public_function(text: &str, wanted: Option<&str>) -> Option<(String, usi
             return Some((name.to_string(), line_end));
         }
         from = line_end;
+    }
+    None
+}
+
+/// The first `dense<FLOAT>` splat in `body`: the literal's offset and length,
+/// and the next f32 above it, printed as MLIR reads it.
+fn first_float_constant(body: &str) -> Option<(usize, usize, String)> {
+    let mut from = 0;
+    while let Some(i) = body[from..].find("dense<") {
+        let start = from + i + "dense<".len();
+        let len = body[start..].find('>')?;
+        let literal = &body[start..start + len];
+        from = start;
+        if !literal.contains('.') {
+            continue;
+        }
+        let Ok(x) = literal.parse::<f32>() else {
+            continue;
+        };
+        if !x.is_finite() {
+            continue;
+        }
+        let next = if x == 0.0 {
+            f32::from_bits(1)
+        } else if x > 0.0 {
+            f32::from_bits(x.to_bits() + 1)
+        } else {
+            f32::from_bits(x.to_bits() - 1)
+        };
+        return Some((start, len, format!("{next:.9e}")));
     }
     None
 }
@@ -206,5 +256,23 @@ mod tests {
         assert!(text[at..].starts_with("  }\n}"));
         assert!(find_public_function(text, Some("p")).is_none());
         assert!(find_public_function(text, Some("missing")).is_none());
+    }
+
+    #[test]
+    fn moves_the_first_float_constant_one_ulp_up() {
+        let body = "%c = stablehlo.constant dense<0> : tensor<i32>\n%d = stablehlo.constant dense<2.560000e+02> : tensor<f32>\n";
+        let (start, len, next) = first_float_constant(body).unwrap();
+        assert_eq!(&body[start..start + len], "2.560000e+02");
+        assert_eq!(
+            next.parse::<f32>().unwrap(),
+            f32::from_bits(256f32.to_bits() + 1)
+        );
+        assert!(
+            next.contains('.'),
+            "MLIR float literals need a point: {next}"
+        );
+        let (_, _, down) = first_float_constant("dense<-1.0>").unwrap();
+        assert!(down.parse::<f32>().unwrap() > -1.0);
+        assert!(first_float_constant("dense<0> dense<[1.0, 2.0]>").is_none());
     }
 }

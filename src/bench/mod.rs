@@ -64,10 +64,20 @@ impl Timings {
 
 /// CPU time (user + system) this process has used so far, all threads.
 pub fn process_cpu() -> Duration {
+    cpu_of(libc::RUSAGE_SELF)
+}
+
+/// CPU time (user + system) of this process and of its children that have
+/// ended and been waited for (the compiler processes).
+pub fn process_and_children_cpu() -> Duration {
+    cpu_of(libc::RUSAGE_SELF) + cpu_of(libc::RUSAGE_CHILDREN)
+}
+
+fn cpu_of(who: libc::c_int) -> Duration {
     // SAFETY: getrusage writes one rusage struct, which we own.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_SELF is valid and `usage` is a valid pointer.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+    // SAFETY: `who` is RUSAGE_SELF or RUSAGE_CHILDREN and `usage` is a valid pointer.
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
         return Duration::ZERO;
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);

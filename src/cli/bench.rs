@@ -94,27 +94,30 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     )?;
     writeln!(
         out,
-        "\ngate: {} (isolated and chained), load {}; edited: `{}` in module `{}`",
+        "\ngate: {} (isolated and chained), load {}; edited: `{}` in module `{}` ({})",
         spec_path.display(),
         load(()),
         edit.function,
-        edit.module
+        edit.module,
+        edit.change
     )?;
     writeln!(
         out,
-        "{:<22} {:>9} {:>9} {:>9} {:>10}  status",
-        "run", "wall s", "vs cold", "compiled", "cache hits"
+        "{:<22} {:>9} {:>9} {:>9} {:>9} {:>10} {:>6}  status",
+        "run", "wall s", "vs cold", "CPU s", "compiled", "in cache", "load"
     )?;
     let cold = gate_rows.first().map_or(1.0, |r| r.wall.as_secs_f64());
     for r in &gate_rows {
         writeln!(
             out,
-            "{:<22} {:>9.2} {:>9.2} {:>9} {:>10}  {:?}",
+            "{:<22} {:>9.2} {:>9.2} {:>9.2} {:>9} {:>10} {:>6}  {:?}",
             r.run,
             r.wall.as_secs_f64(),
             r.wall.as_secs_f64() / cold.max(1e-9),
+            r.cpu.as_secs_f64(),
             r.compiled,
-            r.entries.saturating_sub(r.compiled),
+            r.entries,
+            r.load.map_or("?".to_string(), |l| format!("{l:.1}")),
             r.status
         )?;
     }

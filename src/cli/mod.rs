@@ -77,10 +77,22 @@ enum Command {
     /// Oracle stores: `parity oracle index DIR` writes DIR/manifest.json.
     #[command(subcommand)]
     Oracle(oracle::OracleCommand),
+    /// Internal: a compiler child process of parity's own (requests on stdin).
+    #[command(name = "__compile", hide = true)]
+    CompileWorker(CompileWorkerArgs),
+}
+
+/// Arguments of the hidden `parity __compile` (see `run::compile_pool`).
+#[derive(clap::Args, Debug)]
+struct CompileWorkerArgs {
+    /// The compiler library the parent process loaded.
+    #[arg(long)]
+    compiler_lib: Option<std::path::PathBuf>,
 }
 
 /// Parses the command line, runs the subcommand, and returns the exit code.
 pub fn main() -> i32 {
+    crate::run::compile_pool::enable_child_processes();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -103,6 +115,9 @@ pub fn main() -> i32 {
         Command::Points(args) => points::run(args),
         Command::Oracle(command) => oracle::run(command),
         Command::Bench(args) => bench::run(args),
+        Command::CompileWorker(args) => {
+            return crate::run::compile_pool::serve(args.compiler_lib.as_deref())
+        }
     };
     match result {
         Ok(code) => code,

@@ -1,11 +1,14 @@
 //! Executes a stage graph on the IREE runtime in isolated and chained modes and
 //! produces a [`RunRecord`]. Nothing here renders output; see `report`.
 
+pub mod artifacts;
 pub mod bind;
+pub mod compile_pool;
 pub mod divergence;
 pub mod error_map;
 pub(crate) mod inputs;
 mod measure_error;
+mod module_set;
 mod modules;
 mod provenance;
 pub mod slices;
@@ -25,7 +28,8 @@ use std::time::Instant;
 
 // Public for the loopback fixture server (crates/parity-server), which
 // compiles and loads the subject's modules exactly as the runner does.
-pub use modules::{compile_all, load_compiler, Compiled, ModuleSet};
+pub use module_set::ModuleSet;
+pub use modules::{compile_all, load_compiler, Compiled};
 pub use parity_record::RUN_RECORD_SCHEMA;
 pub use stage::{criteria_records, metrics_record};
 
@@ -165,7 +169,17 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
             .values()
             .any(|m| matches!(m.source, parity_spec::ModuleSource::Mlir(_)));
     let compiler = modules::load_compiler(options, needs_compiler, &mut record);
-    let mut compiled = modules::compile_all(spec, options, &compiler, &mut record);
+    // Only the functions the selected stages call are compiled (per-function artifacts).
+    let mut used = modules::Used::new();
+    for (_, stages) in &instantiated {
+        for &i in &selected {
+            let stage = &stages[i];
+            used.entry(stage.module.clone())
+                .or_default()
+                .insert(stage.function.clone());
+        }
+    }
+    let mut compiled = modules::compile_for(spec, options, &compiler, Some(&used), &mut record);
     // `bind:` stages get their argument lists from the modules' argument names.
     let bind_errors = if has_bind {
         bind::bind_all(

@@ -1,19 +1,20 @@
-//! Compiles every module of a spec once per run (through the artifact cache),
-//! and the generated slice modules beside them, then loads the artifacts into one IREE runtime per worker thread.
+//! Compiles every module of a spec once per run (through the artifact cache;
+//! MLIR modules per function, see [`super::artifacts`]), and the generated
+//! slice modules beside them; [`super::module_set`] loads them.
 
+use super::artifacts::{self, Artifacts, ModuleJob};
 use super::slices::SliceModule;
 use super::RunOptions;
-use parity_iree::{
-    ArtifactCache, Cached, CompileOptions, IreeCompiler, IreeError, IreeRuntime, LoadedModule,
-    Signature,
-};
+use parity_iree::{ArtifactCache, Cached, CompileOptions, IreeCompiler};
 use parity_record::{ErrorKind, ErrorRecord, RunRecord};
 use parity_spec::{ModuleSource, Spec};
-use parity_tensor::Tensor;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// Each module's compiled vmfb, or why it could not be had.
-pub type Compiled = BTreeMap<String, Result<Vec<u8>, String>>;
+/// Each module's compiled artifacts, or why they could not be had.
+pub type Compiled = BTreeMap<String, Result<Artifacts, String>>;
+
+/// Module name -> the functions stages call in it.
+pub type Used = BTreeMap<String, BTreeSet<String>>;
 
 /// Loads the IREE compiler when `needed` (some module is MLIR, or a stage is a
 /// slice), recording its revision; `Err` says why it is not available.
@@ -49,10 +50,25 @@ pub(crate) fn compile_options(spec: &Spec, module: &parity_spec::Module) -> Comp
 /// module error while the others run: a module file that cannot be read (or is
 /// not a regular file) is an input error, a failed compile an execution error.
 /// Cache problems are warnings (`record.warnings`, and stderr), never errors.
+/// Every public function of an MLIR module is compiled; see [`compile_for`].
 pub fn compile_all(
     spec: &Spec,
     options: &RunOptions,
     compiler: &Result<IreeCompiler, String>,
+    record: &mut RunRecord,
+) -> Compiled {
+    compile_for(spec, options, compiler, None, record)
+}
+
+/// [`compile_all`], compiling of each MLIR module only the functions `used`
+/// names (all of them for a module it does not list, or when None). A
+/// function that fails to compile is an execution error naming the file and
+/// function; the module's other functions are still compiled.
+pub fn compile_for(
+    spec: &Spec,
+    options: &RunOptions,
+    compiler: &Result<IreeCompiler, String>,
+    used: Option<&Used>,
     record: &mut RunRecord,
 ) -> Compiled {
     let cache = ArtifactCache::new(&options.cache_dir);
@@ -67,19 +83,18 @@ pub fn compile_all(
             })
         };
         let vmfb = match &module.source {
-            ModuleSource::Vmfb(path) => read(path),
+            ModuleSource::Vmfb(path) => read(path).map(|b| Artifacts::Whole(b.into())),
             ModuleSource::Mlir(path) => match compiler {
                 Err(message) => Err((ErrorKind::Execution, format!("module `{name}`: {message}"))),
                 Ok(compiler) => read(path).and_then(|mlir| {
-                    cache
-                        .get_or_compile(
-                            compiler,
-                            &path.display().to_string(),
-                            &mlir,
-                            &compile_options(spec, module),
-                        )
-                        .map(|cached| keep_warnings(cached, record))
-                        .map_err(|e| (ErrorKind::Execution, format!("module `{name}`: {e}")))
+                    let job = ModuleJob {
+                        name,
+                        source_name: path.display().to_string(),
+                        mlir: &mlir,
+                        options: compile_options(spec, module),
+                        wanted: used.and_then(|u| u.get(name)),
+                    };
+                    compile_mlir(compiler, &cache, &job, record)
                 }),
             },
         };
@@ -94,6 +109,43 @@ pub fn compile_all(
         compiled.insert(name.clone(), vmfb);
     }
     compiled
+}
+
+/// One MLIR module's artifacts: per function unless that is turned off or
+/// the module cannot be split, else whole. Per-function compile failures are
+/// recorded here, each naming its function.
+fn compile_mlir(
+    compiler: &IreeCompiler,
+    cache: &ArtifactCache,
+    job: &ModuleJob<'_>,
+    record: &mut RunRecord,
+) -> Result<Artifacts, (ErrorKind, String)> {
+    let name = job.name;
+    if artifacts::per_function_enabled() {
+        let mut warnings = Vec::new();
+        let split = artifacts::compile_per_function(compiler, cache, job, &mut warnings);
+        let fallback = split.as_ref().err().map(|why| {
+            format!("{why}; compiling module `{name}` whole (one artifact for all its functions)")
+        });
+        for warning in warnings.into_iter().chain(fallback) {
+            eprintln!("parity: warning: {warning}");
+            record.warnings.push(warning);
+        }
+        if let Ok(Artifacts::PerFunction(per)) = &split {
+            for message in per.functions.values().filter_map(|r| r.as_ref().err()) {
+                record.errors.push(ErrorRecord::execution(format!(
+                    "module `{name}`: {message}"
+                )));
+            }
+        }
+        if let Ok(done) = split {
+            return Ok(done);
+        }
+    }
+    cache
+        .get_or_compile(compiler, &job.source_name, job.mlir, &job.options)
+        .map(|cached| Artifacts::Whole(keep_warnings(cached, record).into()))
+        .map_err(|e| (ErrorKind::Execution, format!("module `{name}`: {e}")))
 }
 
 /// The vmfb of a cache lookup; its warnings go to the run record and stderr,
@@ -144,86 +196,6 @@ pub fn compile_slices(
         if let Err(message) = &vmfb {
             record.errors.push(ErrorRecord::execution(message.clone()));
         }
-        compiled.insert(slice.name.clone(), vmfb);
-    }
-}
-
-/// The modules of a run loaded into one runtime (one per thread: IREE
-/// runtimes cannot move between threads), or why each could not be loaded.
-pub struct ModuleSet {
-    modules: BTreeMap<String, Result<LoadedModule, String>>,
-    load_errors: Vec<String>,
-    // Declared last so the modules are dropped before their runtime.
-    _runtime: Option<IreeRuntime>,
-}
-
-impl ModuleSet {
-    /// Creates a runtime on `driver` and loads every compiled module into it.
-    pub fn load(driver: &str, compiled: &Compiled) -> ModuleSet {
-        let mut load_errors = Vec::new();
-        let runtime = IreeRuntime::new(driver).map_err(|e| format!("IREE runtime `{driver}`: {e}"));
-        let mut modules = BTreeMap::new();
-        for (name, vmfb) in compiled {
-            let loaded = match (&runtime, vmfb) {
-                (_, Err(message)) => Err(message.clone()),
-                (Err(message), _) => Err(message.clone()),
-                (Ok(runtime), Ok(bytes)) => runtime.load(bytes, name).map_err(|e| {
-                    let message = format!("module `{name}`: {e}");
-                    load_errors.push(message.clone());
-                    message
-                }),
-            };
-            modules.insert(name.clone(), loaded);
-        }
-        if let Err(message) = &runtime {
-            load_errors.push(message.clone());
-        }
-        ModuleSet {
-            modules,
-            load_errors,
-            _runtime: runtime.ok(),
-        }
-    }
-
-    /// Load failures (not compile failures, which `compile_all` recorded).
-    pub fn load_errors(&self) -> Vec<String> {
-        self.load_errors.clone()
-    }
-
-    /// The typed signature of `function` of `module`, when the module is
-    /// loaded and its vmfb declares one parity can read (otherwise nothing is
-    /// checked before invoking and IREE's own checks apply).
-    pub fn signature(&self, module: &str, function: &str) -> Option<Signature> {
-        match self.modules.get(module) {
-            Some(Ok(loaded)) => loaded.signature(function).and_then(Result::ok),
-            _ => None,
-        }
-    }
-
-    /// Invokes `function` of `module` on `args`. A function the module does
-    /// not export, an undeclared module or an argument IREE cannot take are
-    /// input errors (the spec is wrong); a failure inside IREE is an execution error.
-    pub fn invoke(
-        &self,
-        module: &str,
-        function: &str,
-        args: &[Tensor],
-    ) -> Result<Vec<Tensor>, (ErrorKind, String)> {
-        match self.modules.get(module) {
-            None => Err((
-                ErrorKind::Input,
-                format!("module `{module}` is not declared in the subject"),
-            )),
-            Some(Err(message)) => Err((ErrorKind::Execution, message.clone())),
-            Some(Ok(loaded)) => loaded.invoke(function, args).map_err(|e| {
-                let kind = match e {
-                    IreeError::UnknownFunction { .. } | IreeError::Argument { .. } => {
-                        ErrorKind::Input
-                    }
-                    _ => ErrorKind::Execution,
-                };
-                (kind, e.to_string())
-            }),
-        }
+        compiled.insert(slice.name.clone(), vmfb.map(|b| Artifacts::Whole(b.into())));
     }
 }

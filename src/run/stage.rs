@@ -1,7 +1,7 @@
 //! One stage in one case and mode: gather arguments, invoke, compare outputs.
 
 use super::inputs::InputSources;
-use super::modules::ModuleSet;
+use super::module_set::ModuleSet;
 use parity_compare::{
     compare, default_tolerance, evaluate_with, CompareOptions, Criterion, Mask, Metrics,
     TruthErrors, UlpDType, VerdictOptions,

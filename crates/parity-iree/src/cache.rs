@@ -58,6 +58,17 @@ pub struct Cached {
     pub warnings: Vec<String>,
 }
 
+/// What [`ArtifactCache::lookup`] found.
+#[derive(Clone, Debug)]
+pub struct Lookup {
+    /// The compilation's cache key.
+    pub key: String,
+    /// The cached vmfb, when a valid entry exists.
+    pub found: Option<Vec<u8>>,
+    /// Problems with an entry that was there but unusable (it was removed).
+    pub warnings: Vec<String>,
+}
+
 /// The key's components, written beside each entry as `<key>.json`.
 #[derive(Debug, Serialize)]
 struct KeyRecord<'a> {
@@ -127,28 +138,74 @@ impl ArtifactCache {
         mlir: &[u8],
         options: &CompileOptions,
     ) -> Result<Cached, IreeError> {
-        let revision = compiler.revision();
-        let lib_sha = library_sha256(compiler.library_path())?;
-        let key = compute_key(&revision, &lib_sha, mlir, options);
-        let path = self.entry_path(&key);
-        let mut warnings = Vec::new();
-        match read_entry(&path, &key) {
-            Ok(Some(vmfb)) => {
-                return Ok(Cached {
-                    vmfb,
-                    outcome: CacheOutcome::Hit,
-                    warnings,
-                })
-            }
-            Ok(None) => {}
-            Err(warning) => warnings.push(warning),
+        let Lookup {
+            key,
+            found,
+            mut warnings,
+        } = self.lookup(compiler, mlir, options)?;
+        if let Some(vmfb) = found {
+            return Ok(Cached {
+                vmfb,
+                outcome: CacheOutcome::Hit,
+                warnings,
+            });
         }
         let vmfb = compiler.compile(source_name, mlir, options)?;
+        warnings.extend(self.insert(compiler, &key, source_name, mlir, options, &vmfb));
+        Ok(Cached {
+            vmfb,
+            outcome: CacheOutcome::Miss,
+            warnings,
+        })
+    }
+
+    /// The key of this compilation and its cached vmfb when there is a valid
+    /// entry, with warnings about an entry that was there but unusable.
+    pub fn lookup(
+        &self,
+        compiler: &IreeCompiler,
+        mlir: &[u8],
+        options: &CompileOptions,
+    ) -> Result<Lookup, IreeError> {
+        let key = self.key(compiler, mlir, options)?;
+        let (found, warnings) = self.read_key(&key);
+        Ok(Lookup {
+            key,
+            found,
+            warnings,
+        })
+    }
+
+    /// The cached vmfb of `key`, if a valid entry exists, with warnings about
+    /// an entry that was there but unusable (it is removed).
+    pub fn read_key(&self, key: &str) -> (Option<Vec<u8>>, Vec<String>) {
+        match read_entry(&self.entry_path(key), key) {
+            Ok(found) => (found, Vec::new()),
+            Err(warning) => (None, vec![warning]),
+        }
+    }
+
+    /// Stores `vmfb`, compiled elsewhere (a child process) from `mlir` with
+    /// `options` on `compiler`, under `key` (from [`ArtifactCache::lookup`]).
+    /// Returns a warning when the cache could not be written.
+    pub fn insert(
+        &self,
+        compiler: &IreeCompiler,
+        key: &str,
+        source_name: &str,
+        mlir: &[u8],
+        options: &CompileOptions,
+        vmfb: &[u8],
+    ) -> Option<String> {
+        let lib_sha = match library_sha256(compiler.library_path()) {
+            Ok(sha) => sha,
+            Err(e) => return Some(format!("artifact cache not written: {e}")),
+        };
         let record = KeyRecord {
             schema: KEY_SCHEMA,
-            key: &key,
+            key,
             source_name,
-            compiler_revision: &revision,
+            compiler_revision: &compiler.revision(),
             compiler_library: compiler.library_path().display().to_string(),
             compiler_library_sha256: &lib_sha,
             target_backend: &options.target_backend,
@@ -156,18 +213,11 @@ impl ArtifactCache {
             effective_flags: options.effective_flags(),
             mlir_sha256: hex::encode(Sha256::digest(mlir)),
             mlir_bytes: mlir.len(),
-            vmfb_sha256: hex::encode(Sha256::digest(&vmfb)),
+            vmfb_sha256: hex::encode(Sha256::digest(vmfb)),
             vmfb_bytes: vmfb.len(),
         };
-        if let Err(e) = self.store(&key, &vmfb, &record) {
-            warnings.push(format!(
-                "artifact cache not written, using the compiled module from memory: {e}"
-            ));
-        }
-        Ok(Cached {
-            vmfb,
-            outcome: CacheOutcome::Miss,
-            warnings,
+        self.store(key, vmfb, &record).err().map(|e| {
+            format!("artifact cache not written, using the compiled module from memory: {e}")
         })
     }
 
@@ -306,7 +356,7 @@ fn read_entry(path: &Path, key: &str) -> Result<Option<Vec<u8>>, String> {
 
 /// Writes through a unique temp file in the same directory, then renames, so readers
 /// see either the old entry or the complete new one.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), IreeError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), IreeError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -329,7 +379,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), IreeError> {
     })
 }
 
-fn cache_err(path: &Path, what: &str, e: std::io::Error) -> IreeError {
+pub(crate) fn cache_err(path: &Path, what: &str, e: std::io::Error) -> IreeError {
     IreeError::Cache {
         path: path.to_path_buf(),
         message: format!("{what} failed: {e}"),

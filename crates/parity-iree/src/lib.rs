@@ -24,6 +24,7 @@ pub mod discover;
 pub mod error;
 pub mod runtime;
 pub mod signature;
+pub mod split_index;
 pub mod vmfb;
 
 pub use cache::{ArtifactCache, CacheOutcome, Cached, CACHE_DIR_ENV};
@@ -31,3 +32,4 @@ pub use compiler::{CompileOptions, IreeCompiler, COMPILER_LIB_ENV};
 pub use error::IreeError;
 pub use runtime::{IreeRuntime, LoadedModule, DEFAULT_DRIVER};
 pub use signature::{parse_declaration, Signature, ValueType};
+pub use split_index::{FunctionEntry, SplitIndex};

@@ -22,6 +22,7 @@ pub mod points;
 mod pretty;
 pub mod promote;
 pub mod slice;
+pub mod split;
 mod syntax;
 pub mod types;
 
@@ -32,4 +33,5 @@ pub use parse::parse;
 pub use points::{yaml_point, ScopePoint};
 pub use promote::promote_to_f64;
 pub use slice::{emit_slices, SliceArg, SliceInfo, SliceRequest};
+pub use split::{split_module, SplitModule};
 pub use types::Type;

@@ -1,0 +1,286 @@
+//! Per-function artifacts: an MLIR module's public functions are compiled
+//! into a few group artifacts on a cold cache, and an edit to one function
+//! recompiles that function alone.
+//!
+//! The module is normalised by the IREE compiler (generic form, calls
+//! inlined, unused private functions dropped: [`IreeCompiler::normalize`]) and
+//! split into one piece per public function with everything it references
+//! ([`parity_mlir::split_module`]). A piece's cache key (its text, flags and
+//! compiler) is the function's *function key*; its function entry says which
+//! artifact holds the function's code ([`parity_iree::split_index`]). The
+//! functions whose key has an entry reuse that artifact; the missing ones are
+//! compiled in as many groups as there are compile processes
+//! ([`compile_pool::job_limit`]), balanced by operation count, each group one
+//! module holding its functions and their callees, in parallel child
+//! processes ([`super::compile_pool`]). On a cold cache that is a few
+//! compiles of large modules (about the CPU of compiling the module whole);
+//! after an edit, the edited function alone. A group that fails to compile
+//! is compiled again one function at a time, so the error names the function
+//! and the others still get their code. A split index keyed by the whole
+//! module lets an unchanged module find all of its artifacts without
+//! normalising it again.
+//!
+//! The whole-module compile stays: `PARITY_ARTIFACTS=module` asks for it, and
+//! a module that cannot be split (the compiler cannot normalise it, or parity
+//! cannot read the normalised form) falls back to it with a warning.
+
+use super::compile_pool::{self, Job};
+use parity_iree::{ArtifactCache, CompileOptions, FunctionEntry, IreeCompiler, SplitIndex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Env var choosing the artifact granularity: `function` (default) or `module`.
+pub const ARTIFACTS_ENV: &str = "PARITY_ARTIFACTS";
+
+/// What a module compiled to.
+#[derive(Clone, Debug)]
+pub enum Artifacts {
+    /// One vmfb for the whole module.
+    Whole(Arc<Vec<u8>>),
+    /// Each public function's code, in artifacts that may hold several.
+    PerFunction(FunctionArtifacts),
+}
+
+/// The artifacts of a module compiled per function.
+#[derive(Clone, Debug, Default)]
+pub struct FunctionArtifacts {
+    /// Function name -> the key of the artifact holding it (in `artifacts`),
+    /// or why it has none (its compile failed).
+    pub functions: BTreeMap<String, Result<String, String>>,
+    /// Artifact key -> vmfb.
+    pub artifacts: BTreeMap<String, Arc<Vec<u8>>>,
+}
+
+/// Whether modules are compiled per function (the default) or whole.
+pub fn per_function_enabled() -> bool {
+    !std::env::var(ARTIFACTS_ENV).is_ok_and(|v| v.trim() == "module")
+}
+
+/// One MLIR module to compile per function.
+pub struct ModuleJob<'a> {
+    /// The module's name in the spec.
+    pub name: &'a str,
+    /// The file, for messages and source names.
+    pub source_name: String,
+    /// The module's bytes as read.
+    pub mlir: &'a [u8],
+    /// Flags and backend.
+    pub options: CompileOptions,
+    /// The public functions stages use; None: all of them.
+    pub wanted: Option<&'a BTreeSet<String>>,
+}
+
+/// The per-function artifacts of a module, with the warnings to show. Err
+/// (a warning) when the module cannot be split: the caller compiles it whole.
+pub fn compile_per_function(
+    compiler: &IreeCompiler,
+    cache: &ArtifactCache,
+    job: &ModuleJob<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<Artifacts, String> {
+    let index_key = cache
+        .index_key(compiler, job.mlir, &job.options)
+        .map_err(|e| e.to_string())?;
+    let mut out = FunctionArtifacts::default();
+    if let Some(index) = cache.read_index(&index_key) {
+        let wanted = index
+            .iter()
+            .filter(|(f, _)| job.wanted.is_none_or(|w| w.contains(*f)));
+        let all = wanted.clone().count() == job.wanted.map_or(index.len(), BTreeSet::len);
+        if all
+            && wanted
+                .into_iter()
+                .all(|(f, e)| reuse(cache, &mut out, f, e, warnings))
+        {
+            return Ok(Artifacts::PerFunction(out));
+        }
+        out = FunctionArtifacts::default();
+    }
+    let normal = compiler
+        .normalize(&job.source_name, job.mlir)
+        .map_err(|e| format!("module `{}`: {e}", job.name))?;
+    let split = parity_mlir::split_module(&normal).map_err(|e| {
+        format!(
+            "module `{}`: {} (normalised by the IREE compiler): {e}",
+            job.name, job.source_name
+        )
+    })?;
+    let mut index = SplitIndex::new();
+    // Wanted functions with no usable entry: (name, function key).
+    let mut missing = Vec::new();
+    for function in split.public_functions() {
+        let Some(text) = split.module_for(function) else {
+            continue;
+        };
+        let key = cache
+            .key(compiler, text.as_bytes(), &job.options)
+            .map_err(|e| e.to_string())?;
+        let found = cache.read_function(&key);
+        if let Some(entry) = &found {
+            index.insert(function.to_string(), entry.clone());
+        }
+        if job.wanted.is_some_and(|w| !w.contains(function)) {
+            continue;
+        }
+        let reused = found.is_some_and(|e| reuse(cache, &mut out, function, &e, warnings));
+        if !reused {
+            missing.push((function.to_string(), key));
+        }
+    }
+    let groups = plan_groups(&split, &missing, compile_pool::job_limit());
+    for (group, text, result) in compile_groups(compiler, &split, job, groups) {
+        let names: Vec<&str> = group.iter().map(|(f, _)| f.as_str()).collect();
+        let vmfb = match result {
+            Ok(vmfb) => vmfb,
+            Err(message) => {
+                for name in names {
+                    out.functions.insert(name.to_string(), Err(message.clone()));
+                }
+                continue;
+            }
+        };
+        let artifact = match cache.key(compiler, text.as_bytes(), &job.options) {
+            Ok(key) => key,
+            Err(e) => {
+                warnings.push(format!("artifact cache not written: {e}"));
+                format!("in-memory:{}", names.join(","))
+            }
+        };
+        let source_name = group_source_name(&job.source_name, &names);
+        let stored = cache.insert(
+            compiler,
+            &artifact,
+            &source_name,
+            text.as_bytes(),
+            &job.options,
+            &vmfb,
+        );
+        warnings.extend(stored);
+        out.artifacts.insert(artifact.clone(), Arc::new(vmfb));
+        for (function, key) in group {
+            let entry = FunctionEntry {
+                key,
+                artifact: artifact.clone(),
+                symbol: function.clone(),
+            };
+            if let Err(e) = cache.write_function(&entry) {
+                warnings.push(format!("function entry not written: {e}"));
+            }
+            out.functions.insert(function.clone(), Ok(artifact.clone()));
+            index.insert(function, entry);
+        }
+    }
+    if let Err(e) = cache.write_index(&index_key, &job.source_name, &index) {
+        warnings.push(format!("split index not written: {e}"));
+    }
+    Ok(Artifacts::PerFunction(out))
+}
+
+/// Takes `function`'s code from the artifact `entry` names (read once per
+/// artifact); false when that artifact is not in the cache.
+fn reuse(
+    cache: &ArtifactCache,
+    out: &mut FunctionArtifacts,
+    function: &str,
+    entry: &FunctionEntry,
+    warnings: &mut Vec<String>,
+) -> bool {
+    if entry.symbol != function {
+        return false;
+    }
+    if !out.artifacts.contains_key(&entry.artifact) {
+        let (vmfb, mut w) = cache.read_key(&entry.artifact);
+        warnings.append(&mut w);
+        let Some(vmfb) = vmfb else {
+            return false;
+        };
+        out.artifacts.insert(entry.artifact.clone(), Arc::new(vmfb));
+    }
+    out.functions
+        .insert(function.to_string(), Ok(entry.artifact.clone()));
+    true
+}
+
+/// Functions to compile together: (name, function key) of each.
+type Group = Vec<(String, String)>;
+
+/// Splits `missing` into at most `jobs` groups of about equal operation
+/// count (largest function first, each to the lightest group), each group's
+/// functions in source order.
+fn plan_groups(
+    split: &parity_mlir::SplitModule<'_>,
+    missing: &[(String, String)],
+    jobs: usize,
+) -> Vec<Group> {
+    let n = jobs.max(1).min(missing.len());
+    let cost = |f: &str| split.op_count(f).unwrap_or(1);
+    let mut order: Vec<usize> = (0..missing.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(cost(&missing[i].0)));
+    let mut load = vec![0usize; n];
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for i in order {
+        let lightest = (0..n).min_by_key(|&g| load[g]).unwrap_or(0);
+        load[lightest] += cost(&missing[i].0);
+        members[lightest].push(i);
+    }
+    members
+        .into_iter()
+        .map(|mut m| {
+            m.sort_unstable();
+            m.into_iter().map(|i| missing[i].clone()).collect()
+        })
+        .collect()
+}
+
+/// Compiles each group as one module, all at once in child processes; the
+/// groups with their module text and result. A group of several functions
+/// that fails is split into one group per function and compiled again, so
+/// each error names its function and the others get their code.
+fn compile_groups(
+    compiler: &IreeCompiler,
+    split: &parity_mlir::SplitModule<'_>,
+    job: &ModuleJob<'_>,
+    groups: Vec<Group>,
+) -> Vec<(Group, String, Result<Vec<u8>, String>)> {
+    let run = |groups: Vec<Group>| {
+        let jobs: Vec<Job> = groups
+            .iter()
+            .map(|group| {
+                let names: Vec<&str> = group.iter().map(|(f, _)| f.as_str()).collect();
+                Job {
+                    source_name: group_source_name(&job.source_name, &names),
+                    mlir: split.module_for_group(&names).unwrap_or_default(),
+                    options: job.options.clone(),
+                }
+            })
+            .collect();
+        let results = compile_pool::compile_jobs(compiler, &jobs);
+        groups
+            .into_iter()
+            .zip(jobs)
+            .zip(results)
+            .map(|((group, j), result)| (group, j.mlir, result))
+            .collect::<Vec<_>>()
+    };
+    let mut done = Vec::new();
+    let mut retry = Vec::new();
+    for (group, text, result) in run(groups) {
+        if result.is_err() && group.len() > 1 {
+            retry.extend(group.into_iter().map(|f| vec![f]));
+        } else {
+            done.push((group, text, result));
+        }
+    }
+    if !retry.is_empty() {
+        done.extend(run(retry));
+    }
+    done
+}
+
+/// Labels a group's diagnostics: the file and its function (or how many).
+fn group_source_name(source_name: &str, functions: &[&str]) -> String {
+    match functions {
+        [one] => format!("{source_name}, function @{one}"),
+        many => format!("{source_name}, {} functions", many.len()),
+    }
+}

@@ -1,0 +1,171 @@
+//! The compiled modules of a run loaded into one IREE runtime per worker
+//! thread; a per-function module's artifacts load when first called.
+
+use super::artifacts::Artifacts;
+use super::modules::Compiled;
+use parity_iree::{IreeError, IreeRuntime, LoadedModule, Signature};
+use parity_record::ErrorKind;
+use parity_tensor::Tensor;
+use std::cell::{OnceCell, RefCell};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// One module as loaded.
+enum Loaded {
+    /// A whole-module vmfb.
+    Whole(LoadedModule),
+    /// Per-function artifacts, each loaded when a function it holds is first called.
+    PerFunction {
+        /// Function name -> the key of the artifact holding it, or why it has none.
+        functions: BTreeMap<String, Result<String, String>>,
+        /// Artifact key -> the artifact.
+        artifacts: BTreeMap<String, Lazy>,
+    },
+}
+
+/// One artifact's vmfb and, once a function in it is called, its loaded module.
+struct Lazy {
+    vmfb: Arc<Vec<u8>>,
+    loaded: OnceCell<Result<LoadedModule, String>>,
+}
+
+/// The modules of a run loaded into one runtime (one per thread: IREE
+/// runtimes cannot move between threads), or why each could not be loaded.
+pub struct ModuleSet {
+    modules: BTreeMap<String, Result<Loaded, String>>,
+    load_errors: RefCell<Vec<String>>,
+    // Declared last so the modules are dropped before their runtime.
+    runtime: Result<IreeRuntime, String>,
+}
+
+impl ModuleSet {
+    /// Creates a runtime on `driver` and loads every compiled whole module
+    /// into it (per-function artifacts load when first called).
+    pub fn load(driver: &str, compiled: &Compiled) -> ModuleSet {
+        let mut load_errors = Vec::new();
+        let runtime = IreeRuntime::new(driver).map_err(|e| format!("IREE runtime `{driver}`: {e}"));
+        let mut modules = BTreeMap::new();
+        for (name, artifacts) in compiled {
+            let loaded = match (&runtime, artifacts) {
+                (_, Err(message)) => Err(message.clone()),
+                (Err(message), _) => Err(message.clone()),
+                (Ok(runtime), Ok(Artifacts::Whole(bytes))) => {
+                    runtime.load(bytes, name).map(Loaded::Whole).map_err(|e| {
+                        let message = format!("module `{name}`: {e}");
+                        load_errors.push(message.clone());
+                        message
+                    })
+                }
+                (Ok(_), Ok(Artifacts::PerFunction(per))) => Ok(Loaded::PerFunction {
+                    functions: per.functions.clone(),
+                    artifacts: per
+                        .artifacts
+                        .iter()
+                        .map(|(key, vmfb)| {
+                            let lazy = Lazy {
+                                vmfb: Arc::clone(vmfb),
+                                loaded: OnceCell::new(),
+                            };
+                            (key.clone(), lazy)
+                        })
+                        .collect(),
+                }),
+            };
+            modules.insert(name.clone(), loaded);
+        }
+        if let Err(message) = &runtime {
+            load_errors.push(message.clone());
+        }
+        ModuleSet {
+            modules,
+            load_errors: RefCell::new(load_errors),
+            runtime,
+        }
+    }
+
+    /// Load failures so far (not compile failures, which `compile_all` recorded).
+    pub fn load_errors(&self) -> Vec<String> {
+        self.load_errors.borrow().clone()
+    }
+
+    /// The loaded module holding `function` of `module`: the whole module, or
+    /// the function's own (loaded now if this is its first call).
+    fn find(&self, module: &str, function: &str) -> Result<&LoadedModule, (ErrorKind, String)> {
+        let loaded = match self.modules.get(module) {
+            None => {
+                return Err((
+                    ErrorKind::Input,
+                    format!("module `{module}` is not declared in the subject"),
+                ))
+            }
+            Some(Err(message)) => return Err((ErrorKind::Execution, message.clone())),
+            Some(Ok(loaded)) => loaded,
+        };
+        let (functions, artifacts) = match loaded {
+            Loaded::Whole(whole) => return Ok(whole),
+            Loaded::PerFunction {
+                functions,
+                artifacts,
+            } => (functions, artifacts),
+        };
+        // `module.fn` names the function as the vmfb exports it.
+        let held = functions.get(function).or_else(|| {
+            let (_, local) = function.split_once('.')?;
+            functions.get(local)
+        });
+        let Some(held) = held else {
+            let unknown = IreeError::UnknownFunction {
+                module: module.to_string(),
+                function: function.to_string(),
+                available: functions.keys().cloned().collect(),
+            };
+            return Err((ErrorKind::Input, unknown.to_string()));
+        };
+        let key = held
+            .as_ref()
+            .map_err(|m| (ErrorKind::Execution, format!("module `{module}`: {m}")))?;
+        let Some(one) = artifacts.get(key) else {
+            let message =
+                format!("module `{module}`, function `{function}`: its artifact {key} is missing");
+            return Err((ErrorKind::Execution, message));
+        };
+        let loaded = one.loaded.get_or_init(|| {
+            let runtime = self.runtime.as_ref().map_err(String::clone)?;
+            runtime.load(&one.vmfb, module).map_err(|e| {
+                let message = format!("module `{module}`, function `{function}`: {e}");
+                self.load_errors.borrow_mut().push(message.clone());
+                message
+            })
+        });
+        loaded
+            .as_ref()
+            .map_err(|m| (ErrorKind::Execution, m.clone()))
+    }
+
+    /// The typed signature of `function` of `module`, when the module is
+    /// loaded and its vmfb declares one parity can read (otherwise nothing is
+    /// checked before invoking and IREE's own checks apply).
+    pub fn signature(&self, module: &str, function: &str) -> Option<Signature> {
+        let loaded = self.find(module, function).ok()?;
+        loaded.signature(function).and_then(Result::ok)
+    }
+
+    /// Invokes `function` of `module` on `args`. A function the module does
+    /// not export, an undeclared module or an argument IREE cannot take are
+    /// input errors (the spec is wrong); a failure inside IREE is an execution error.
+    pub fn invoke(
+        &self,
+        module: &str,
+        function: &str,
+        args: &[Tensor],
+    ) -> Result<Vec<Tensor>, (ErrorKind, String)> {
+        let loaded = self.find(module, function)?;
+        loaded.invoke(function, args).map_err(|e| {
+            let kind = match e {
+                IreeError::UnknownFunction { .. } | IreeError::Argument { .. } => ErrorKind::Input,
+                _ => ErrorKind::Execution,
+            };
+            (kind, e.to_string())
+        })
+    }
+}
