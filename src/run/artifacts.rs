@@ -82,11 +82,16 @@ pub fn compile_per_function(
         .index_key(compiler, job.mlir, &job.options)
         .map_err(|e| e.to_string())?;
     let mut out = FunctionArtifacts::default();
-    if let Some(index) = cache.read_index(&index_key) {
+    if let Some((index, public)) = cache.read_index_with_public(&index_key) {
         let wanted = index
             .iter()
             .filter(|(f, _)| job.wanted.is_none_or(|w| w.contains(*f)));
-        let all = wanted.clone().count() == job.wanted.map_or(index.len(), BTreeSet::len);
+        // Every wanted function (all public ones when None) has an entry: an
+        // index written by a run that wanted fewer does not cover this one.
+        let all = match job.wanted {
+            Some(w) => w.iter().all(|f| index.contains_key(f)),
+            None => public.iter().all(|f| index.contains_key(f)),
+        };
         if all
             && wanted
                 .into_iter()
@@ -170,7 +175,8 @@ pub fn compile_per_function(
             index.insert(function, entry);
         }
     }
-    if let Err(e) = cache.write_index(&index_key, &job.source_name, &index) {
+    let public: Vec<String> = split.public_functions().map(str::to_string).collect();
+    if let Err(e) = cache.write_index(&index_key, &job.source_name, &public, &index) {
         warnings.push(format!("split index not written: {e}"));
     }
     Ok(Artifacts::PerFunction(out))

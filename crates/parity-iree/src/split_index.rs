@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// Version of the index layout; bump to invalidate old indexes.
-const INDEX_SCHEMA: &str = "parity.split-index/2";
+const INDEX_SCHEMA: &str = "parity.split-index/3";
 
 /// Version of the function entry layout.
 const FUNCTION_SCHEMA: &str = "parity.function-artifact/1";
@@ -57,6 +57,9 @@ struct IndexFile {
     schema: String,
     key: String,
     source_name: String,
+    /// Every public function of the module, compiled or not: a run that
+    /// wants all of them uses the index only when it holds all of them.
+    public: Vec<String>,
     functions: SplitIndex,
 }
 
@@ -78,10 +81,16 @@ impl ArtifactCache {
 
     /// The split index stored under `key`, or None (absent or unusable).
     pub fn read_index(&self, key: &str) -> Option<SplitIndex> {
+        self.read_index_with_public(key).map(|(index, _)| index)
+    }
+
+    /// The split index stored under `key` with the module's public
+    /// functions (the index may hold entries for only some of them).
+    pub fn read_index_with_public(&self, key: &str) -> Option<(SplitIndex, Vec<String>)> {
         let path = self.dir().join(format!("{key}.index.json"));
         let bytes = parity_tensor::read_regular(&path).ok()?;
         let file: IndexFile = serde_json::from_slice(&bytes).ok()?;
-        (file.schema == INDEX_SCHEMA && file.key == key).then_some(file.functions)
+        (file.schema == INDEX_SCHEMA && file.key == key).then_some((file.functions, file.public))
     }
 
     /// Writes the split index under `key`.
@@ -89,6 +98,7 @@ impl ArtifactCache {
         &self,
         key: &str,
         source_name: &str,
+        public: &[String],
         functions: &SplitIndex,
     ) -> Result<(), IreeError> {
         let dir = self.dir();
@@ -98,6 +108,7 @@ impl ArtifactCache {
             schema: INDEX_SCHEMA.to_string(),
             key: key.to_string(),
             source_name: source_name.to_string(),
+            public: public.to_vec(),
             functions: functions.clone(),
         };
         let json = serde_json::to_vec_pretty(&file).map_err(|e| IreeError::Cache {
@@ -142,7 +153,9 @@ mod tests {
         let cache = ArtifactCache::new(dir.path().join("c"));
         let index = SplitIndex::from([("f".to_string(), entry("k1", "g1"))]);
         assert!(cache.read_index("abc").is_none());
-        cache.write_index("abc", "m.mlir", &index).unwrap();
+        cache
+            .write_index("abc", "m.mlir", &["f".to_string()], &index)
+            .unwrap();
         assert_eq!(cache.read_index("abc"), Some(index));
         std::fs::copy(
             dir.path().join("c/abc.index.json"),
