@@ -35,7 +35,7 @@ use measure::{
     budget_dtype, loc_label, max_finite_abs, op_line, oracle_as, ulp_at, LOCAL_ULP_BUDGET,
 };
 use oracle::OracleSearch;
-use parity_iree::{ArtifactCache, CompileOptions, IreeCompiler, IreeRuntime};
+use parity_iree::{ArtifactCache, IreeCompiler, IreeRuntime};
 use parity_mlir::{Function, Module, SliceRequest, ValueId};
 use parity_record::{
     ErrorKind, Evidence, Mode, OpMetrics, Region, RunRecord, Status, ValueMetrics,
@@ -298,22 +298,13 @@ fn bisect_stage(
 
     let runtime = IreeRuntime::new(&spec.subject.driver).map_err(execution)?;
     let cache = ArtifactCache::new(&options.run.cache_dir);
-    let module_flags = spec
-        .subject
-        .modules
-        .get(&stage.module)
-        .map(|m| m.flags.clone())
-        .unwrap_or_default();
     let mut prober = Prober {
         compiler: &compiler,
         cache: &cache,
         runtime: &runtime,
         module: &module,
         func,
-        options: CompileOptions {
-            target_backend: spec.subject.target_backend.clone(),
-            flags: [spec.subject.flags.clone(), module_flags].concat(),
-        },
+        options: probe::stage_options(spec, &stage.module),
         source_name: source_name.clone(),
         probes: 0,
         log: Vec::new(),

@@ -34,6 +34,21 @@ pub struct Prober<'a> {
     pub log: Vec<String>,
 }
 
+/// The compile options of probes of `module`: the subject's backend, its
+/// flags, then the module's own flags (as the run compiles it).
+pub fn stage_options(spec: &parity_spec::Spec, module: &str) -> CompileOptions {
+    let module_flags = spec
+        .subject
+        .modules
+        .get(module)
+        .map(|m| m.flags.clone())
+        .unwrap_or_default();
+    CompileOptions {
+        target_backend: spec.subject.target_backend.clone(),
+        flags: [spec.subject.flags.clone(), module_flags].concat(),
+    }
+}
+
 /// One slice to run: values given (with their tensors) and values wanted.
 pub struct Cut<'t> {
     /// Name of the slice function.

@@ -13,7 +13,7 @@ use super::{isolated_args, load_module, stage_values, BisectError};
 use crate::run::inputs::InputSources;
 use crate::run::RunOptions;
 use parity_compare::Criterion;
-use parity_iree::{ArtifactCache, CompileOptions, IreeCompiler, IreeRuntime};
+use parity_iree::{ArtifactCache, IreeCompiler, IreeRuntime};
 use parity_mlir::ValueId;
 use parity_spec::{Spec, Stage};
 use parity_tensor::{OracleStore, Tensor};
@@ -262,22 +262,13 @@ pub fn propose(
         let (tapped, untapped) = candidates(func, &inputs, &outputs, &store, case_name);
         let runtime = IreeRuntime::new(&spec.subject.driver).map_err(|e| exec(stage, case, e))?;
         let cache = ArtifactCache::new(&run.cache_dir);
-        let module_flags = spec
-            .subject
-            .modules
-            .get(&stage.module)
-            .map(|m| m.flags.clone())
-            .unwrap_or_default();
         let mut prober = Prober {
             compiler: &compiler,
             cache: &cache,
             runtime: &runtime,
             module: &module,
             func,
-            options: CompileOptions {
-                target_backend: spec.subject.target_backend.clone(),
-                flags: [spec.subject.flags.clone(), module_flags].concat(),
-            },
+            options: super::probe::stage_options(spec, &stage.module),
             source_name,
             probes: 0,
             log: Vec::new(),
