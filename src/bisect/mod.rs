@@ -13,6 +13,7 @@
 //!    as the evidence goes.
 //! 4. A reproducer directory with the smallest failing slice ([`repro`]).
 
+mod confirm;
 mod error;
 mod layout;
 mod matching;
@@ -597,8 +598,22 @@ fn localise(
             .and_then(|i| baseline_outputs.get(i))
             .is_some_and(|p| !measure::nonfinite_where_finite(p, &expected[0].1).is_empty()),
     };
-    let outcome = shadow::run(program, prober, &region, &feed, strategy, target_nonfinite)?;
+    let end = confirm::End {
+        value: target,
+        oracle: &expected[0].1,
+        oracle_name: &target_oracle,
+    };
+    let outcome = shadow::run(
+        program,
+        prober,
+        &region,
+        &feed,
+        strategy,
+        target_nonfinite,
+        &end,
+    )?;
     report.shadow = outcome.rows;
+    report.confirmation = outcome.confirmation;
     report.notes.extend(outcome.notes);
     match outcome.found {
         Some(f) => {
@@ -640,14 +655,23 @@ fn localise(
                     .map(|r| r.passing.join(", "))
                     .unwrap_or_default()
             };
+            let shadow_says = if report.confirmation.is_some() {
+                "the operations the f64 shadow flags do not explain the divergence (their \
+                 confirmation fails, see above), so the difference is not their rounding"
+                    .to_string()
+            } else {
+                format!(
+                    "the f64 shadow finds no operation there losing more than \
+                     {LOCAL_ULP_BUDGET} ULPs of {}, so the difference is semantic (the oracle \
+                     computes something else somewhere in these operations)",
+                    program.budget.name()
+                )
+            };
             report.notes.push(format!(
                 "localised to a region of {} operations between {passing_names} (pass) and \
-                 {target_oracle} (fail); the f64 shadow finds no operation there losing more \
-                 than {LOCAL_ULP_BUDGET} ULPs of {}, so the difference is semantic (the oracle \
-                 computes something else somewhere in these operations), and no oracle tensor \
-                 inside the region narrows it further",
+                 {target_oracle} (fail); {shadow_says}, and no oracle tensor inside the region \
+                 narrows it further",
                 region.len(),
-                program.budget.name()
             ));
             Ok(Localised::Region {
                 ops: region,
