@@ -8,6 +8,7 @@ mod common;
 use common::parity;
 use parity_tensor::{write_npy, Tensor};
 use serde_json::Value;
+use std::io::Write as _;
 use std::path::Path;
 
 /// A timing signal `sin(iota * 0.1)` built in the graph (constant-foldable,
@@ -240,4 +241,158 @@ fn a_deliberate_precision_drop_flagged_by_the_shadow_is_not_claimed_when_the_fau
     // The confirmation is one counted probe.
     let log = report["probe_log"].to_string();
     assert_eq!(log.matches("confirmation").count(), 1, "{log}");
+}
+
+/// `a * b + c`. For a CPU with FMA (`--iree-llvmcpu-target-cpu=haswell`)
+/// IREE contracts the multiply and the add into one FMA, which keeps the
+/// product exact; when the product is tapped (a checkpoint), the tapped
+/// build rounds it to f32 before the add. Measured with the pip tools
+/// (IREE 3.13, llvm-cpu): on inputs where `c = -fl(a * b)`, all 64 results
+/// differ (untapped: the product's rounding error, about 5e-8; tapped: 0);
+/// with `target-cpu=generic` (no FMA) both builds are bit-identical.
+const FMA_MODEL: &str = r#"
+func.func @fma(%a: tensor<64xf32>, %b: tensor<64xf32>, %c: tensor<64xf32>) -> tensor<64xf32> {
+  %p = stablehlo.multiply %a, %b : tensor<64xf32> loc("jit(fma)/product/mul")
+  %s = stablehlo.add %p, %c : tensor<64xf32> loc("jit(fma)/sum/add")
+  return %s : tensor<64xf32>
+}
+"#;
+
+/// The oracle rounds the product first (as MLX does on CPU), so the
+/// contracted production fails by the product's rounding error; the product
+/// is a checkpoint through the spec's map.
+const FMA_SPEC: &str = r#"version: 1
+subject:
+  modules:
+    m: {mlir: model.mlir}
+  flags: ["--iree-input-type=stablehlo", "--iree-llvmcpu-target-cpu=haswell"]
+oracle: oracle
+checkpoints:
+  - {oracle: product, point: product}
+stages:
+  - name: fma
+    module: m
+    function: fma
+    args: [{oracle: a}, {oracle: b}, {oracle: c}]
+    outputs:
+      - name: out
+        oracle: out
+        tolerance: [{max_abs: 1.0e-9}]
+"#;
+
+/// Whether this CPU runs code built for haswell (AVX2 and FMA).
+fn cpu_has_fma() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
+        c.lines().find(|l| l.starts_with("flags")).is_some_and(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            ["fma", "avx2", "bmi2", "movbe"]
+                .iter()
+                .all(|x| f.contains(x))
+        })
+    })
+}
+
+#[test]
+fn a_tap_that_breaks_an_fma_contraction_is_reported_as_an_observer_effect() {
+    if !cpu_has_fma() {
+        // The module is compiled for haswell; a CPU without AVX2/FMA cannot run it.
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: this CPU has no AVX2/FMA, so the observer effect cannot be shown"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("model.mlir"), FMA_MODEL).unwrap();
+    std::fs::write(dir.path().join("stages.yaml"), FMA_SPEC).unwrap();
+    let oracle = dir.path().join("oracle");
+    std::fs::create_dir_all(&oracle).unwrap();
+    let a: Vec<f32> = (0..64)
+        .map(|i| 1.0 + (i * 37 % 64) as f32 / 65536.0)
+        .collect();
+    let b: Vec<f32> = (0..64)
+        .map(|i| 1.0 + (i * 11 % 64) as f32 / 32768.0 + 3e-7)
+        .collect();
+    let product: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+    let c: Vec<f32> = product.iter().map(|p| -p).collect();
+    let out: Vec<f32> = product.iter().zip(&c).map(|(p, c)| p + c).collect();
+    let exact_nonzero = a
+        .iter()
+        .zip(&b)
+        .filter(|(x, y)| (**x as f64) * (**y as f64) != ((**x) * (**y)) as f64)
+        .count();
+    assert!(exact_nonzero > 32, "the products round: {exact_nonzero}");
+    let mut manifest = Vec::new();
+    for (name, data) in [
+        ("a", &a),
+        ("b", &b),
+        ("c", &c),
+        ("product", &product),
+        ("out", &out),
+    ] {
+        write_npy(
+            oracle.join(format!("{name}.npy")),
+            &Tensor::from_f32(vec![64], data).unwrap(),
+        )
+        .unwrap();
+        manifest.push(format!(
+            r#""{name}": {{"file": "{name}.npy", "dtype": "f32", "shape": [64]}}"#
+        ));
+    }
+    std::fs::write(
+        oracle.join("manifest.json"),
+        format!(
+            r#"{{"schema": "parity.oracle-manifest/1", "tensors": {{{}}}}}"#,
+            manifest.join(", ")
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("bisect.json");
+    let o = parity(
+        dir.path(),
+        &[
+            "bisect",
+            "stages.yaml",
+            "--json",
+            json.to_str().unwrap(),
+            "--repro-dir",
+            dir.path().join("repro").to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let effect = report["observer_effect"].as_array().unwrap();
+    assert_eq!(
+        effect.len(),
+        1,
+        "one tapped probe: {}",
+        report["observer_effect"]
+    );
+    let e = effect[0].as_str().unwrap();
+    assert!(
+        e.contains("tapping changed the stage's own results: `out` (")
+            && e.contains("of 64 elements differ"),
+        "{e}"
+    );
+    assert!(
+        stdout.contains("observer effect: probe 2: tapping changed"),
+        "{stdout}"
+    );
+    assert!(
+        report["notes"]
+            .to_string()
+            .contains("tapped builds compute the stage's outputs differently"),
+        "{}",
+        report["notes"]
+    );
+    // The tapped product matches the oracle's (rounded) product.
+    let product_checkpoint = report["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["oracle"] == "product")
+        .expect("the mapped checkpoint");
+    assert_eq!(product_checkpoint["passed"], true, "{product_checkpoint}");
 }

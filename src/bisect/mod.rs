@@ -521,6 +521,16 @@ fn localise(
     let located = search.locate(prober, start, strategy);
     report.checkpoints = search.records();
     report.observer_effect = std::mem::take(&mut search.observer_effect);
+    if !report.observer_effect.is_empty() {
+        report.notes.push(
+            "observer effect: tapped builds compute the stage's outputs differently from the \
+             untapped build that failed (see observer effect below), so the checkpoint \
+             verdicts describe another computation; the localisation may point at where the \
+             compiler builds the two differently (an FMA contraction, a fusion) rather than at \
+             a fault"
+                .into(),
+        );
+    }
     let (target, used) = located?;
     report.strategy = Some(used);
 
