@@ -187,6 +187,42 @@ fn load_module(
     })
 }
 
+/// The stage's module, normalised and parsed, with its source name; a
+/// `bind:` stage's arguments bound by name exactly as the run bound them.
+fn load_bound(
+    spec: &Spec,
+    stage: &mut Stage,
+    compiler: &IreeCompiler,
+) -> Result<(Module, String), BisectError> {
+    let (module, source_name) = load_module(spec, stage, compiler)?;
+    if stage.bind.is_some() {
+        run::bind::rebind(&spec.path, &module, stage).map_err(|message| BisectError::Bind {
+            stage: stage.name.clone(),
+            message,
+        })?;
+    }
+    Ok((module, source_name))
+}
+
+/// The function a stage runs, or slices, in its normalised module.
+fn stage_function<'m>(
+    module: &'m Module,
+    stage: &Stage,
+    source_name: &str,
+) -> Result<&'m Function, BisectError> {
+    let name = stage
+        .slice
+        .as_ref()
+        .map_or(&stage.function, |s| &s.function);
+    module
+        .function(name)
+        .ok_or_else(|| BisectError::UnknownFunction {
+            module: source_name.to_string(),
+            function: name.clone(),
+            stage: stage.name.clone(),
+        })
+}
+
 /// Inputs and outputs of a stage as values of its function: the function's
 /// own for a `function:` stage; for a `slice:` stage, the slice's arguments in
 /// the order parity-mlir gives them (the runner's order) and its `to` points.
@@ -250,29 +286,10 @@ fn bisect_stage(
         })?;
     let compiler =
         IreeCompiler::load(options.run.compiler_lib.as_deref()).map_err(BisectError::Compiler)?;
-    let (module, source_name) = load_module(spec, &stages[at], &compiler)?;
-    if stages[at].bind.is_some() {
-        // Bound by argument names, exactly as the run bound it.
-        run::bind::rebind(&spec.path, &module, &mut stages[at]).map_err(|message| {
-            BisectError::Bind {
-                stage: stage_name.to_string(),
-                message,
-            }
-        })?;
-    }
+    let (module, source_name) = load_bound(spec, &mut stages[at], &compiler)?;
     let stage = &stages[at];
-    let fn_name = stage
-        .slice
-        .as_ref()
-        .map_or(stage.function.clone(), |s| s.function.clone());
-    let func = module
-        .function(&fn_name)
-        .ok_or_else(|| BisectError::UnknownFunction {
-            module: source_name.clone(),
-            function: fn_name.clone(),
-            stage: stage_name.to_string(),
-        })?;
-    report.function = Some(fn_name.clone());
+    let func = stage_function(&module, stage, &source_name)?;
+    report.function = Some(func.name.clone());
     report.node_ids = Some(node_ids::model_explorer_ids(func));
     let store =
         OracleStore::open(&spec.oracle).map_err(|e| BisectError::OracleStore(Box::new(e)))?;
@@ -326,17 +343,18 @@ fn bisect_stage(
 
     let runtime = IreeRuntime::new(&spec.subject.driver).map_err(BisectError::Runtime)?;
     let cache = ArtifactCache::new(&options.run.cache_dir);
-    let mut prober = Prober {
+    let iree = probe::Iree {
         compiler: &compiler,
         cache: &cache,
         runtime: &runtime,
-        module: &module,
-        func,
-        options: probe::stage_options(spec, &stage.module),
-        source_name: source_name.clone(),
-        probes: 0,
-        log: Vec::new(),
     };
+    let mut prober = Prober::new(
+        iree,
+        &module,
+        func,
+        probe::stage_options(spec, &stage.module),
+        source_name.clone(),
+    );
     let outcome = localise(
         &program,
         &mut prober,
