@@ -50,6 +50,7 @@ pub fn confirm(
     candidates: &[Candidate],
 ) -> Result<Confirmation, BisectError> {
     let func = program.func;
+    let untried = candidates.len().saturating_sub(MAX_CANDIDATES);
     let candidates = &candidates[..candidates.len().min(MAX_CANDIDATES)];
     let mut cuts = vec![Cut {
         name: "confirm_before".into(),
@@ -118,6 +119,7 @@ pub fn confirm(
         confirmed: records.iter().find(|c| c.holds).map(|c| c.op_index),
         before,
         candidates: records,
+        untried,
     })
 }
 
@@ -164,11 +166,16 @@ pub fn note(c: &Confirmation, budget: &str) -> String {
             c.before.ulps_at_max
         ),
         None => format!(
-            "the f64 shadow flags {}, more error than rounding explains, but with its result \
+            "the f64 shadow flags {}{}, more error than rounding explains, but with its result \
              taken from the shadow the region's end still misses the oracle ({:.1} ULPs of \
              {budget} as it is, budget {}): the confirmation fails, so no operation is named \
              from the shadow (a deliberate precision drop, or a fault the shadow replays)",
             list(&|_| true),
+            if c.untried > 0 {
+                format!(" (and {} more over the budget, not tried)", c.untried)
+            } else {
+                String::new()
+            },
             c.before.ulps_at_max,
             c.budget_ulps
         ),
@@ -209,6 +216,7 @@ mod tests {
             before: metrics(3e6),
             candidates: vec![candidate(3, 3e6, false), candidate(7, 2.0, true)],
             confirmed: Some(7),
+            untried: 0,
         };
         let n = note(&c, "f32");
         assert!(n.starts_with("confirmed: with #7's result"), "{n}");
@@ -216,10 +224,12 @@ mod tests {
         let c = Confirmation {
             confirmed: None,
             candidates: vec![candidate(3, 3e6, false)],
+            untried: 2,
             ..c
         };
         let n = note(&c, "f32");
         assert!(n.contains("the confirmation fails"), "{n}");
+        assert!(n.contains("(and 2 more over the budget, not tried)"), "{n}");
         assert!(n.contains("#3 stablehlo.convert"), "{n}");
     }
 }

@@ -378,9 +378,11 @@ fn examine(
     // Inferred evidence only when it holds: each op over budget, its results
     // taken from the shadow, must bring the region's end onto the oracle.
     let mut candidates = Vec::new();
-    for &(o, local_ulps) in over.iter().take(confirm::MAX_CANDIDATES) {
+    for (k, &(o, local_ulps)) in over.iter().enumerate() {
         let mut results = Vec::new();
-        for &r in &func.ops[o].results {
+        // Past the probe's limit a candidate is only counted (not tried).
+        let tried = k < confirm::MAX_CANDIDATES;
+        for &r in func.ops[o].results.iter().filter(|_| tried) {
             if let Some(s) = shadow_of.get(&r) {
                 let dt = func.values[r]
                     .ty

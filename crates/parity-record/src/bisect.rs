@@ -316,6 +316,13 @@ pub struct Confirmation {
     pub candidates: Vec<ConfirmationCandidate>,
     /// The op index of the first candidate that holds, if any.
     pub confirmed: Option<usize>,
+    /// Operations over the local budget past the probe's limit, not tried.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub untried: usize,
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One candidate of the confirmation probe.

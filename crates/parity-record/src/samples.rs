@@ -303,6 +303,7 @@ pub fn bisect_region() -> BisectRecord {
             holds: false,
         }],
         confirmed: None,
+        untried: 0,
     });
     b.notes = vec!["localised to a region of 3 operations between the stage inputs (pass) and b2/normed (fail)".into()];
     b
