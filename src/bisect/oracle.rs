@@ -2,7 +2,7 @@
 //! named after scopes of its function) evaluated with tapped variants, to
 //! find the earliest failing checkpoint and the passing ones it depends on.
 
-use super::error::{execution, BisectError};
+use super::error::BisectError;
 use super::measure::{loc_label, oracle_as, squeezed, value_metrics, CHECKPOINT_ULP_BUDGET};
 use super::probe::{Cut, Prober};
 use super::{Program, Strategy, MARK_ALL_BYTES};
@@ -164,8 +164,7 @@ impl<'p, 'a> OracleSearch<'p, 'a> {
                 }],
                 false,
                 why,
-            )
-            .map_err(execution)?
+            )?
             .remove(0);
         let differing: Vec<String> = self
             .baseline

@@ -7,6 +7,7 @@
 //! fitted rather than enumerated: a variant takes a scale argument, searched
 //! on a log grid and refined.
 
+use super::error::BisectError;
 use super::measure::{value_metrics, CHECKPOINT_ULP_BUDGET};
 use super::probe::Prober;
 use super::Program;
@@ -55,17 +56,25 @@ pub fn search(
     feed: &[(ValueId, Tensor)],
     target: ValueId,
     expected: &Tensor,
-) -> Result<RepairOutcome, String> {
+) -> Result<RepairOutcome, BisectError> {
     let func = program.func;
     let req = SliceRequest {
         name: "repair".into(),
         from: feed.iter().map(|(v, _)| *v).collect(),
         to: vec![target],
     };
-    let (text, infos) = emit_slices(prober.module, func, "parity_repair", &[req])
-        .map_err(|e| format!("slicing the region for the repair search: {e}"))?;
+    let (text, infos) =
+        emit_slices(prober.module, func, "parity_repair", &[req]).map_err(|source| {
+            BisectError::Slice {
+                function: func.name.clone(),
+                source,
+            }
+        })?;
     let info = &infos[0];
-    let (head, body, tail) = split_function(&text).ok_or("unexpected slice text")?;
+    let (head, body, tail) = split_function(&text).ok_or_else(|| BisectError::EmittedText {
+        what: "the repair search's slice",
+        problem: "no `@repair` function".into(),
+    })?;
     let mut cands = Vec::new();
     for &o in region {
         cands.extend(edits_of(program, o, body));
@@ -108,7 +117,10 @@ pub fn search(
     let vmfb = prober
         .cache
         .get_or_compile(prober.compiler, &label, module.as_bytes(), &prober.options)
-        .map_err(|e| e.to_string())?
+        .map_err(|source| BisectError::Compile {
+            label: label.clone(),
+            source,
+        })?
         .vmfb;
     prober.probes += 1;
     prober.log.push(format!(
@@ -119,22 +131,31 @@ pub fn search(
     let loaded = prober
         .runtime
         .load(&vmfb, &label)
-        .map_err(|e| e.to_string())?;
+        .map_err(|source| BisectError::Load {
+            label: label.clone(),
+            source,
+        })?;
     let mut args = Vec::new();
     for (arg, _) in &info.args {
         match arg {
             SliceArg::From(i) => args.push(feed[*i].1.clone()),
             SliceArg::FuncArg(j) => {
-                return Err(format!("the region needs function argument {j}, not given"))
+                return Err(BisectError::MissingArgument {
+                    slice: "repair".into(),
+                    function: func.name.clone(),
+                    index: *j,
+                })
             }
         }
     }
-    let score = |name: &str, args: &[Tensor]| -> Result<f64, String> {
+    let score = |name: &str, args: &[Tensor]| -> Result<f64, BisectError> {
         let out = loaded
             .invoke(name, args)
-            .map_err(|e| format!("running {name}: {e}"))?;
-        let m = value_metrics(func, target, &out[0], expected, "oracle", program.budget)
-            .map_err(|e| e.to_string())?;
+            .map_err(|source| BisectError::Invoke {
+                slice: name.to_string(),
+                source,
+            })?;
+        let m = value_metrics(func, target, &out[0], expected, "oracle", program.budget)?;
         Ok(if m.ulps_at_max.is_nan() {
             f64::INFINITY
         } else {
@@ -158,8 +179,12 @@ pub fn search(
             Some(value) => {
                 let dtype = DType::F32;
                 let (s, u) = fit_scale(|s| {
-                    let scale =
-                        Tensor::from_f64_as(dtype, vec![], &[s]).map_err(|e| e.to_string())?;
+                    let scale = Tensor::from_f64_as(dtype, vec![], &[s]).map_err(|source| {
+                        BisectError::Tensor {
+                            what: "the scale argument",
+                            source,
+                        }
+                    })?;
                     let mut a = vec![scale];
                     a.extend(args.iter().cloned());
                     score(&name, &a)
@@ -207,7 +232,9 @@ fn consumer_of(program: &Program, region: &[usize], o: usize) -> Option<usize> {
 
 /// Minimises `f` over scales: a signed log grid (1e-4 .. 1e4), then a
 /// golden-section refinement in log space around the best grid point.
-fn fit_scale(mut f: impl FnMut(f64) -> Result<f64, String>) -> Result<(f64, f64), String> {
+fn fit_scale(
+    mut f: impl FnMut(f64) -> Result<f64, BisectError>,
+) -> Result<(f64, f64), BisectError> {
     let mut best = (1.0, f64::INFINITY);
     for sign in [1.0, -1.0] {
         for i in 0..=32 {

@@ -3,7 +3,7 @@
 //! each operation run alone in production precision on the shadow's inputs
 //! shows the error it adds by itself.
 
-use super::error::{execution, BisectError};
+use super::error::BisectError;
 use super::measure::{
     all_finite, loc_label, nonfinite_where_finite, value_metrics, LOCAL_ULP_BUDGET,
 };
@@ -156,8 +156,8 @@ fn tap_pair(
         given: given.clone(),
         want: vec![v],
     };
-    let mut p = prober.run(&[cut()], false, why).map_err(execution)?;
-    let mut s = prober.run(&[cut()], true, why).map_err(execution)?;
+    let mut p = prober.run(&[cut()], false, why)?;
+    let mut s = prober.run(&[cut()], true, why)?;
     Ok((p.remove(0).remove(0), s.remove(0).remove(0)))
 }
 
@@ -221,18 +221,16 @@ fn examine(
             &[region_cut()],
             false,
             "region, production precision, values tapped",
-        )
-        .map_err(execution)?
+        )?
         .remove(0);
     let shadow = prober
-        .run(&[region_cut()], true, "region, f64 shadow, values tapped")
-        .map_err(execution)?
+        .run(&[region_cut()], true, "region, f64 shadow, values tapped")?
         .remove(0);
     let prod_of: HashMap<ValueId, Tensor> = taps.iter().copied().zip(prod).collect();
     let mut shadow_of: HashMap<ValueId, Tensor> = taps.iter().copied().zip(shadow).collect();
     for (v, t) in feed {
         if !shadow_of.contains_key(v) {
-            shadow_of.insert(*v, widen(t).map_err(execution)?);
+            shadow_of.insert(*v, widen(t)?);
         }
     }
 
@@ -260,7 +258,7 @@ fn examine(
                 .element()
                 .and_then(dtype_of)
                 .unwrap_or(sh.dtype());
-            ins.push((v, narrow(sh, dt).map_err(execution)?));
+            ins.push((v, narrow(sh, dt)?));
         }
         if complete {
             alone.push((o, ins));
@@ -277,9 +275,7 @@ fn examine(
     let local = if cuts.is_empty() {
         Vec::new()
     } else {
-        prober
-            .run(&cuts, false, "each op alone on the shadow's inputs")
-            .map_err(execution)?
+        prober.run(&cuts, false, "each op alone on the shadow's inputs")?
     };
     let local_of: HashMap<usize, Vec<Tensor>> = alone.iter().map(|(o, _)| *o).zip(local).collect();
 
