@@ -13,6 +13,7 @@
 //!    as the evidence goes.
 //! 4. A reproducer directory with the smallest failing slice ([`repro`]).
 
+mod confirm;
 mod error;
 mod layout;
 mod matching;
@@ -186,6 +187,42 @@ fn load_module(
     })
 }
 
+/// The stage's module, normalised and parsed, with its source name; a
+/// `bind:` stage's arguments bound by name exactly as the run bound them.
+fn load_bound(
+    spec: &Spec,
+    stage: &mut Stage,
+    compiler: &IreeCompiler,
+) -> Result<(Module, String), BisectError> {
+    let (module, source_name) = load_module(spec, stage, compiler)?;
+    if stage.bind.is_some() {
+        run::bind::rebind(&spec.path, &module, stage).map_err(|message| BisectError::Bind {
+            stage: stage.name.clone(),
+            message,
+        })?;
+    }
+    Ok((module, source_name))
+}
+
+/// The function a stage runs, or slices, in its normalised module.
+fn stage_function<'m>(
+    module: &'m Module,
+    stage: &Stage,
+    source_name: &str,
+) -> Result<&'m Function, BisectError> {
+    let name = stage
+        .slice
+        .as_ref()
+        .map_or(&stage.function, |s| &s.function);
+    module
+        .function(name)
+        .ok_or_else(|| BisectError::UnknownFunction {
+            module: source_name.to_string(),
+            function: name.clone(),
+            stage: stage.name.clone(),
+        })
+}
+
 /// Inputs and outputs of a stage as values of its function: the function's
 /// own for a `function:` stage; for a `slice:` stage, the slice's arguments in
 /// the order parity-mlir gives them (the runner's order) and its `to` points.
@@ -249,29 +286,10 @@ fn bisect_stage(
         })?;
     let compiler =
         IreeCompiler::load(options.run.compiler_lib.as_deref()).map_err(BisectError::Compiler)?;
-    let (module, source_name) = load_module(spec, &stages[at], &compiler)?;
-    if stages[at].bind.is_some() {
-        // Bound by argument names, exactly as the run bound it.
-        run::bind::rebind(&spec.path, &module, &mut stages[at]).map_err(|message| {
-            BisectError::Bind {
-                stage: stage_name.to_string(),
-                message,
-            }
-        })?;
-    }
+    let (module, source_name) = load_bound(spec, &mut stages[at], &compiler)?;
     let stage = &stages[at];
-    let fn_name = stage
-        .slice
-        .as_ref()
-        .map_or(stage.function.clone(), |s| s.function.clone());
-    let func = module
-        .function(&fn_name)
-        .ok_or_else(|| BisectError::UnknownFunction {
-            module: source_name.clone(),
-            function: fn_name.clone(),
-            stage: stage_name.to_string(),
-        })?;
-    report.function = Some(fn_name.clone());
+    let func = stage_function(&module, stage, &source_name)?;
+    report.function = Some(func.name.clone());
     report.node_ids = Some(node_ids::model_explorer_ids(func));
     let store =
         OracleStore::open(&spec.oracle).map_err(|e| BisectError::OracleStore(Box::new(e)))?;
@@ -325,17 +343,18 @@ fn bisect_stage(
 
     let runtime = IreeRuntime::new(&spec.subject.driver).map_err(BisectError::Runtime)?;
     let cache = ArtifactCache::new(&options.run.cache_dir);
-    let mut prober = Prober {
+    let iree = probe::Iree {
         compiler: &compiler,
         cache: &cache,
         runtime: &runtime,
-        module: &module,
-        func,
-        options: probe::stage_options(spec, &stage.module),
-        source_name: source_name.clone(),
-        probes: 0,
-        log: Vec::new(),
     };
+    let mut prober = Prober::new(
+        iree,
+        &module,
+        func,
+        probe::stage_options(spec, &stage.module),
+        source_name.clone(),
+    );
     let outcome = localise(
         &program,
         &mut prober,
@@ -520,6 +539,16 @@ fn localise(
     let located = search.locate(prober, start, strategy);
     report.checkpoints = search.records();
     report.observer_effect = std::mem::take(&mut search.observer_effect);
+    if !report.observer_effect.is_empty() {
+        report.notes.push(
+            "observer effect: tapped builds compute the stage's outputs differently from the \
+             untapped build that failed (see observer effect below), so the checkpoint \
+             verdicts describe another computation; the localisation may point at where the \
+             compiler builds the two differently (an FMA contraction, a fusion) rather than at \
+             a fault"
+                .into(),
+        );
+    }
     let (target, used) = located?;
     report.strategy = Some(used);
 
@@ -597,8 +626,22 @@ fn localise(
             .and_then(|i| baseline_outputs.get(i))
             .is_some_and(|p| !measure::nonfinite_where_finite(p, &expected[0].1).is_empty()),
     };
-    let outcome = shadow::run(program, prober, &region, &feed, strategy, target_nonfinite)?;
+    let end = confirm::End {
+        value: target,
+        oracle: &expected[0].1,
+        oracle_name: &target_oracle,
+    };
+    let outcome = shadow::run(
+        program,
+        prober,
+        &region,
+        &feed,
+        strategy,
+        target_nonfinite,
+        &end,
+    )?;
     report.shadow = outcome.rows;
+    report.confirmation = outcome.confirmation;
     report.notes.extend(outcome.notes);
     match outcome.found {
         Some(f) => {
@@ -640,14 +683,23 @@ fn localise(
                     .map(|r| r.passing.join(", "))
                     .unwrap_or_default()
             };
+            let shadow_says = if report.confirmation.is_some() {
+                "the operations the f64 shadow flags do not explain the divergence (their \
+                 confirmation fails, see above), so the difference is not their rounding"
+                    .to_string()
+            } else {
+                format!(
+                    "the f64 shadow finds no operation there losing more than \
+                     {LOCAL_ULP_BUDGET} ULPs of {}, so the difference is semantic (the oracle \
+                     computes something else somewhere in these operations)",
+                    program.budget.name()
+                )
+            };
             report.notes.push(format!(
                 "localised to a region of {} operations between {passing_names} (pass) and \
-                 {target_oracle} (fail); the f64 shadow finds no operation there losing more \
-                 than {LOCAL_ULP_BUDGET} ULPs of {}, so the difference is semantic (the oracle \
-                 computes something else somewhere in these operations), and no oracle tensor \
-                 inside the region narrows it further",
+                 {target_oracle} (fail); {shadow_says}, and no oracle tensor inside the region \
+                 narrows it further",
                 region.len(),
-                program.budget.name()
             ));
             Ok(Localised::Region {
                 ops: region,

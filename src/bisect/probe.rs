@@ -35,6 +35,41 @@ pub struct Prober<'a> {
     pub log: Vec<String>,
 }
 
+/// The IREE compiler, artifact cache and runtime that probes use.
+#[derive(Clone, Copy)]
+pub struct Iree<'a> {
+    /// The compiler (in process).
+    pub compiler: &'a IreeCompiler,
+    /// The artifact cache probes compile through.
+    pub cache: &'a ArtifactCache,
+    /// The runtime probes run on.
+    pub runtime: &'a IreeRuntime,
+}
+
+impl<'a> Prober<'a> {
+    /// A prober of `func` (of `module`, read from `source_name`), compiled
+    /// with `options` (see [`stage_options`]); no probe run yet.
+    pub fn new(
+        iree: Iree<'a>,
+        module: &'a Module,
+        func: &'a Function,
+        options: CompileOptions,
+        source_name: String,
+    ) -> Self {
+        Prober {
+            compiler: iree.compiler,
+            cache: iree.cache,
+            runtime: iree.runtime,
+            module,
+            func,
+            options,
+            source_name,
+            probes: 0,
+            log: Vec::new(),
+        }
+    }
+}
+
 /// The compile options of probes of `module`: the subject's backend, its
 /// flags, then the module's own flags (as the run compiles it).
 pub fn stage_options(spec: &parity_spec::Spec, module: &str) -> CompileOptions {

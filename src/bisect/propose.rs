@@ -8,8 +8,8 @@
 
 pub use super::layout::Layout;
 use super::matching::{agree, candidates, points_of, stage_inputs, stage_tolerance, Judge};
-use super::probe::{Cut, Prober};
-use super::{isolated_args, load_module, stage_values, BisectError};
+use super::probe::{Cut, Iree, Prober};
+use super::{isolated_args, load_bound, stage_function, stage_values, BisectError};
 use crate::run::inputs::InputSources;
 use crate::run::RunOptions;
 use parity_compare::Criterion;
@@ -238,27 +238,9 @@ pub fn propose(
             .iter()
             .position(|s| s.name == stage_name)
             .ok_or_else(|| case_err(format!("no stage `{stage_name}`")))?;
-        let (module, source_name) = load_module(spec, &stages[at], &compiler)?;
-        if stages[at].bind.is_some() {
-            crate::run::bind::rebind(&spec.path, &module, &mut stages[at]).map_err(|message| {
-                BisectError::Bind {
-                    stage: stage_name.to_string(),
-                    message,
-                }
-            })?;
-        }
+        let (module, source_name) = load_bound(spec, &mut stages[at], &compiler)?;
         let stage = &stages[at];
-        let fn_name = stage
-            .slice
-            .as_ref()
-            .map_or(stage.function.clone(), |s| s.function.clone());
-        let func = module
-            .function(&fn_name)
-            .ok_or_else(|| BisectError::UnknownFunction {
-                module: source_name.clone(),
-                function: fn_name.clone(),
-                stage: stage_name.to_string(),
-            })?;
+        let func = stage_function(&module, stage, &source_name)?;
         let (inputs, outputs) = stage_values(&module, func, stage)?;
         let args = isolated_args(&spec.path, stage, &stages, &sources)?;
         if inputs.len() != args.len() {
@@ -274,17 +256,18 @@ pub fn propose(
         let runtime = IreeRuntime::new(&spec.subject.driver)
             .map_err(|e| probe_error(stage, case, BisectError::Runtime(e)))?;
         let cache = ArtifactCache::new(&run.cache_dir);
-        let mut prober = Prober {
+        let iree = Iree {
             compiler: &compiler,
             cache: &cache,
             runtime: &runtime,
-            module: &module,
-            func,
-            options: super::probe::stage_options(spec, &stage.module),
-            source_name,
-            probes: 0,
-            log: Vec::new(),
         };
+        let mut prober = Prober::new(
+            iree,
+            &module,
+            func,
+            super::probe::stage_options(spec, &stage.module),
+            source_name,
+        );
         let given: Vec<(ValueId, &Tensor)> = inputs.iter().copied().zip(args.iter()).collect();
         let values = if tapped.is_empty() {
             Vec::new()
@@ -335,7 +318,7 @@ pub fn propose(
                 .or_default()
                 .push(found);
         }
-        proposal.function = fn_name;
+        proposal.function = func.name.clone();
         proposal.tolerance = tolerance;
         proposal.tapped = tapped.len();
         proposal.untapped = untapped;
