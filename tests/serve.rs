@@ -300,6 +300,11 @@ fn a_weight_missing_at_prefill_is_an_input_error() {
     .unwrap();
     manifest["functions"]["slot_prefill_p10_s2"]["weights"][0] =
         Value::String("language_model.no_such_weight".into());
+    // And without its audio merge, the audio-only prompt has no bucket.
+    manifest["functions"]
+        .as_object_mut()
+        .unwrap()
+        .remove("audio_merge_ple_p13_c1");
     std::fs::write(
         dir.path().join("serving-functions.json"),
         manifest.to_string(),
@@ -309,7 +314,7 @@ fn a_weight_missing_at_prefill_is_an_input_error() {
     std::fs::write(
         &path,
         format!(
-            "version: 1\nspec: {root}/subject/gemma3n/stages.yaml\nmodule: gemma3n_serving_f32.mlir.gz\nslots: 2\nrequests:\n  - {{id: a, case: text_short, max_new_tokens: 2, arrive: 0}}\n",
+            "version: 1\nspec: {root}/subject/gemma3n/stages.yaml\nmodule: gemma3n_serving_f32.mlir.gz\nslots: 2\nrequests:\n  - {{id: a, case: text_short, max_new_tokens: 2, arrive: 0}}\n  - {{id: b, case: audio_only, max_new_tokens: 2, arrive: 0}}\n",
             root = repo().display()
         ),
     )
@@ -337,6 +342,12 @@ fn a_weight_missing_at_prefill_is_an_input_error() {
         "{e}"
     );
     assert_eq!(r["errors"][0]["kind"], "input", "{r}");
+    let b = request(&r, "b");
+    assert!(b["slot"].is_null() && tokens(&b["tokens"]).is_empty(), "{b}");
+    assert_eq!(
+        b["refused"],
+        "request `b`: prompt length 13 has no bucket in the serving module (no `audio_merge_ple_p13_c1`)"
+    );
 }
 
 #[test]
