@@ -343,7 +343,10 @@ fn a_weight_missing_at_prefill_is_an_input_error() {
     );
     assert_eq!(r["errors"][0]["kind"], "input", "{r}");
     let b = request(&r, "b");
-    assert!(b["slot"].is_null() && tokens(&b["tokens"]).is_empty(), "{b}");
+    assert!(
+        b["slot"].is_null() && tokens(&b["tokens"]).is_empty(),
+        "{b}"
+    );
     assert_eq!(
         b["refused"],
         "request `b`: prompt length 13 has no bucket in the serving module (no `audio_merge_ple_p13_c1`)"
