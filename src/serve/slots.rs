@@ -1,8 +1,9 @@
 //! The serving module's slot entry points on a loaded IREE module set, shared
 //! by parity's in-process engine and the loopback fixture server
 //! (crates/parity-server): `embed_text_p{P}`, `audio_merge_ple_p{P}_c{C}`
-//! (where the serving module has one), `slot_prefill_p{P}_s{S}` into one slot, and `slot_decode_s{S}` over every slot at once, with the slots'
-//! KV caches and lengths ([`SlotCaches`]) carried from call to call.
+//! (where the serving module has one), `slot_prefill_p{P}_s{S}` into one
+//! slot, and `slot_decode_s{S}` over every slot at once, with the slots' KV
+//! caches and lengths ([`SlotCaches`]) carried from call to call.
 
 use super::error::ServeError;
 use super::functions::Functions;
