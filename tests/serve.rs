@@ -177,6 +177,48 @@ fn an_audio_only_prompt_gives_the_oracle_tokens_and_its_solo_run_bit_for_bit() {
 }
 
 #[test]
+fn a_case_outside_the_token_run_is_judged_on_the_tokens_its_oracle_holds() {
+    // partial77 is a prefill-only LM case (its dump holds token 0 only) and
+    // not in stages.yaml's tokens: section.
+    let _one_at_a_time = MAIN_MODULE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("prefill-only-scenario.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "version: 1\nspec: {root}/subject/gemma3n/stages.yaml\nmodule: {root}/subject/gemma3n/serving/gemma3n_serving_f32.mlir.gz\nslots: 2\nrequests:\n  - {{id: p, case: partial77, max_new_tokens: 3, arrive: 0}}\n",
+            root = repo().display()
+        ),
+    )
+    .unwrap();
+    let o = parity(
+        &repo(),
+        &[
+            "serve",
+            path.to_str().unwrap(),
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("serving.json")).unwrap())
+            .unwrap();
+    let p = request(&r, "p");
+    assert_eq!(tokens(&p["oracle_tokens"]).len(), 1, "{p}");
+    assert_eq!(tokens(&p["tokens"])[0], tokens(&p["oracle_tokens"])[0]);
+    let v = verdict(p, "oracle_tokens");
+    assert_eq!(v["status"], "pass");
+    assert_eq!(
+        v["message"],
+        "1 tokens equal the oracle's (2 tokens beyond the oracle's are not judged)"
+    );
+}
+
+#[test]
 fn cancellation_frees_the_slot_for_reuse_and_an_all_padded_clip_is_refused() {
     let (code, stdout, r) = serve("text-cancel-reuse-scenario.yaml");
     assert_eq!(code, 0, "{stdout}");

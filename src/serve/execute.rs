@@ -101,9 +101,11 @@ pub fn execute_on(path: &Path, options: &RunOptions, choice: &TargetChoice) -> S
 }
 
 /// The oracle's tokens and logits of `case`: a case of the spec's `tokens:`
-/// section, or a serving-only case of the oracle store (`audio_only`: a
-/// prompt no token-run case has), read by the same tensor names with no
-/// truth logits. None: the store has no token oracle for the case.
+/// section, or another case of the oracle store (a serving-only case such
+/// as `audio_only`, a prompt no token-run case has), read by the same tensor
+/// names, with no truth logits and as many tokens as the store holds (up to
+/// the section's `max_new_tokens`; tokens past them are not judged). None:
+/// the store has no token oracle for the case.
 fn oracle_case(session: &Session<'_>, case: &str) -> Result<Option<OracleCase>, TokensError> {
     if let Some(c) = session.tokens.case(case) {
         return OracleCase::load(session, c).map(Some);
@@ -117,8 +119,13 @@ fn oracle_case(session: &Session<'_>, case: &str) -> Result<Option<OracleCase>, 
     if !session.sources.has_oracle(&tokens_name) {
         return Ok(None);
     }
+    let held = session.sources.oracle(&tokens_name)?.numel();
+    if held == 0 {
+        return Ok(None);
+    }
     let mut tokens = session.tokens.clone();
     tokens.oracle.truth_logits = None;
+    tokens.max_new_tokens = tokens.max_new_tokens.min(held);
     let serving_only = Session {
         tokens: &tokens,
         ..*session
