@@ -311,3 +311,37 @@ proptest! {
         prop_assert_eq!(vector.count + vector.masked_out, n as u64);
     }
 }
+
+#[test]
+fn top_k_lists_that_change_in_every_block_match_the_scalar_kernel() {
+    // The error grows by one ULP every 200 elements, so nearly every block
+    // of the vector path holds a new top-K entry, by a hair (1e-10), among
+    // 200-element runs of exact ties; distances reach the histogram's
+    // log2 buckets. The vector path looks for candidates once a block.
+    let n = crate::kernel::CHUNK + 5003;
+    let e = vec![1e-3f32; n];
+    let a: Vec<f32> = (0..n)
+        .map(|i| f32::from_bits(1e-3f32.to_bits() + (i / 200) as u32))
+        .collect();
+    let at = Tensor::from_f32(vec![n], &a).unwrap();
+    let et = Tensor::from_f32(vec![n], &e).unwrap();
+    for top_k in [1, 8, 33] {
+        let opts = CompareOptions {
+            top_k,
+            atol: 0.0,
+            rtol: 1e-4,
+            parallel: false,
+            ..CompareOptions::default()
+        };
+        let vector = compare(&at, &et, None, &opts).unwrap();
+        let scalar = with_scalar(|| compare(&at, &et, None, &opts).unwrap());
+        let reference = with_reference(|| compare(&at, &et, None, &opts).unwrap());
+        assert_eq!(exact(&vector), exact(&scalar));
+        assert_eq!(exact(&vector), exact(&reference));
+        // The worst are the first `top_k` elements at the largest distance.
+        let last = (n - 1) / 200 * 200;
+        assert_eq!(vector.worst[0].index, vec![last]);
+        assert_eq!(vector.max_ulp, Some(((n - 1) / 200) as u64));
+        assert!(vector.allclose_violations > 0);
+    }
+}
