@@ -8,7 +8,7 @@
 //! serial runs and prints the fastest (a quick A/B of the kernel; `parity
 //! bench` is the full table). docs/performance.md has the figures.
 
-use parity_compare::baseline::near_pair;
+use parity_compare::baseline::{near_pair, sum_f32_bytes};
 use parity_compare::{compare, CompareOptions};
 use parity_tensor::Tensor;
 use std::hint::black_box;
@@ -40,18 +40,28 @@ fn main() {
         ..CompareOptions::default()
     };
     if reps > 0 {
-        let best = (0..reps)
-            .map(|_| {
-                let t = std::time::Instant::now();
+        // Interleaved with a serial read of both buffers, so both see the same load.
+        let time = |f: &mut dyn FnMut()| {
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        };
+        let (mut read, mut best) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..reps {
+            read = read.min(time(&mut || {
+                black_box(sum_f32_bytes(black_box(at.bytes())) + sum_f32_bytes(et.bytes()));
+            }));
+            best = best.min(time(&mut || {
                 black_box(compare(black_box(&at), black_box(&et), None, &opts).ok());
-                t.elapsed().as_secs_f64()
-            })
-            .fold(f64::INFINITY, f64::min);
+            }));
+        }
         println!(
-            "fastest of {reps}: {:.2} ms, {:.2} ns an element, {:.2} GB/s",
+            "fastest of {reps}: {:.2} ms, {:.2} ns an element, {:.2} GB/s; serial read {:.2} GB/s; ratio {:.2}",
             best * 1e3,
             best * 1e9 / elems as f64,
-            (8 * elems) as f64 / best / 1e9
+            (8 * elems) as f64 / best / 1e9,
+            (8 * elems) as f64 / read / 1e9,
+            read / best
         );
     }
     match compare(black_box(&at), black_box(&et), None, &opts) {

@@ -7,8 +7,9 @@
 //!
 //! What the profile asked for (docs/performance.md), per group of eight:
 //! - **Histogram:** distances 0 to 3 ([`SMALL`]) are counted in one vector
-//!   of packed 8-bit counters (`1 << 8d` added per lane), unpacked once a
-//!   block; a group with a larger distance takes the scalar increments.
+//!   of packed 8-bit counters (`1 << 8d` added per lane, from a `vpermd`
+//!   table), unpacked once a block; a group with a larger distance is
+//!   queued, and its slots computed eight at a time at the block's end.
 //! - **Top-K and the first violation** are looked for once a block of
 //!   [`BLOCK_GROUPS`] groups, not once a group: the block's largest |a - e|
 //!   and allclose excess against the lists' floors, and its violation count.
@@ -33,6 +34,8 @@ use std::arch::x86_64::*;
 /// for the top-K lists costs little.
 const BLOCK_GROUPS: usize = 32;
 const _: () = assert!(BLOCK_GROUPS <= 255 && BLOCK_GROUPS <= QUEUE);
+// The packed counters' table (`one_at`) has a lane for each of 0..SMALL.
+const _: () = assert!(SMALL == 4);
 
 /// The five lane sums as vectors.
 #[derive(Clone, Copy)]
@@ -101,7 +104,8 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         let max_finite = _mm256_set1_epi32(0x7f7f_ffff);
         let not_small = _mm256_set1_epi32(!(SMALL as i32 - 1));
         let small_limit = _mm256_set1_epi32(SMALL as i32);
-        let one = _mm256_set1_epi32(1);
+        // Lane d < SMALL: 1 << 8d; lane SMALL: 0.
+        let one_at = _mm256_setr_epi32(1, 1 << 8, 1 << 16, 1 << 24, 0, 0, 0, 0);
         let (atol, rtol) = (_mm256_set1_pd(self.atol), _mm256_set1_pd(self.rtol));
         let mut s = acc.s;
         let mut v = VecSums::load(&s);
@@ -116,13 +120,14 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             let g_end = (g + BLOCK_GROUPS).min(groups);
             let mut block_abs = _mm256_set1_pd(f64::NEG_INFINITY);
             let mut block_excess = _mm256_set1_pd(f64::NEG_INFINITY);
-            // Minus the violations, per lane (a true compare is all ones: -1).
-            let mut bad = _mm256_setzero_si256();
+            let mut violations = 0u64;
             // Elements at distance d in byte d of each lane.
             let mut packed = _mm256_setzero_si256();
             let mut stop = g_end;
             // Groups with a distance of SMALL or more, queued in `hist`.
             let mut n_big = 0usize;
+            // First the integer work, up to the first group with a NaN or
+            // an infinity.
             for gi in g..g_end {
                 let (pa, pe) = (
                     ra.as_ptr().wrapping_add(gi * 32),
@@ -140,21 +145,30 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                 let eq = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ua, ue)));
                 equal += eq.count_ones() as u64;
                 if U::ENABLED {
-                    // Without branches: a distance of SMALL or more shifts
-                    // the one out (vpsllvd by 32 gives 0), and every group
-                    // is written to the queue, which keeps only those with one.
+                    // Without branches: distance d < SMALL adds 1 << 8d, a
+                    // larger one (capped at SMALL) adds 0, and every group is
+                    // written to the queue, which keeps only those with one.
                     let dist = ulp_dist8(ua, ue, ma, me);
-                    let shift = _mm256_slli_epi32::<3>(_mm256_min_epu32(dist, small_limit));
-                    packed = _mm256_add_epi32(packed, _mm256_sllv_epi32(one, shift));
+                    let capped = _mm256_min_epu32(dist, small_limit);
+                    packed = _mm256_add_epi32(packed, _mm256_permutevar8x32_epi32(one_at, capped));
                     let slot = hist.queue_slot(n_big);
                     // SAFETY: a queue slot is 32 bytes; unaligned store.
                     unsafe { _mm256_storeu_si256(slot.as_mut_ptr().cast(), dist) };
                     n_big += (_mm256_testz_si256(dist, not_small) == 0) as usize;
                 }
-                // Each half of four straight from memory (fewer live registers):
-                // element k, then element k + 4, into lane k, in flat order.
+            }
+            // Then the f64 work on the groups before it, a second pass over
+            // the block (in L1): fewer live vector registers than one pass
+            // doing both, so none of the sums is spilled.
+            for gi in g..stop {
+                let (pa, pe) = (
+                    ra.as_ptr().wrapping_add(gi * 32),
+                    re.as_ptr().wrapping_add(gi * 32),
+                );
+                // Element k, then element k + 4, into lane k: in flat order.
                 for h in 0..2 {
-                    // SAFETY: as above, bytes 16h..16h + 16 of the group.
+                    // SAFETY: gi < groups and both slices hold 32 * groups
+                    // bytes: bytes 16h..16h + 16 of the group; unaligned loads.
                     let (a4, e4) = unsafe {
                         (
                             _mm256_cvtps_pd(_mm_loadu_ps(pa.add(16 * h).cast())),
@@ -166,7 +180,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                     let r = _mm256_mul_pd(rtol, _mm256_and_pd(e4, abs_mask));
                     let x = _mm256_sub_pd(ad, r);
                     let b = _mm256_cmp_pd::<_CMP_GT_OQ>(ad, _mm256_add_pd(atol, r));
-                    bad = _mm256_add_epi64(bad, _mm256_castpd_si256(b));
+                    violations += _mm256_movemask_pd(b).count_ones() as u64;
                     v.abs = _mm256_add_pd(v.abs, ad);
                     v.sq = _mm256_add_pd(v.sq, _mm256_mul_pd(d, d));
                     v.aa = _mm256_fmadd_pd(a4, a4, v.aa);
@@ -185,7 +199,6 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                 let field = _mm256_and_si256(field, _mm256_set1_epi32(0xff));
                 *count = _mm256_add_epi32(*count, field);
             }
-            let violations = hsum_epi64(bad).wrapping_neg();
             s.allclose_violations += violations;
             max_abs = _mm256_max_pd(max_abs, block_abs);
             max_excess = _mm256_max_pd(max_excess, block_excess);
@@ -241,27 +254,55 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         self.segment(acc, hist, a, e, g0, g0 + 8, |_| false);
     }
 
-    /// Offers elements `from..to` (all finite) to both top-K lists, in flat
-    /// order; the lists keep the same hits as when offered only the
-    /// elements beating their floors, as the scalar path does.
+    /// Offers elements `from..to` (all finite, whole groups of eight) to both
+    /// top-K lists, in flat order: each group's elements that beat the
+    /// lists' floors (as the floors were when the group began; they only
+    /// rise), which leaves the lists as offering every element would.
     #[cold]
     #[inline(never)]
+    #[target_feature(enable = "avx2")]
     fn offer_range(&self, acc: &mut Acc, a: &[u8], e: &[u8], from: usize, to: usize) {
-        let pairs = a[from * 4..to * 4]
-            .chunks_exact(4)
-            .zip(e[from * 4..to * 4].chunks_exact(4));
-        for (i, (ca, ce)) in (from..).zip(pairs) {
-            let (x, y) = (self.a.load(ca), self.e.load(ce));
-            let score = (x - y).abs();
-            let h = Hit {
-                flat: i,
-                actual: x,
-                expected: y,
-                score,
-            };
-            acc.worst.offer(h);
-            let excess = score - self.rtol * y.abs();
-            acc.excess.offer(Hit { score: excess, ..h });
+        let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
+        let rtol = _mm256_set1_pd(self.rtol);
+        let groups = a[from * 4..to * 4]
+            .chunks_exact(32)
+            .zip(e[from * 4..to * 4].chunks_exact(32));
+        for (g0, (ca, ce)) in (from..).step_by(8).zip(groups) {
+            let wf = _mm256_set1_pd(acc.worst.floor());
+            let xf = _mm256_set1_pd(acc.excess.floor());
+            let mut beats = 0;
+            for h in 0..2 {
+                // SAFETY: each chunk is 32 bytes: bytes 16h..16h + 16; unaligned loads.
+                let (a4, e4) = unsafe {
+                    (
+                        _mm256_cvtps_pd(_mm_loadu_ps(ca.as_ptr().add(16 * h).cast())),
+                        _mm256_cvtps_pd(_mm_loadu_ps(ce.as_ptr().add(16 * h).cast())),
+                    )
+                };
+                let ad = _mm256_and_pd(_mm256_sub_pd(a4, e4), abs_mask);
+                let x = _mm256_sub_pd(ad, _mm256_mul_pd(rtol, _mm256_and_pd(e4, abs_mask)));
+                let m = _mm256_or_pd(
+                    _mm256_cmp_pd::<_CMP_GT_OQ>(ad, wf),
+                    _mm256_cmp_pd::<_CMP_GT_OQ>(x, xf),
+                );
+                beats |= _mm256_movemask_pd(m) << (4 * h);
+            }
+            for t in (0..8).filter(|t| beats >> t & 1 == 1) {
+                let (x, y) = (
+                    self.a.load(&ca[4 * t..4 * t + 4]),
+                    self.e.load(&ce[4 * t..4 * t + 4]),
+                );
+                let score = (x - y).abs();
+                let h = Hit {
+                    flat: g0 + t,
+                    actual: x,
+                    expected: y,
+                    score,
+                };
+                acc.worst.offer(h);
+                let excess = score - self.rtol * y.abs();
+                acc.excess.offer(Hit { score: excess, ..h });
+            }
         }
     }
 
@@ -348,16 +389,6 @@ fn hmax_pd(v: __m256d) -> f64 {
     // SAFETY: `l` is 32 bytes.
     unsafe { _mm256_storeu_pd(l.as_mut_ptr(), v) };
     l[0].max(l[1]).max(l[2].max(l[3]))
-}
-
-/// Sum of four u64 lanes (wrapping).
-#[target_feature(enable = "avx2")]
-#[inline]
-fn hsum_epi64(v: __m256i) -> u64 {
-    let mut l = [0u64; 4];
-    // SAFETY: `l` is 32 bytes.
-    unsafe { _mm256_storeu_si256(l.as_mut_ptr().cast(), v) };
-    l.iter().fold(0u64, |t, &x| t.wrapping_add(x))
 }
 
 /// Sum of eight u32 lanes, in u64.
