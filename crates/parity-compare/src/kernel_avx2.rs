@@ -10,15 +10,16 @@
 //!   of packed 8-bit counters (`1 << 8d` added per lane, from a `vpermd`
 //!   table), unpacked once a block; a group with a larger distance is
 //!   queued, and its slots computed eight at a time at the block's end.
-//! - **Top-K and the first violation** are looked for once a block of
-//!   [`BLOCK_GROUPS`] groups, not once a group: the block's largest |a - e|
-//!   and allclose excess against the lists' floors, and its violation count.
-//!   Only a block that may hold a candidate (or the first violation) is
-//!   read again, element by element, in flat order (`offer_range`,
-//!   `first_violation`), which offers the lists a superset of what the
-//!   scalar path offers them: same lists.
-//! - **Counts** (bitwise-equal pairs, violations) are vector lanes, summed
-//!   once a block or once a run, instead of `movemask` + `popcnt` a group.
+//! - **Top-K, allclose violations and the first violation** are looked for
+//!   once a block of [`BLOCK_GROUPS`] groups, not once a group: the block's
+//!   largest |a - e| and allclose excess against the lists' floors and
+//!   against what a violation needs. Only a block that may hold a candidate
+//!   (or a violation) is read again, in flat order (`offer_range`,
+//!   `count_violations`, `first_violation`), which offers the lists a
+//!   superset of what the scalar path offers them: same lists.
+//! - **Two passes over a block** (it is in L1 by then): the integer work
+//!   (finiteness, bitwise equality, ULP distances), then the f64 work; each
+//!   pass has few enough live vector registers that no sum is spilled.
 //! - **a², e², a·e** are fused multiply-adds: a product of two f32 values is
 //!   exact in f64 (48 significant bits), so `fma(a, a, s)` rounds once, as
 //!   `s + a * a` does. (d² is not exact, so it keeps a multiply and an add.)
@@ -106,7 +107,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         let small_limit = _mm256_set1_epi32(SMALL as i32);
         // Lane d < SMALL: 1 << 8d; lane SMALL: 0.
         let one_at = _mm256_setr_epi32(1, 1 << 8, 1 << 16, 1 << 24, 0, 0, 0, 0);
-        let (atol, rtol) = (_mm256_set1_pd(self.atol), _mm256_set1_pd(self.rtol));
+        let rtol = _mm256_set1_pd(self.rtol);
         let mut s = acc.s;
         let mut v = VecSums::load(&s);
         let mut max_abs = _mm256_set1_pd(s.max_abs);
@@ -120,7 +121,6 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             let g_end = (g + BLOCK_GROUPS).min(groups);
             let mut block_abs = _mm256_set1_pd(f64::NEG_INFINITY);
             let mut block_excess = _mm256_set1_pd(f64::NEG_INFINITY);
-            let mut violations = 0u64;
             // Elements at distance d in byte d of each lane.
             let mut packed = _mm256_setzero_si256();
             let mut stop = g_end;
@@ -179,8 +179,6 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                     let ad = _mm256_and_pd(d, abs_mask);
                     let r = _mm256_mul_pd(rtol, _mm256_and_pd(e4, abs_mask));
                     let x = _mm256_sub_pd(ad, r);
-                    let b = _mm256_cmp_pd::<_CMP_GT_OQ>(ad, _mm256_add_pd(atol, r));
-                    violations += _mm256_movemask_pd(b).count_ones() as u64;
                     v.abs = _mm256_add_pd(v.abs, ad);
                     v.sq = _mm256_add_pd(v.sq, _mm256_mul_pd(d, d));
                     v.aa = _mm256_fmadd_pd(a4, a4, v.aa);
@@ -199,16 +197,23 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                 let field = _mm256_and_si256(field, _mm256_set1_epi32(0xff));
                 *count = _mm256_add_epi32(*count, field);
             }
-            s.allclose_violations += violations;
             max_abs = _mm256_max_pd(max_abs, block_abs);
             max_excess = _mm256_max_pd(max_excess, block_excess);
             let (from, to) = (head + g * 8, head + stop * 8);
-            if hmax_pd(block_abs) > acc.worst.floor() || hmax_pd(block_excess) > acc.excess.floor()
-            {
+            let (top_abs, top_excess) = (hmax_pd(block_abs), hmax_pd(block_excess));
+            if top_abs > acc.worst.floor() || top_excess > acc.excess.floor() {
                 self.offer_range(acc, a, e, from, to);
             }
-            if violations > 0 && acc.first.is_none() {
-                self.first_violation(acc, a, e, from, to);
+            // A violation has |a - e| > fl(atol + r) >= atol and >= r (r =
+            // rtol |e|, rounded): so |a - e| > atol and the excess
+            // fl(|a - e| - r) > 0. A block where neither maximum says so
+            // has none; any other is counted again (`count_violations`).
+            if top_abs > self.atol && top_excess > 0.0 {
+                let violations = self.count_violations(a, e, from, to);
+                s.allclose_violations += violations;
+                if violations > 0 && acc.first.is_none() {
+                    self.first_violation(acc, a, e, from, to);
+                }
             }
             clean += stop - g;
             g = g_end;
@@ -304,6 +309,34 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                 acc.excess.offer(Hit { score: excess, ..h });
             }
         }
+    }
+
+    /// The allclose violations among elements `from..to` (all finite, whole
+    /// groups of eight), tested as the scalar path tests them.
+    #[cold]
+    #[inline(never)]
+    #[target_feature(enable = "avx2")]
+    fn count_violations(&self, a: &[u8], e: &[u8], from: usize, to: usize) -> u64 {
+        let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
+        let (atol, rtol) = (_mm256_set1_pd(self.atol), _mm256_set1_pd(self.rtol));
+        let mut violations = 0;
+        let halves = a[from * 4..to * 4]
+            .chunks_exact(16)
+            .zip(e[from * 4..to * 4].chunks_exact(16));
+        for (ca, ce) in halves {
+            // SAFETY: each chunk is 16 bytes; unaligned loads.
+            let (a4, e4) = unsafe {
+                (
+                    _mm256_cvtps_pd(_mm_loadu_ps(ca.as_ptr().cast())),
+                    _mm256_cvtps_pd(_mm_loadu_ps(ce.as_ptr().cast())),
+                )
+            };
+            let ad = _mm256_and_pd(_mm256_sub_pd(a4, e4), abs_mask);
+            let r = _mm256_mul_pd(rtol, _mm256_and_pd(e4, abs_mask));
+            let bad = _mm256_cmp_pd::<_CMP_GT_OQ>(ad, _mm256_add_pd(atol, r));
+            violations += _mm256_movemask_pd(bad).count_ones() as u64;
+        }
+        violations
     }
 
     /// Records the first allclose violation among elements `from..to` (all
