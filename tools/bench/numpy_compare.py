@@ -42,7 +42,7 @@ def one_pass_max(a_path, e_path):
     a = np.load(a_path, mmap_mode="r")
     e = np.load(e_path, mmap_mode="r")
     m = max(a.max(), e.max())
-    print(f"in-process s {time.perf_counter() - t:.3f}")
+    print(f"in-process s {time.perf_counter() - t:.4f}")
     print(f"max {m}")
 
 

@@ -19,7 +19,8 @@
 //!   superset of what the scalar path offers them: same lists.
 //! - **Two passes over a block** (it is in L1 by then): the integer work
 //!   (finiteness, bitwise equality, ULP distances), then the f64 work; each
-//!   pass has few enough live vector registers that no sum is spilled.
+//!   pass has few enough live vector registers that no sum is spilled to
+//!   the stack (one pass doing both spilled several, every group).
 //! - **a², e², a·e** are fused multiply-adds: a product of two f32 values is
 //!   exact in f64 (48 significant bits), so `fma(a, a, s)` rounds once, as
 //!   `s + a * a` does. (d² is not exact, so it keeps a multiply and an add.)
