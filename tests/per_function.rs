@@ -201,6 +201,64 @@ fn a_function_that_fails_to_compile_fails_only_its_stages() {
     );
 }
 
+#[test]
+fn groups_of_two_modules_compile_in_one_pool_and_each_keeps_its_results() {
+    // A second module, `twin`: model.mlir with `strided_conv` made
+    // uncompilable (as above), called by the strided_conv and scores
+    // stages. Both modules' groups compile in one pool; each module gets
+    // its own groups' results.
+    let dir = basic_copy();
+    let text = std::fs::read_to_string(dir.path().join("model.mlir")).unwrap();
+    let broken = text.replacen(
+        "func.func public @strided_conv(",
+        "func.func public @strided_conv(%x: tensor<4xf32>) -> tensor<4xf32> {\n    %0 = stablehlo.custom_call @no_such_target(%x) : (tensor<4xf32>) -> tensor<4xf32>\n    return %0 : tensor<4xf32>\n  }\n  func.func public @strided_conv_original(",
+        1,
+    );
+    std::fs::write(dir.path().join("model_twin.mlir"), broken).unwrap();
+    let spec = std::fs::read_to_string(dir.path().join("stages.yaml")).unwrap();
+    let two = spec
+        .replacen(
+            "    basic: {mlir: model.mlir}\n",
+            "    basic: {mlir: model.mlir}\n    twin: {mlir: model_twin.mlir}\n",
+            1,
+        )
+        .replacen(
+            "  - name: strided_conv\n    module: basic\n",
+            "  - name: strided_conv\n    module: twin\n",
+            1,
+        )
+        .replacen(
+            "  - name: scores\n    module: basic\n",
+            "  - name: scores\n    module: twin\n",
+            1,
+        );
+    assert_eq!(two.matches("module: twin").count(), 2);
+    std::fs::write(dir.path().join("two.yaml"), two).unwrap();
+    let cache = dir.path().join("c");
+    let (code, err, record) = check(dir.path(), "two.yaml", &cache, false, &[]);
+    assert_eq!(code, 3, "a compile failure is an execution error\n{err}");
+    let errors = record["errors"].to_string();
+    assert!(
+        errors.contains("module `twin`")
+            && errors.contains("model_twin.mlir, function @strided_conv")
+            && !errors.contains("module `basic`"),
+        "the error names the module, file and function: {errors}"
+    );
+    let conv = common::stage(&record, "strided_conv", "isolated");
+    assert_eq!(conv["status"], "error", "{conv}");
+    // `scores` from the twin (its own group), the rest from `basic`'s two groups.
+    for name in ["scores", "layer_norm", "masked_softmax"] {
+        assert_eq!(
+            common::stage(&record, name, "isolated")["status"],
+            "pass",
+            "{name}"
+        );
+    }
+    // basic: two groups; twin: a group for each of its two functions, and
+    // only `scores`'s compiled.
+    assert_eq!(count(&cache, ".vmfb"), 3);
+}
+
 /// The bundled subject, whole module against per function, every case in
 /// both modes: every stage record's status and metrics are equal. Ignored by
 /// default: it compiles both modules whole, which no other test does, about a

@@ -70,14 +70,53 @@ pub struct ModuleJob<'a> {
     pub wanted: Option<&'a BTreeSet<String>>,
 }
 
-/// The per-function artifacts of a module, with the warnings to show. Err
-/// (a warning) when the module cannot be split: the caller compiles it whole.
-pub fn compile_per_function(
+/// A module's per-function compile once planned: the functions whose code
+/// is in the cache, and the groups still to compile, each with its module
+/// text. The caller compiles every module's groups in one pool
+/// ([`compile_pool::compile_jobs`]) and hands the results to [`finish`].
+pub struct GroupPlan {
+    index_key: String,
+    /// The normalised module: split again only to retry a failed group.
+    normal: String,
+    public: Vec<String>,
+    index: SplitIndex,
+    out: FunctionArtifacts,
+    groups: Vec<(Group, String)>,
+}
+
+impl GroupPlan {
+    /// One compile job per group, in group order.
+    pub fn jobs(&self, job: &ModuleJob<'_>) -> Vec<Job> {
+        self.groups
+            .iter()
+            .map(|(group, text)| Job {
+                source_name: group_source_name(&job.source_name, &names(group)),
+                mlir: text.clone(),
+                options: job.options.clone(),
+            })
+            .collect()
+    }
+}
+
+/// What [`plan`] found for a module.
+pub enum Planned {
+    /// Every wanted function's code is in the cache (through the split index).
+    Cached(Artifacts),
+    /// Groups to compile first (possibly none: the function entries cover
+    /// every wanted function, and only the split index is to be written).
+    Compile(GroupPlan),
+}
+
+/// Plans a module's per-function compile: reuses what the cache holds
+/// (the split index, else each function's entry) and groups the missing
+/// functions, with the warnings to show. Err (a warning) when the module
+/// cannot be split: the caller compiles it whole.
+pub fn plan(
     compiler: &IreeCompiler,
     cache: &ArtifactCache,
     job: &ModuleJob<'_>,
     warnings: &mut Vec<String>,
-) -> Result<Artifacts, String> {
+) -> Result<Planned, String> {
     let index_key = cache
         .index_key(compiler, job.mlir, &job.options)
         .map_err(|e| e.to_string())?;
@@ -97,7 +136,7 @@ pub fn compile_per_function(
                 .into_iter()
                 .all(|(f, e)| reuse(cache, &mut out, f, e, warnings))
         {
-            return Ok(Artifacts::PerFunction(out));
+            return Ok(Planned::Cached(Artifacts::PerFunction(out)));
         }
         out = FunctionArtifacts::default();
     }
@@ -132,9 +171,62 @@ pub fn compile_per_function(
             missing.push((function.to_string(), key));
         }
     }
-    let groups = plan_groups(&split, &missing, compile_pool::job_limit());
-    for (group, text, result) in compile_groups(compiler, &split, job, groups) {
-        let names: Vec<&str> = group.iter().map(|(f, _)| f.as_str()).collect();
+    let groups = plan_groups(&split, &missing, compile_pool::job_limit())
+        .into_iter()
+        .map(|group| {
+            let text = split.module_for_group(&names(&group)).unwrap_or_default();
+            (group, text)
+        })
+        .collect();
+    let public = split.public_functions().map(str::to_string).collect();
+    Ok(Planned::Compile(GroupPlan {
+        index_key,
+        normal,
+        public,
+        index,
+        out,
+        groups,
+    }))
+}
+
+/// Finishes a planned module with its groups' compile results (in the
+/// order of [`GroupPlan::jobs`]): a group of several functions that failed
+/// is compiled again one function at a time, so each error names its
+/// function and the others get their code; then each group's artifact, a
+/// function entry per function and the split index go to the cache.
+pub fn finish(
+    compiler: &IreeCompiler,
+    cache: &ArtifactCache,
+    job: &ModuleJob<'_>,
+    plan: GroupPlan,
+    results: Vec<compile_pool::Outcome>,
+    warnings: &mut Vec<String>,
+) -> Artifacts {
+    let GroupPlan {
+        index_key,
+        normal,
+        public,
+        mut index,
+        mut out,
+        groups,
+    } = plan;
+    let mut done = Vec::new();
+    let mut retry = Vec::new();
+    let failed = || Err("the compile job was never run".to_string());
+    let mut results = results.into_iter();
+    for (group, text) in groups {
+        let result = results.next().unwrap_or_else(failed);
+        if result.is_err() && group.len() > 1 {
+            retry.extend(group.into_iter().map(|f| vec![f]));
+        } else {
+            done.push((group, text, result));
+        }
+    }
+    if !retry.is_empty() {
+        done.extend(compile_one_by_one(compiler, &normal, job, retry));
+    }
+    for (group, text, result) in done {
+        let names = names(&group);
         let vmfb = match result {
             Ok(vmfb) => vmfb,
             Err(message) => {
@@ -175,11 +267,10 @@ pub fn compile_per_function(
             index.insert(function, entry);
         }
     }
-    let public: Vec<String> = split.public_functions().map(str::to_string).collect();
     if let Err(e) = cache.write_index(&index_key, &job.source_name, &public, &index) {
         warnings.push(format!("split index not written: {e}"));
     }
-    Ok(Artifacts::PerFunction(out))
+    Artifacts::PerFunction(out)
 }
 
 /// Takes `function`'s code from the artifact `entry` names (read once per
@@ -238,49 +329,45 @@ fn plan_groups(
         .collect()
 }
 
-/// Compiles each group as one module, all at once in child processes; the
-/// groups with their module text and result. A group of several functions
-/// that fails is split into one group per function and compiled again, so
-/// each error names its function and the others get their code.
-fn compile_groups(
+/// Compiles each single-function group of a failed group on its own (in
+/// the pool), from the module split again; the groups with their module
+/// text and result.
+fn compile_one_by_one(
     compiler: &IreeCompiler,
-    split: &parity_mlir::SplitModule<'_>,
+    normal: &str,
     job: &ModuleJob<'_>,
     groups: Vec<Group>,
-) -> Vec<(Group, String, Result<Vec<u8>, String>)> {
-    let run = |groups: Vec<Group>| {
-        let jobs: Vec<Job> = groups
-            .iter()
-            .map(|group| {
-                let names: Vec<&str> = group.iter().map(|(f, _)| f.as_str()).collect();
-                Job {
-                    source_name: group_source_name(&job.source_name, &names),
-                    mlir: split.module_for_group(&names).unwrap_or_default(),
-                    options: job.options.clone(),
-                }
-            })
-            .collect();
-        let results = compile_pool::compile_jobs(compiler, &jobs);
-        groups
-            .into_iter()
-            .zip(jobs)
-            .zip(results)
-            .map(|((group, j), result)| (group, j.mlir, result))
-            .collect::<Vec<_>>()
+) -> Vec<(Group, String, compile_pool::Outcome)> {
+    // It was split once already; should it fail now, each function fails
+    // with the message, as its group did.
+    let split = parity_mlir::split_module(normal).map_err(|e| e.to_string());
+    let jobs: Vec<Job> = groups
+        .iter()
+        .map(|group| Job {
+            source_name: group_source_name(&job.source_name, &names(group)),
+            mlir: split
+                .as_ref()
+                .ok()
+                .and_then(|s| s.module_for_group(&names(group)))
+                .unwrap_or_default(),
+            options: job.options.clone(),
+        })
+        .collect();
+    let results = match &split {
+        Ok(_) => compile_pool::compile_jobs(compiler, &jobs),
+        Err(e) => jobs.iter().map(|_| Err(e.clone())).collect(),
     };
-    let mut done = Vec::new();
-    let mut retry = Vec::new();
-    for (group, text, result) in run(groups) {
-        if result.is_err() && group.len() > 1 {
-            retry.extend(group.into_iter().map(|f| vec![f]));
-        } else {
-            done.push((group, text, result));
-        }
-    }
-    if !retry.is_empty() {
-        done.extend(run(retry));
-    }
-    done
+    groups
+        .into_iter()
+        .zip(jobs)
+        .zip(results)
+        .map(|((group, j), result)| (group, j.mlir, result))
+        .collect()
+}
+
+/// The names of a group's functions.
+fn names(group: &Group) -> Vec<&str> {
+    group.iter().map(|(f, _)| f.as_str()).collect()
 }
 
 /// Labels a group's diagnostics: the file and its function (or how many).

@@ -100,7 +100,7 @@ pub fn compile_jobs(compiler: &IreeCompiler, jobs: &[Job]) -> Vec<Outcome> {
 }
 
 /// A compiled vmfb, or the compiler's message.
-type Outcome = Result<Vec<u8>, String>;
+pub type Outcome = Result<Vec<u8>, String>;
 
 fn in_children(exe: &Path, library: &Path, jobs: &[Job], workers: usize) -> Vec<Outcome> {
     // Largest first, so the last job to start is a small one.

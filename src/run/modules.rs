@@ -2,7 +2,8 @@
 //! MLIR modules per function, see [`super::artifacts`]), and the generated
 //! slice modules beside them; [`super::module_set`] loads them.
 
-use super::artifacts::{self, Artifacts, ModuleJob};
+use super::artifacts::{self, Artifacts, ModuleJob, Planned};
+use super::compile_pool;
 use super::slices::SliceModule;
 use super::RunOptions;
 use parity_iree::{ArtifactCache, Cached, CompileOptions, IreeCompiler};
@@ -63,7 +64,9 @@ pub fn compile_all(
 /// [`compile_all`], compiling of each MLIR module only the functions `used`
 /// names (all of them for a module it does not list, or when None). A
 /// function that fails to compile is an execution error naming the file and
-/// function; the module's other functions are still compiled.
+/// function; the module's other functions are still compiled. The groups
+/// of every module compiled per function go to one pool of compiler
+/// processes, so none waits for another module's slowest group.
 pub fn compile_for(
     spec: &Spec,
     options: &RunOptions,
@@ -73,6 +76,7 @@ pub fn compile_for(
 ) -> Compiled {
     let cache = ArtifactCache::new(&options.cache_dir);
     let mut compiled = BTreeMap::new();
+    let mut planned = Vec::new();
     for (name, module) in &spec.subject.modules {
         let read = |path: &std::path::Path| {
             parity_tensor::read_module_bytes(path).map_err(|e| {
@@ -83,69 +87,166 @@ pub fn compile_for(
             })
         };
         let vmfb = match &module.source {
-            ModuleSource::Vmfb(path) => read(path).map(|b| Artifacts::Whole(b.into())),
+            ModuleSource::Vmfb(path) => read(path).map(|b| Some(Artifacts::Whole(b.into()))),
             ModuleSource::Mlir(path) => match compiler {
                 Err(message) => Err((ErrorKind::Execution, format!("module `{name}`: {message}"))),
                 Ok(compiler) => read(path).and_then(|mlir| {
-                    let job = ModuleJob {
+                    let pending = Pending {
                         name,
                         source_name: path.display().to_string(),
-                        mlir: &mlir,
+                        mlir,
                         options: compile_options(spec, module),
                         wanted: used.and_then(|u| u.get(name)),
                     };
-                    compile_mlir(compiler, &cache, &job, record)
+                    match plan_mlir(compiler, &cache, &pending, record) {
+                        Next::Compile(plan) => {
+                            planned.push((pending, plan));
+                            Ok(None)
+                        }
+                        Next::Whole => compile_whole(compiler, &cache, &pending.job(), record),
+                        Next::Cached(done) => Ok(Some(done)),
+                    }
                 }),
             },
         };
-        let vmfb = vmfb.map_err(|(kind, message)| {
-            record.errors.push(ErrorRecord {
-                kind,
-                message: message.clone(),
-                location: None,
-            });
-            message
-        });
-        compiled.insert(name.clone(), vmfb);
+        match vmfb {
+            Ok(None) => {}
+            Ok(Some(done)) => {
+                compiled.insert(name.clone(), Ok(done));
+            }
+            Err((kind, message)) => {
+                record.errors.push(ErrorRecord {
+                    kind,
+                    message: message.clone(),
+                    location: None,
+                });
+                compiled.insert(name.clone(), Err(message));
+            }
+        }
+    }
+    if let Ok(compiler) = compiler {
+        for (name, done) in compile_planned(compiler, &cache, planned, record) {
+            compiled.insert(name, Ok(done));
+        }
     }
     compiled
 }
 
-/// One MLIR module's artifacts: per function unless that is turned off or
-/// the module cannot be split, else whole. Per-function compile failures are
-/// recorded here, each naming its function.
-fn compile_mlir(
+/// An MLIR module read and waiting for its artifacts.
+struct Pending<'a> {
+    name: &'a str,
+    source_name: String,
+    mlir: Vec<u8>,
+    options: CompileOptions,
+    wanted: Option<&'a BTreeSet<String>>,
+}
+
+impl Pending<'_> {
+    fn job(&self) -> ModuleJob<'_> {
+        ModuleJob {
+            name: self.name,
+            source_name: self.source_name.clone(),
+            mlir: &self.mlir,
+            options: self.options.clone(),
+            wanted: self.wanted,
+        }
+    }
+}
+
+/// What an MLIR module needs next.
+enum Next {
+    /// Its groups compiled (with every other module's, in one pool).
+    Compile(artifacts::GroupPlan),
+    /// A whole-module compile: per-function artifacts are turned off, or
+    /// the module cannot be split (a warning says why).
+    Whole,
+    /// Nothing: its artifacts are all in the cache.
+    Cached(Artifacts),
+}
+
+/// A module's artifacts, or why it has none.
+type Step = Result<Option<Artifacts>, (ErrorKind, String)>;
+
+/// Plans an MLIR module's per-function compile; warnings go to the record.
+fn plan_mlir(
+    compiler: &IreeCompiler,
+    cache: &ArtifactCache,
+    pending: &Pending<'_>,
+    record: &mut RunRecord,
+) -> Next {
+    if !artifacts::per_function_enabled() {
+        return Next::Whole;
+    }
+    let mut warnings = Vec::new();
+    let planned = artifacts::plan(compiler, cache, &pending.job(), &mut warnings);
+    let fallback = planned.as_ref().err().map(|why| {
+        format!(
+            "{why}; compiling module `{}` whole (one artifact for all its functions)",
+            pending.name
+        )
+    });
+    for warning in warnings.into_iter().chain(fallback) {
+        eprintln!("parity: warning: {warning}");
+        record.warnings.push(warning);
+    }
+    match planned {
+        Ok(Planned::Cached(done)) => Next::Cached(done),
+        Ok(Planned::Compile(plan)) => Next::Compile(plan),
+        Err(_) => Next::Whole,
+    }
+}
+
+/// Compiles every planned module's groups in one pool and finishes each
+/// module; per-function compile failures are recorded, each naming its
+/// function.
+fn compile_planned(
+    compiler: &IreeCompiler,
+    cache: &ArtifactCache,
+    planned: Vec<(Pending<'_>, artifacts::GroupPlan)>,
+    record: &mut RunRecord,
+) -> Vec<(String, Artifacts)> {
+    let mut counts = Vec::new();
+    let mut all = Vec::new();
+    for (pending, plan) in &planned {
+        let jobs = plan.jobs(&pending.job());
+        counts.push(jobs.len());
+        all.extend(jobs);
+    }
+    let mut results = compile_pool::compile_jobs(compiler, &all).into_iter();
+    let mut done = Vec::new();
+    for ((pending, plan), count) in planned.into_iter().zip(counts) {
+        let mine: Vec<_> = results.by_ref().take(count).collect();
+        let mut warnings = Vec::new();
+        let artifacts =
+            artifacts::finish(compiler, cache, &pending.job(), plan, mine, &mut warnings);
+        for warning in warnings {
+            eprintln!("parity: warning: {warning}");
+            record.warnings.push(warning);
+        }
+        if let Artifacts::PerFunction(per) = &artifacts {
+            for message in per.functions.values().filter_map(|r| r.as_ref().err()) {
+                record.errors.push(ErrorRecord::execution(format!(
+                    "module `{}`: {message}",
+                    pending.name
+                )));
+            }
+        }
+        done.push((pending.name.to_string(), artifacts));
+    }
+    done
+}
+
+/// A module compiled whole, through the cache.
+fn compile_whole(
     compiler: &IreeCompiler,
     cache: &ArtifactCache,
     job: &ModuleJob<'_>,
     record: &mut RunRecord,
-) -> Result<Artifacts, (ErrorKind, String)> {
-    let name = job.name;
-    if artifacts::per_function_enabled() {
-        let mut warnings = Vec::new();
-        let split = artifacts::compile_per_function(compiler, cache, job, &mut warnings);
-        let fallback = split.as_ref().err().map(|why| {
-            format!("{why}; compiling module `{name}` whole (one artifact for all its functions)")
-        });
-        for warning in warnings.into_iter().chain(fallback) {
-            eprintln!("parity: warning: {warning}");
-            record.warnings.push(warning);
-        }
-        if let Ok(Artifacts::PerFunction(per)) = &split {
-            for message in per.functions.values().filter_map(|r| r.as_ref().err()) {
-                record.errors.push(ErrorRecord::execution(format!(
-                    "module `{name}`: {message}"
-                )));
-            }
-        }
-        if let Ok(done) = split {
-            return Ok(done);
-        }
-    }
+) -> Step {
     cache
         .get_or_compile(compiler, &job.source_name, job.mlir, &job.options)
-        .map(|cached| Artifacts::Whole(keep_warnings(cached, record).into()))
-        .map_err(|e| (ErrorKind::Execution, format!("module `{name}`: {e}")))
+        .map(|cached| Some(Artifacts::Whole(keep_warnings(cached, record).into())))
+        .map_err(|e| (ErrorKind::Execution, format!("module `{}`: {e}", job.name)))
 }
 
 /// The vmfb of a cache lookup; its warnings go to the run record and stderr,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 /// Distances 0..=EXACT_MAX are counted exactly.
 pub const EXACT_MAX: u64 = 64;
 /// Log2 bucket `k` (7..=64) holds distances in (2^(k-1), 2^k].
-const LOG_MIN: u32 = 7;
+pub(crate) const LOG_MIN: u32 = 7;
 const LOG_BUCKETS: usize = 64 - LOG_MIN as usize + 1;
 pub(crate) const SLOTS: usize = EXACT_MAX as usize + 1 + LOG_BUCKETS;
 

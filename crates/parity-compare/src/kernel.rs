@@ -161,7 +161,7 @@ pub(crate) struct Kernel<A, E, U> {
     pub equal_nan: bool,
     pub assert_zero: bool,
     pub top_k: usize,
-    /// The CPU has AVX2: f32 pairs take the vector path (same results).
+    /// The CPU has AVX2 and FMA: f32 pairs take the vector path (same results).
     pub avx2: bool,
 }
 
@@ -344,7 +344,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             Pad::Const(true) => self.padded_run(acc, a, s, t),
             #[cfg(target_arch = "x86_64")]
             Pad::Const(false) if Self::F32_PATH && self.avx2 => {
-                // SAFETY: `avx2` is set only when the CPU has AVX2.
+                // SAFETY: `avx2` is set only when the CPU has AVX2, FMA and POPCNT.
                 unsafe { self.segment_avx2(acc, &mut hist, a, e, s, t) }
             }
             Pad::Const(false) => self.segment(acc, &mut hist, a, e, s, t, |_| false),

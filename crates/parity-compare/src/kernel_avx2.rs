@@ -1,20 +1,43 @@
 //! The AVX2 path for f32 against f32 (ULPs in f32, or none), unpadded runs:
-//! eight elements at a time, two vectors of four f64 whose lane `k` is the
-//! sums' lane `k` (see [`crate::kernel::LANES`]). A group of eight with both
-//! sides finite and no top-K candidate is folded in here (allclose
-//! violations are counted here too once the first one is known); any other
-//! group goes through the scalar `Kernel::segment` with the running sums
-//! handed over, so every lane sees the same additions in the same order as
-//! on the scalar path and results stay bit-identical.
+//! eight elements a step, two vectors of four f64 whose lane `k` is the
+//! sums' lane `k` (see [`crate::kernel::LANES`]), so every lane sees the same
+//! additions in the same order as on the scalar path and results stay
+//! bit-identical. A group of eight with a NaN or an infinity goes through the
+//! scalar `Kernel::segment` with the running sums handed over.
 //!
-//! Why this shape (docs/performance.md): the old SSE2 path added each
-//! element into one running sum, so five dependent f64 add chains, not
-//! memory, set its speed; with four lanes per sum the chains overlap.
+//! What the profile asked for (docs/performance.md), per group of eight:
+//! - **Histogram:** distances 0 to 3 ([`SMALL`]) are counted in one vector
+//!   of packed 8-bit counters (`1 << 8d` added per lane, from a `vpermd`
+//!   table), unpacked once a block; a group with a larger distance is
+//!   queued, and its slots computed eight at a time at the block's end.
+//! - **Top-K, allclose violations and the first violation** are looked for
+//!   once a block of [`BLOCK_GROUPS`] groups, not once a group: the block's
+//!   largest |a - e| and allclose excess against the lists' floors and
+//!   against what a violation needs. Only a block that may hold a candidate
+//!   (or a violation) is read again, in flat order (`offer_range`,
+//!   `count_violations`, `first_violation`), which offers the lists a
+//!   superset of what the scalar path offers them: same lists.
+//! - **Two passes over a block** (it is in L1 by then): the integer work
+//!   (finiteness, bitwise equality, ULP distances), then the f64 work; each
+//!   pass has few enough live vector registers that no sum is spilled to
+//!   the stack (one pass doing both spilled several, every group).
+//! - **a², e², a·e** are fused multiply-adds: a product of two f32 values is
+//!   exact in f64 (48 significant bits), so `fma(a, a, s)` rounds once, as
+//!   `s + a * a` does. (d² is not exact, so it keeps a multiply and an add.)
 
 use crate::elem::{Elem, UlpKey};
-use crate::kernel::{Acc, Kernel, Lanes, Sums};
-use crate::kernel_hist::{RunHist, EXACT_LIMIT};
+use crate::kernel::{Acc, Hit, Kernel, Lanes, Sums};
+use crate::kernel_hist::{RunHist, EXACT_LIMIT, LOG_BASE, QUEUE, SMALL, SPARE};
 use std::arch::x86_64::*;
+
+/// Groups of eight per block. At most 255 so that a packed 8-bit
+/// histogram counter cannot overflow within a block, at most the histogram's
+/// queue of groups with a large distance; small, so that a block read again
+/// for the top-K lists costs little.
+const BLOCK_GROUPS: usize = 32;
+const _: () = assert!(BLOCK_GROUPS <= 255 && BLOCK_GROUPS <= QUEUE);
+// The packed counters' table (`one_at`) has a lane for each of 0..SMALL.
+const _: () = assert!(SMALL == 4);
 
 /// The five lane sums as vectors.
 #[derive(Clone, Copy)]
@@ -59,7 +82,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     pub(crate) const F32_PATH: bool = A::IS_F32 && E::IS_F32 && (U::IS_F32 || !U::ENABLED);
 
     /// Elements `start..end`, none padded; only when `F32_PATH`.
-    #[target_feature(enable = "avx2,popcnt")]
+    #[target_feature(enable = "avx2,fma,popcnt")]
     pub(crate) fn segment_avx2(
         &self,
         acc: &mut Acc,
@@ -80,122 +103,147 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         let re = &e[head * 4..body * 4];
         let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
         let mag32 = _mm256_set1_epi32(i32::MAX);
-        let inf32 = _mm256_set1_epi32(0x7f80_0000);
-        let exact_max = _mm256_set1_epi32(EXACT_LIMIT as i32);
-        let (atol, rtol) = (_mm256_set1_pd(self.atol), _mm256_set1_pd(self.rtol));
+        let max_finite = _mm256_set1_epi32(0x7f7f_ffff);
+        let not_small = _mm256_set1_epi32(!(SMALL as i32 - 1));
+        let small_limit = _mm256_set1_epi32(SMALL as i32);
+        // Lane d < SMALL: 1 << 8d; lane SMALL: 0.
+        let one_at = _mm256_setr_epi32(1, 1 << 8, 1 << 16, 1 << 24, 0, 0, 0, 0);
+        let rtol = _mm256_set1_pd(self.rtol);
         let mut s = acc.s;
         let mut v = VecSums::load(&s);
-        let mut wf = _mm256_set1_pd(acc.worst.floor());
-        let mut xf = _mm256_set1_pd(acc.excess.floor());
         let mut max_abs = _mm256_set1_pd(s.max_abs);
         let mut max_excess = _mm256_set1_pd(s.max_excess);
-        let mut max_dist = _mm256_setzero_si256();
-        let mut need_first = acc.first.is_none();
-        let (mut equal, mut handed_over, mut violations) = (0u64, 0u64, 0u64);
-        for (g, (ca, ce)) in ra.chunks_exact(32).zip(re.chunks_exact(32)).enumerate() {
-            // SAFETY: each chunk is 32 bytes; unaligned loads.
-            let (ua, ue) = unsafe {
-                (
-                    _mm256_loadu_si256(ca.as_ptr().cast()),
-                    _mm256_loadu_si256(ce.as_ptr().cast()),
-                )
-            };
-            let fin = _mm256_and_si256(
-                _mm256_cmpgt_epi32(inf32, _mm256_and_si256(ua, mag32)),
-                _mm256_cmpgt_epi32(inf32, _mm256_and_si256(ue, mag32)),
-            );
-            let mut ordinary = _mm256_movemask_ps(_mm256_castsi256_ps(fin)) == 0xff;
-            if ordinary {
-                let (fa, fe) = (_mm256_castsi256_ps(ua), _mm256_castsi256_ps(ue));
-                let a0 = _mm256_cvtps_pd(_mm256_castps256_ps128(fa));
-                let a1 = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(fa));
-                let e0 = _mm256_cvtps_pd(_mm256_castps256_ps128(fe));
-                let e1 = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(fe));
-                let (d0, d1) = (_mm256_sub_pd(a0, e0), _mm256_sub_pd(a1, e1));
-                let (ad0, ad1) = (_mm256_and_pd(d0, abs_mask), _mm256_and_pd(d1, abs_mask));
-                let r0 = _mm256_mul_pd(rtol, _mm256_and_pd(e0, abs_mask));
-                let r1 = _mm256_mul_pd(rtol, _mm256_and_pd(e1, abs_mask));
-                let (x0, x1) = (_mm256_sub_pd(ad0, r0), _mm256_sub_pd(ad1, r1));
-                let cand = _mm256_or_pd(
-                    _mm256_or_pd(
-                        _mm256_cmp_pd::<_CMP_GT_OQ>(ad0, wf),
-                        _mm256_cmp_pd::<_CMP_GT_OQ>(x0, xf),
-                    ),
-                    _mm256_or_pd(
-                        _mm256_cmp_pd::<_CMP_GT_OQ>(ad1, wf),
-                        _mm256_cmp_pd::<_CMP_GT_OQ>(x1, xf),
-                    ),
+        let mut equal = 0u64;
+        // Per lane: elements at each small distance.
+        let mut small = [_mm256_setzero_si256(); SMALL as usize];
+        let mut max_big = 0u32;
+        let (mut clean, mut g) = (0usize, 0usize);
+        while g < groups {
+            let g_end = (g + BLOCK_GROUPS).min(groups);
+            let mut block_abs = _mm256_set1_pd(f64::NEG_INFINITY);
+            let mut block_excess = _mm256_set1_pd(f64::NEG_INFINITY);
+            // Elements at distance d in byte d of each lane.
+            let mut packed = _mm256_setzero_si256();
+            let mut stop = g_end;
+            // Groups with a distance of SMALL or more, queued in `hist`.
+            let mut n_big = 0usize;
+            // First the integer work, up to the first group with a NaN or
+            // an infinity.
+            for gi in g..g_end {
+                let (pa, pe) = (
+                    ra.as_ptr().wrapping_add(gi * 32),
+                    re.as_ptr().wrapping_add(gi * 32),
                 );
-                let bad =
-                    _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(ad0, _mm256_add_pd(atol, r0)))
-                        | (_mm256_movemask_pd(_mm256_cmp_pd::<_CMP_GT_OQ>(
-                            ad1,
-                            _mm256_add_pd(atol, r1),
-                        )) << 4);
-                // The first violation needs its values: the scalar path records it.
-                ordinary = _mm256_movemask_pd(cand) == 0 && !(need_first && bad != 0);
-                if ordinary {
-                    violations += bad.count_ones() as u64;
-                    // Element k, then element k + 4, into lane k: in flat order.
-                    v.abs = _mm256_add_pd(_mm256_add_pd(v.abs, ad0), ad1);
-                    v.sq = _mm256_add_pd(
-                        _mm256_add_pd(v.sq, _mm256_mul_pd(d0, d0)),
-                        _mm256_mul_pd(d1, d1),
-                    );
-                    v.aa = _mm256_add_pd(
-                        _mm256_add_pd(v.aa, _mm256_mul_pd(a0, a0)),
-                        _mm256_mul_pd(a1, a1),
-                    );
-                    v.ee = _mm256_add_pd(
-                        _mm256_add_pd(v.ee, _mm256_mul_pd(e0, e0)),
-                        _mm256_mul_pd(e1, e1),
-                    );
-                    v.ae = _mm256_add_pd(
-                        _mm256_add_pd(v.ae, _mm256_mul_pd(a0, e0)),
-                        _mm256_mul_pd(a1, e1),
-                    );
-                    // Maxima of non-NaN values, none of them -0: order-free.
-                    max_abs = _mm256_max_pd(max_abs, _mm256_max_pd(ad0, ad1));
-                    max_excess = _mm256_max_pd(max_excess, _mm256_max_pd(x0, x1));
-                    let eq = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ua, ue)));
-                    equal += eq.count_ones() as u64;
-                    if U::ENABLED {
-                        let dist = ulp_dist8(ua, ue);
-                        max_dist = _mm256_max_epu32(max_dist, dist);
-                        let small = _mm256_cmpeq_epi32(_mm256_min_epu32(dist, exact_max), dist);
-                        let all_exact = _mm256_movemask_epi8(small) == -1;
-                        let mut d = [0u32; 8];
-                        // SAFETY: `d` is 32 bytes; unaligned store.
-                        unsafe { _mm256_storeu_si256(d.as_mut_ptr().cast(), dist) };
-                        hist.add8(&d, all_exact);
-                    }
+                // SAFETY: gi < groups and both slices hold 32 * groups bytes; unaligned loads.
+                let (ua, ue) =
+                    unsafe { (_mm256_loadu_si256(pa.cast()), _mm256_loadu_si256(pe.cast())) };
+                let (ma, me) = (_mm256_and_si256(ua, mag32), _mm256_and_si256(ue, mag32));
+                let inf_or_nan = _mm256_cmpgt_epi32(_mm256_max_epu32(ma, me), max_finite);
+                if _mm256_movemask_ps(_mm256_castsi256_ps(inf_or_nan)) != 0 {
+                    stop = gi;
+                    break;
+                }
+                let eq = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ua, ue)));
+                equal += eq.count_ones() as u64;
+                if U::ENABLED {
+                    // Without branches: distance d < SMALL adds 1 << 8d, a
+                    // larger one (capped at SMALL) adds 0, and every group is
+                    // written to the queue, which keeps only those with one.
+                    let dist = ulp_dist8(ua, ue, ma, me);
+                    let capped = _mm256_min_epu32(dist, small_limit);
+                    packed = _mm256_add_epi32(packed, _mm256_permutevar8x32_epi32(one_at, capped));
+                    let slot = hist.queue_slot(n_big);
+                    // SAFETY: a queue slot is 32 bytes; unaligned store.
+                    unsafe { _mm256_storeu_si256(slot.as_mut_ptr().cast(), dist) };
+                    n_big += (_mm256_testz_si256(dist, not_small) == 0) as usize;
                 }
             }
-            if !ordinary {
+            // Then the f64 work on the groups before it, a second pass over
+            // the block (in L1): fewer live vector registers than one pass
+            // doing both, so none of the sums is spilled.
+            for gi in g..stop {
+                let (pa, pe) = (
+                    ra.as_ptr().wrapping_add(gi * 32),
+                    re.as_ptr().wrapping_add(gi * 32),
+                );
+                // Element k, then element k + 4, into lane k: in flat order.
+                for h in 0..2 {
+                    // SAFETY: gi < groups and both slices hold 32 * groups
+                    // bytes: bytes 16h..16h + 16 of the group; unaligned loads.
+                    let (a4, e4) = unsafe {
+                        (
+                            _mm256_cvtps_pd(_mm_loadu_ps(pa.add(16 * h).cast())),
+                            _mm256_cvtps_pd(_mm_loadu_ps(pe.add(16 * h).cast())),
+                        )
+                    };
+                    let d = _mm256_sub_pd(a4, e4);
+                    let ad = _mm256_and_pd(d, abs_mask);
+                    let r = _mm256_mul_pd(rtol, _mm256_and_pd(e4, abs_mask));
+                    let x = _mm256_sub_pd(ad, r);
+                    v.abs = _mm256_add_pd(v.abs, ad);
+                    v.sq = _mm256_add_pd(v.sq, _mm256_mul_pd(d, d));
+                    v.aa = _mm256_fmadd_pd(a4, a4, v.aa);
+                    v.ee = _mm256_fmadd_pd(e4, e4, v.ee);
+                    v.ae = _mm256_fmadd_pd(a4, e4, v.ae);
+                    // Maxima of non-NaN values, none of them -0: order-free.
+                    block_abs = _mm256_max_pd(block_abs, ad);
+                    block_excess = _mm256_max_pd(block_excess, x);
+                }
+            }
+            if n_big > 0 {
+                max_big = max_big.max(count_queued(hist, n_big));
+            }
+            for (d, count) in small.iter_mut().enumerate() {
+                let field = _mm256_srlv_epi32(packed, _mm256_set1_epi32(8 * d as i32));
+                let field = _mm256_and_si256(field, _mm256_set1_epi32(0xff));
+                *count = _mm256_add_epi32(*count, field);
+            }
+            max_abs = _mm256_max_pd(max_abs, block_abs);
+            max_excess = _mm256_max_pd(max_excess, block_excess);
+            let (from, to) = (head + g * 8, head + stop * 8);
+            let (top_abs, top_excess) = (hmax_pd(block_abs), hmax_pd(block_excess));
+            if top_abs > acc.worst.floor() || top_excess > acc.excess.floor() {
+                self.offer_range(acc, a, e, from, to);
+            }
+            // A violation has |a - e| > fl(atol + r) >= atol and >= r (r =
+            // rtol |e|, rounded): so |a - e| > atol and the excess
+            // fl(|a - e| - r) > 0. A block where neither maximum says so
+            // has none; any other is counted again (`count_violations`).
+            if top_abs > self.atol && top_excess > 0.0 {
+                let violations = self.count_violations(a, e, from, to);
+                s.allclose_violations += violations;
+                if violations > 0 && acc.first.is_none() {
+                    self.first_violation(acc, a, e, from, to);
+                }
+            }
+            clean += stop - g;
+            g = g_end;
+            if stop < g_end {
                 // Hand the running state to the scalar kernel for these eight.
                 v.store(&mut s);
                 acc.s = s;
-                self.scalar_group(acc, hist, a, e, head + g * 8);
-                handed_over += 1;
+                self.scalar_group(acc, hist, a, e, head + stop * 8);
                 s = acc.s;
                 v = VecSums::load(&s);
-                wf = _mm256_set1_pd(acc.worst.floor());
-                xf = _mm256_set1_pd(acc.excess.floor());
-                need_first = acc.first.is_none();
+                g = stop + 1;
             }
         }
         v.store(&mut s);
         s.max_abs = s.max_abs.max(hmax_pd(max_abs));
         s.max_excess = s.max_excess.max(hmax_pd(max_excess));
-        let mut d = [0u32; 8];
-        // SAFETY: `d` is 32 bytes; unaligned store.
-        unsafe { _mm256_storeu_si256(d.as_mut_ptr().cast(), max_dist) };
-        s.max_ulp = s.max_ulp.max(d.iter().copied().max().unwrap_or(0) as u64);
-        let clean = 8 * (groups as u64 - handed_over);
+        if U::ENABLED {
+            let mut counts = [0u64; SMALL as usize];
+            for (n, &c) in counts.iter_mut().zip(&small) {
+                *n = hsum_epi32(c);
+            }
+            hist.add_small(&counts);
+            let top_small = counts.iter().rposition(|&c| c > 0).unwrap_or(0);
+            s.max_ulp = s.max_ulp.max(max_big.max(top_small as u32) as u64);
+        }
+        let clean = 8 * clean as u64;
         s.count += clean;
         s.numeric += clean;
         s.bitwise_mismatches += clean - equal;
-        s.allclose_violations += violations;
         acc.s = s;
         if body < end {
             self.segment(acc, hist, a, e, body, end, |_| false);
@@ -211,6 +259,160 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     fn scalar_group(&self, acc: &mut Acc, hist: &mut RunHist, a: &[u8], e: &[u8], g0: usize) {
         self.segment(acc, hist, a, e, g0, g0 + 8, |_| false);
     }
+
+    /// Offers elements `from..to` (all finite, whole groups of eight) to both
+    /// top-K lists, in flat order: each group's elements that beat the
+    /// lists' floors (as the floors were when the group began; they only
+    /// rise), which leaves the lists as offering every element would.
+    #[cold]
+    #[inline(never)]
+    #[target_feature(enable = "avx2")]
+    fn offer_range(&self, acc: &mut Acc, a: &[u8], e: &[u8], from: usize, to: usize) {
+        let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
+        let rtol = _mm256_set1_pd(self.rtol);
+        let groups = a[from * 4..to * 4]
+            .chunks_exact(32)
+            .zip(e[from * 4..to * 4].chunks_exact(32));
+        for (g0, (ca, ce)) in (from..).step_by(8).zip(groups) {
+            let wf = _mm256_set1_pd(acc.worst.floor());
+            let xf = _mm256_set1_pd(acc.excess.floor());
+            let mut beats = 0;
+            for h in 0..2 {
+                // SAFETY: each chunk is 32 bytes: bytes 16h..16h + 16; unaligned loads.
+                let (a4, e4) = unsafe {
+                    (
+                        _mm256_cvtps_pd(_mm_loadu_ps(ca.as_ptr().add(16 * h).cast())),
+                        _mm256_cvtps_pd(_mm_loadu_ps(ce.as_ptr().add(16 * h).cast())),
+                    )
+                };
+                let ad = _mm256_and_pd(_mm256_sub_pd(a4, e4), abs_mask);
+                let x = _mm256_sub_pd(ad, _mm256_mul_pd(rtol, _mm256_and_pd(e4, abs_mask)));
+                let m = _mm256_or_pd(
+                    _mm256_cmp_pd::<_CMP_GT_OQ>(ad, wf),
+                    _mm256_cmp_pd::<_CMP_GT_OQ>(x, xf),
+                );
+                beats |= _mm256_movemask_pd(m) << (4 * h);
+            }
+            for t in (0..8).filter(|t| beats >> t & 1 == 1) {
+                let (x, y) = (
+                    self.a.load(&ca[4 * t..4 * t + 4]),
+                    self.e.load(&ce[4 * t..4 * t + 4]),
+                );
+                let score = (x - y).abs();
+                let h = Hit {
+                    flat: g0 + t,
+                    actual: x,
+                    expected: y,
+                    score,
+                };
+                acc.worst.offer(h);
+                let excess = score - self.rtol * y.abs();
+                acc.excess.offer(Hit { score: excess, ..h });
+            }
+        }
+    }
+
+    /// The allclose violations among elements `from..to` (all finite, whole
+    /// groups of eight), tested as the scalar path tests them.
+    #[cold]
+    #[inline(never)]
+    #[target_feature(enable = "avx2")]
+    fn count_violations(&self, a: &[u8], e: &[u8], from: usize, to: usize) -> u64 {
+        let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
+        let (atol, rtol) = (_mm256_set1_pd(self.atol), _mm256_set1_pd(self.rtol));
+        let mut violations = 0;
+        let halves = a[from * 4..to * 4]
+            .chunks_exact(16)
+            .zip(e[from * 4..to * 4].chunks_exact(16));
+        for (ca, ce) in halves {
+            // SAFETY: each chunk is 16 bytes; unaligned loads.
+            let (a4, e4) = unsafe {
+                (
+                    _mm256_cvtps_pd(_mm_loadu_ps(ca.as_ptr().cast())),
+                    _mm256_cvtps_pd(_mm_loadu_ps(ce.as_ptr().cast())),
+                )
+            };
+            let ad = _mm256_and_pd(_mm256_sub_pd(a4, e4), abs_mask);
+            let r = _mm256_mul_pd(rtol, _mm256_and_pd(e4, abs_mask));
+            let bad = _mm256_cmp_pd::<_CMP_GT_OQ>(ad, _mm256_add_pd(atol, r));
+            violations += _mm256_movemask_pd(bad).count_ones() as u64;
+        }
+        violations
+    }
+
+    /// Records the first allclose violation among elements `from..to` (all
+    /// finite), tested as the scalar path tests it.
+    #[cold]
+    #[inline(never)]
+    fn first_violation(&self, acc: &mut Acc, a: &[u8], e: &[u8], from: usize, to: usize) {
+        let pairs = a[from * 4..to * 4]
+            .chunks_exact(4)
+            .zip(e[from * 4..to * 4].chunks_exact(4));
+        for (i, (ca, ce)) in (from..).zip(pairs) {
+            let (x, y) = (self.a.load(ca), self.e.load(ce));
+            let score = (x - y).abs();
+            if score > self.atol + self.rtol * y.abs() {
+                acc.first = Some(Hit {
+                    flat: i,
+                    actual: x,
+                    expected: y,
+                    score,
+                });
+                return;
+            }
+        }
+    }
+}
+
+/// Counts the distances of [`SMALL`] or more of the first `n` queued groups
+/// on the scalar counters, their slots computed eight at a time; returns
+/// the largest distance.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn count_queued(hist: &mut RunHist, n: usize) -> u32 {
+    let mut max = _mm256_setzero_si256();
+    for i in 0..n.min(QUEUE) {
+        let group = hist.queued(n)[i];
+        // SAFETY: `group` is 32 bytes; unaligned load.
+        let dist = unsafe { _mm256_loadu_si256(group.as_ptr().cast()) };
+        max = _mm256_max_epu32(max, dist);
+        let mut slots = [0u32; 8];
+        // SAFETY: `slots` is 32 bytes; unaligned store.
+        unsafe { _mm256_storeu_si256(slots.as_mut_ptr().cast(), slots8(dist)) };
+        hist.add_slots8(&slots);
+    }
+    let mut m = [0u32; 8];
+    // SAFETY: `m` is 32 bytes; unaligned store.
+    unsafe { _mm256_storeu_si256(m.as_mut_ptr().cast(), max) };
+    m.iter().copied().max().unwrap_or(0)
+}
+
+/// The histogram slots of eight distances (`histogram::slot`), with
+/// [`SPARE`] for those below [`SMALL`] (counted already). A distance `d`
+/// above `EXACT_LIMIT` is in slot `LOG_BASE + ceil(log2(d))`, and
+/// `ceil(log2(d)) = floor(log2((d - 1) >> 1)) + 2`: the exponent of
+/// `(d - 1) >> 1` (below 2^31, exact as an i32 converted to f64).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn slots8(dist: __m256i) -> __m256i {
+    let t = _mm256_srli_epi32::<1>(_mm256_sub_epi32(dist, _mm256_set1_epi32(1)));
+    let lo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(t));
+    let hi = _mm256_cvtepi32_pd(_mm256_extracti128_si256::<1>(t));
+    let exp_lo = _mm256_srli_epi64::<52>(_mm256_castpd_si256(lo));
+    let exp_hi = _mm256_srli_epi64::<52>(_mm256_castpd_si256(hi));
+    // Dwords e0 e4 e1 e5 e2 e6 e3 e7, put back in order.
+    let both = _mm256_or_si256(exp_lo, _mm256_slli_epi64::<32>(exp_hi));
+    let exp = _mm256_permutevar8x32_epi32(both, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+    // floor(log2(t)) = exp - 1023.
+    let log_slot = _mm256_add_epi32(exp, _mm256_set1_epi32(LOG_BASE as i32 + 2 - 1023));
+    let within = |limit: u32| {
+        _mm256_cmpeq_epi32(
+            _mm256_min_epu32(dist, _mm256_set1_epi32(limit as i32)),
+            dist,
+        )
+    };
+    let slot = _mm256_blendv_epi8(log_slot, dist, within(EXACT_LIMIT));
+    _mm256_blendv_epi8(slot, _mm256_set1_epi32(SPARE as i32), within(SMALL - 1))
 }
 
 /// Largest of four non-NaN f64.
@@ -223,19 +425,24 @@ fn hmax_pd(v: __m256d) -> f64 {
     l[0].max(l[1]).max(l[2].max(l[3]))
 }
 
-/// f32 ULP distances of eight finite pairs: |key(a) - key(e)| with the
-/// sign-magnitude keys of `key_f32_bits`, exact in u32 (keys of finite
-/// values lie within ±0x7f7f_ffff).
+/// Sum of eight u32 lanes, in u64.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn ulp_dist8(ua: __m256i, ue: __m256i) -> __m256i {
-    let key = |u: __m256i| {
-        let sign = _mm256_srai_epi32::<31>(u);
-        let mag = _mm256_and_si256(u, _mm256_set1_epi32(i32::MAX));
-        _mm256_sub_epi32(_mm256_xor_si256(mag, sign), sign)
-    };
-    let (ka, ke) = (key(ua), key(ue));
-    let diff = _mm256_sub_epi32(ka, ke);
-    let neg = _mm256_cmpgt_epi32(ke, ka);
-    _mm256_sub_epi32(_mm256_xor_si256(diff, neg), neg)
+fn hsum_epi32(v: __m256i) -> u64 {
+    let mut l = [0u32; 8];
+    // SAFETY: `l` is 32 bytes.
+    unsafe { _mm256_storeu_si256(l.as_mut_ptr().cast(), v) };
+    l.iter().map(|&x| x as u64).sum()
+}
+
+/// f32 ULP distances of eight finite pairs: |key(a) - key(e)| with the
+/// sign-magnitude keys of `key_f32_bits` (`ma`, `me` are the magnitudes),
+/// exact in u32: keys of finite values lie within ±0x7f7f_ffff, so the
+/// larger key minus the smaller one is below 2^32.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn ulp_dist8(ua: __m256i, ue: __m256i, ma: __m256i, me: __m256i) -> __m256i {
+    // The magnitude, negated where the sign bit is set (-0 stays 0).
+    let (ka, ke) = (_mm256_sign_epi32(ma, ua), _mm256_sign_epi32(me, ue));
+    _mm256_sub_epi32(_mm256_max_epi32(ka, ke), _mm256_min_epi32(ka, ke))
 }

@@ -1,18 +1,40 @@
 //! The kernel's per-run ULP histogram: eight interleaved copies of u32
-//! counters, folded into the run's [`crate::UlpHistogram`] once at its end.
+//! counters, folded into the run's [`crate::UlpHistogram`] once at its end,
+//! and the AVX2 path's queue of groups with a large distance.
 
-use crate::histogram::{slot, EXACT_MAX, SLOTS};
+use crate::histogram::{slot, EXACT_MAX, LOG_MIN, SLOTS};
+use crate::kernel::{Acc, CHUNK};
 
 /// Counters per copy: [`SLOTS`] rounded up to a power of two, so an index
 /// masked with `WIDTH - 1` needs no bounds check.
 const WIDTH: usize = SLOTS.next_power_of_two();
-use crate::kernel::{Acc, CHUNK};
+
+/// A counter no distance maps to: where the AVX2 path sends the distances
+/// it counted already. Never folded into the histogram.
+pub(crate) const SPARE: u32 = WIDTH as u32 - 1;
+const _: () = assert!(SPARE as usize >= SLOTS);
 
 /// Copies of the counters; element `t` counts in copy `t % COPIES`.
 const COPIES: usize = 8;
 
+/// Groups of eight the AVX2 path may queue before [`RunHist::take_queued`].
+pub(crate) const QUEUE: usize = 32;
+
 // A run covers at most one chunk, so a u32 counter cannot overflow.
 const _: () = assert!(CHUNK <= u32::MAX as usize);
+
+/// Distances below this one (0 to 3 ULPs, what most elements of a close
+/// pair are) are counted by the AVX2 path in vector registers; a group of
+/// eight with a larger one is queued and counted by [`RunHist::add_slots8`].
+pub(crate) const SMALL: u32 = 4;
+const _: () = assert!(SMALL.is_power_of_two() && SMALL as u64 <= EXACT_MAX + 1);
+
+/// The histogram's layout as the AVX2 path computes slots: distances up to
+/// `EXACT_LIMIT` are their own slot, a larger `d` is in slot
+/// `LOG_BASE + ceil(log2(d))`.
+pub(crate) const EXACT_LIMIT: u32 = EXACT_MAX as u32;
+/// See [`EXACT_LIMIT`].
+pub(crate) const LOG_BASE: u32 = EXACT_MAX as u32 + 1 - LOG_MIN;
 
 /// Eight interleaved ULP histograms (element `t` goes to `t % 8`), so that
 /// runs of equal distances do not serialise on one counter's
@@ -20,13 +42,16 @@ const _: () = assert!(CHUNK <= u32::MAX as usize);
 /// different counters). Counts are integers: the split changes nothing.
 pub(crate) struct RunHist {
     counts: [[u32; WIDTH]; COPIES],
+    /// Distances of groups of eight queued by the AVX2 path.
+    queue: [[u32; 8]; QUEUE],
 }
 
 impl RunHist {
-    /// Empty counters, boxed (4 KB: too big to keep moving on the stack).
+    /// Empty counters, boxed (5 KB: too big to keep moving on the stack).
     pub(crate) fn new() -> Box<RunHist> {
         Box::new(RunHist {
             counts: [[0; WIDTH]; COPIES],
+            queue: [[0; 8]; QUEUE],
         })
     }
 
@@ -36,18 +61,34 @@ impl RunHist {
         self.counts[t % COPIES][slot(dist) & (WIDTH - 1)] += 1;
     }
 
-    /// Records eight consecutive elements' distances.
+    /// Counts eight elements whose slots (as [`slot`] computes them, or
+    /// [`SPARE`] for one already counted) the caller computed.
     #[inline(always)]
-    pub(crate) fn add8(&mut self, dist: &[u32; COPIES], all_exact: bool) {
-        if all_exact {
-            // Every distance is <= EXACT_MAX: it is its own slot.
-            for (c, &d) in self.counts.iter_mut().zip(dist) {
-                c[d as usize & (WIDTH - 1)] += 1;
-            }
-        } else {
-            for (c, &d) in self.counts.iter_mut().zip(dist) {
-                c[slot(d as u64) & (WIDTH - 1)] += 1;
-            }
+    pub(crate) fn add_slots8(&mut self, slots: &[u32; COPIES]) {
+        for (c, &s) in self.counts.iter_mut().zip(slots) {
+            c[s as usize & (WIDTH - 1)] += 1;
+        }
+    }
+
+    /// Where the AVX2 path writes a group's distances: slot `i` of the queue.
+    #[inline(always)]
+    pub(crate) fn queue_slot(&mut self, i: usize) -> &mut [u32; 8] {
+        &mut self.queue[i % QUEUE]
+    }
+
+    /// The first `n` queued groups (at most [`QUEUE`]).
+    #[inline(always)]
+    pub(crate) fn queued(&self, n: usize) -> &[[u32; 8]] {
+        &self.queue[..n.min(QUEUE)]
+    }
+
+    /// Adds `counts[d]` elements at distance `d`, for the small distances
+    /// the vector path counts itself (see [`SMALL`]).
+    #[inline]
+    pub(crate) fn add_small(&mut self, counts: &[u64; SMALL as usize]) {
+        for (d, &c) in counts.iter().enumerate() {
+            // At most one run's elements: fits (see the assertion above).
+            self.counts[0][d] += c as u32;
         }
     }
 
@@ -62,6 +103,3 @@ impl RunHist {
         acc.hist.add_slot_counts(&total);
     }
 }
-
-/// Whether a distance is counted in its own slot (see [`RunHist::add8`]).
-pub(crate) const EXACT_LIMIT: u32 = EXACT_MAX as u32;

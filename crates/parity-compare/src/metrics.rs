@@ -295,7 +295,7 @@ fn run<A: Elem, E: Elem, U: UlpKey>(
     total
 }
 
-/// Whether the AVX2 kernel may run: the CPU has it (and, in tests, this
+/// Whether the AVX2 kernel may run: the CPU has AVX2 and FMA (and, in tests, this
 /// thread has not asked for the scalar kernel).
 fn has_avx2() -> bool {
     #[cfg(test)]
@@ -304,7 +304,9 @@ fn has_avx2() -> bool {
     }
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt")
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("popcnt")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

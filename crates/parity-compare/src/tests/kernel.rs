@@ -311,3 +311,82 @@ proptest! {
         prop_assert_eq!(vector.count + vector.masked_out, n as u64);
     }
 }
+
+#[test]
+fn top_k_lists_that_change_in_every_block_match_the_scalar_kernel() {
+    // The error grows by one ULP every 200 elements, so nearly every block
+    // of the vector path holds a new top-K entry, by a hair (1e-10), among
+    // 200-element runs of exact ties; distances reach the histogram's
+    // log2 buckets. The vector path looks for candidates once a block.
+    let n = crate::kernel::CHUNK + 5003;
+    let e = vec![1e-3f32; n];
+    let a: Vec<f32> = (0..n)
+        .map(|i| f32::from_bits(1e-3f32.to_bits() + (i / 200) as u32))
+        .collect();
+    let at = Tensor::from_f32(vec![n], &a).unwrap();
+    let et = Tensor::from_f32(vec![n], &e).unwrap();
+    for top_k in [1, 8, 33] {
+        let opts = CompareOptions {
+            top_k,
+            atol: 0.0,
+            rtol: 1e-4,
+            parallel: false,
+            ..CompareOptions::default()
+        };
+        let vector = compare(&at, &et, None, &opts).unwrap();
+        let scalar = with_scalar(|| compare(&at, &et, None, &opts).unwrap());
+        let reference = with_reference(|| compare(&at, &et, None, &opts).unwrap());
+        assert_eq!(exact(&vector), exact(&scalar));
+        assert_eq!(exact(&vector), exact(&reference));
+        // The worst are the first `top_k` elements at the largest distance.
+        let last = (n - 1) / 200 * 200;
+        assert_eq!(vector.worst[0].index, vec![last]);
+        assert_eq!(vector.max_ulp, Some(((n - 1) / 200) as u64));
+        assert!(vector.allclose_violations > 0);
+    }
+}
+
+#[test]
+fn violations_at_the_allclose_boundary_match_the_scalar_kernel() {
+    // An oracle of 1.0 and an actual 0 to 31 ULPs above it, with rare
+    // elements at K and K + 1 ULPs, the line drawn a hair (1e-9) below
+    // K + 1 ULPs: by atol alone, by rtol alone, or by both. The vector path
+    // counts violations only in blocks whose largest |a - e| and excess
+    // allow one, so its test must hold exactly at the line.
+    const K: u32 = 5000;
+    let n = crate::kernel::CHUNK + 3001;
+    let one = 1.0f32.to_bits();
+    let line = f64::from(K + 1) * f64::from(f32::EPSILON) * (1.0 - 1e-9);
+    for (atol, rtol) in [(line, 0.0), (0.0, line), (line / 2.0, line / 2.0)] {
+        let a: Vec<f32> = (0..n)
+            .map(|i| {
+                let ulps = match i % 9973 {
+                    0 => K + 1,
+                    1 => K,
+                    _ => (i as u32).wrapping_mul(2_654_435_761) >> 27,
+                };
+                f32::from_bits(one + ulps)
+            })
+            .collect();
+        let e = vec![1.0f32; n];
+        let at = Tensor::from_f32(vec![n], &a).unwrap();
+        let et = Tensor::from_f32(vec![n], &e).unwrap();
+        let opts = CompareOptions {
+            atol,
+            rtol,
+            parallel: false,
+            ..CompareOptions::default()
+        };
+        let vector = compare(&at, &et, None, &opts).unwrap();
+        let scalar = with_scalar(|| compare(&at, &et, None, &opts).unwrap());
+        let reference = with_reference(|| compare(&at, &et, None, &opts).unwrap());
+        assert_eq!(exact(&vector), exact(&scalar), "atol {atol} rtol {rtol}");
+        assert_eq!(exact(&vector), exact(&reference), "atol {atol} rtol {rtol}");
+        // The K + 1 elements, and only they.
+        assert_eq!(
+            vector.allclose_violations,
+            n.div_ceil(9973) as u64,
+            "atol {atol} rtol {rtol}"
+        );
+    }
+}
