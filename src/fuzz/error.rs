@@ -90,17 +90,16 @@ pub enum FuzzError {
         /// The mismatch.
         problem: String,
     },
-    /// The entry point call failed (`kind` says whether the input or IREE is to blame).
-    #[error("`{module}.{function}`: {message}")]
+    /// The entry point call failed (its `kind` says whether the input or IREE is to blame).
+    #[error("`{module}.{function}`: {source}")]
     Invoke {
         /// The module.
         module: String,
         /// The entry point.
         function: String,
-        /// Input (a module not declared) or execution (IREE).
-        kind: ErrorKind,
-        /// The runtime's message.
-        message: String,
+        /// Why: a module not declared (input), or IREE (execution).
+        #[source]
+        source: Box<crate::run::ModuleError>,
     },
     /// The entry point returned another number of results than `fuzz.outputs` names.
     #[error("`{function}` returned {got} results; `fuzz.outputs` names {want}")]
@@ -137,7 +136,7 @@ impl FuzzError {
     /// Input (exit 2) or execution (exit 3).
     pub fn kind(&self) -> ErrorKind {
         match self {
-            FuzzError::Invoke { kind, .. } => *kind,
+            FuzzError::Invoke { source, .. } => source.kind(),
             _ => ErrorKind::Input,
         }
     }

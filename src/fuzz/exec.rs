@@ -168,11 +168,10 @@ impl<'a> Exec<'a> {
         let out = self
             .modules
             .invoke(&self.fuzz.module, &function, &args)
-            .map_err(|(kind, message)| FuzzError::Invoke {
+            .map_err(|source| FuzzError::Invoke {
                 module: self.fuzz.module.clone(),
                 function: function.clone(),
-                kind,
-                message,
+                source: Box::new(source),
             })?;
         if out.len() != self.fuzz.outputs.len() {
             return Err(FuzzError::Outputs {

@@ -140,7 +140,7 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
         modules
             .load_errors()
             .into_iter()
-            .map(ErrorRecord::execution),
+            .map(|e| ErrorRecord::execution(e.to_string())),
     );
     if !record.errors.is_empty() {
         return finish(record, clock);

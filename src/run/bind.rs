@@ -8,6 +8,7 @@
 //! it. From there the stage runs exactly as one written with `args:`. A stage
 //! whose arguments cannot be bound errors on its own (exit 2); the others run.
 
+use super::module_error::CompilerUnavailable;
 use super::slices::{read_normalised, StageKey};
 use parity_iree::IreeCompiler;
 use parity_record::ErrorRecord;
@@ -99,7 +100,7 @@ pub fn rebind(
 /// Returns the stages that cannot run, by (case, stage), with why.
 pub fn bind_all(
     spec: &Spec,
-    compiler: Result<&IreeCompiler, &str>,
+    compiler: Result<&IreeCompiler, &CompilerUnavailable>,
     cases: &mut [(&str, Vec<Stage>)],
     selected: &[usize],
 ) -> HashMap<StageKey, ErrorRecord> {
@@ -131,7 +132,7 @@ pub fn bind_all(
 /// The parsed, normalised MLIR of spec module `name`.
 fn load(
     spec: &Spec,
-    compiler: Result<&IreeCompiler, &str>,
+    compiler: Result<&IreeCompiler, &CompilerUnavailable>,
     name: &str,
 ) -> Result<parity_mlir::Module, ErrorRecord> {
     let path = match spec.subject.modules.get(name).map(|m| &m.source) {

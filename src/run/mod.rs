@@ -8,6 +8,7 @@ pub mod divergence;
 pub mod error_map;
 pub(crate) mod inputs;
 mod measure_error;
+mod module_error;
 mod module_set;
 mod modules;
 mod provenance;
@@ -30,7 +31,7 @@ use std::time::Instant;
 // Public for the loopback fixture server (crates/parity-server), which
 // compiles and loads the subject's modules exactly as the runner does.
 pub use module_set::ModuleSet;
-pub use modules::{compile_all, load_compiler, Compiled};
+pub use modules::{compile_all, load_compiler, Compiled, CompilerUnavailable, ModuleError};
 pub use parity_record::RUN_RECORD_SCHEMA;
 pub use stage::{criteria_records, metrics_record};
 
@@ -183,22 +184,12 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     let mut compiled = modules::compile_for(spec, options, &compiler, Some(&used), &mut record);
     // `bind:` stages get their argument lists from the modules' argument names.
     let bind_errors = if has_bind {
-        bind::bind_all(
-            spec,
-            compiler.as_ref().map_err(String::as_str),
-            &mut instantiated,
-            &selected,
-        )
+        bind::bind_all(spec, compiler.as_ref(), &mut instantiated, &selected)
     } else {
         HashMap::new()
     };
     let slice_plan = if has_slices {
-        let plan = slices::plan(
-            spec,
-            compiler.as_ref().map_err(String::as_str),
-            &instantiated,
-            &selected,
-        );
+        let plan = slices::plan(spec, compiler.as_ref(), &instantiated, &selected);
         modules::compile_slices(
             spec,
             options,
@@ -262,13 +253,13 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
             .into_iter()
             .flat_map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| vec!["a worker thread panicked".to_string()])
+                    .unwrap_or_else(|_| vec![ErrorRecord::execution("a worker thread panicked")])
             })
             .collect::<Vec<_>>()
     });
-    for message in load_errors {
-        if !record.errors.iter().any(|e| e.message == message) {
-            record.errors.push(ErrorRecord::execution(message));
+    for error in load_errors {
+        if !record.errors.iter().any(|e| e.message == error.message) {
+            record.errors.push(error);
         }
     }
     record.stages = per_mode.into_iter().flatten().collect();
@@ -296,7 +287,7 @@ struct ModeWork<'a> {
 impl ModeWork<'_> {
     /// Runs every case in one mode on a runtime of this thread's own, sending
     /// each stage record to `emit`; returns the module load errors.
-    fn run(&self, mode: Mode, emit: &mut dyn FnMut(StageRecord)) -> Vec<String> {
+    fn run(&self, mode: Mode, emit: &mut dyn FnMut(StageRecord)) -> Vec<ErrorRecord> {
         let modules = ModuleSet::load(&self.spec.subject.driver, self.compiled);
         for (c, (case, stages)) in self.cases.iter().enumerate() {
             let mut produced = HashMap::new();
@@ -337,7 +328,15 @@ impl ModeWork<'_> {
                 emit(rec);
             }
         }
-        modules.load_errors()
+        modules
+            .load_errors()
+            .iter()
+            .map(|e| ErrorRecord {
+                kind: e.kind(),
+                message: e.to_string(),
+                location: None,
+            })
+            .collect()
     }
 }
 

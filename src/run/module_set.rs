@@ -2,9 +2,9 @@
 //! thread; a per-function module's artifacts load when first called.
 
 use super::artifacts::Artifacts;
+use super::module_error::ModuleError;
 use super::modules::Compiled;
 use parity_iree::{IreeError, IreeRuntime, LoadedModule, Signature};
-use parity_record::ErrorKind;
 use parity_tensor::Tensor;
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
@@ -26,16 +26,16 @@ enum Loaded {
 /// One artifact's vmfb and, once a function in it is called, its loaded module.
 struct Lazy {
     vmfb: Arc<Vec<u8>>,
-    loaded: OnceCell<Result<LoadedModule, String>>,
+    loaded: OnceCell<Result<LoadedModule, ModuleError>>,
 }
 
 /// The modules of a run loaded into one runtime (one per thread: IREE
 /// runtimes cannot move between threads), or why each could not be loaded.
 pub struct ModuleSet {
-    modules: BTreeMap<String, Result<Loaded, String>>,
-    load_errors: RefCell<Vec<String>>,
+    modules: BTreeMap<String, Result<Loaded, ModuleError>>,
+    load_errors: RefCell<Vec<ModuleError>>,
     // Declared last so the modules are dropped before their runtime.
-    runtime: Result<IreeRuntime, String>,
+    runtime: Result<IreeRuntime, ModuleError>,
 }
 
 impl ModuleSet {
@@ -43,17 +43,24 @@ impl ModuleSet {
     /// into it (per-function artifacts load when first called).
     pub fn load(driver: &str, compiled: &Compiled) -> ModuleSet {
         let mut load_errors = Vec::new();
-        let runtime = IreeRuntime::new(driver).map_err(|e| format!("IREE runtime `{driver}`: {e}"));
+        let runtime = IreeRuntime::new(driver).map_err(|e| ModuleError::Runtime {
+            driver: driver.to_string(),
+            source: Arc::new(e),
+        });
         let mut modules = BTreeMap::new();
         for (name, artifacts) in compiled {
             let loaded = match (&runtime, artifacts) {
-                (_, Err(message)) => Err(message.clone()),
-                (Err(message), _) => Err(message.clone()),
+                (_, Err(e)) => Err(e.clone()),
+                (Err(e), _) => Err(e.clone()),
                 (Ok(runtime), Ok(Artifacts::Whole(bytes))) => {
                     runtime.load(bytes, name).map(Loaded::Whole).map_err(|e| {
-                        let message = format!("module `{name}`: {e}");
-                        load_errors.push(message.clone());
-                        message
+                        let e = ModuleError::Load {
+                            module: name.clone(),
+                            function: None,
+                            source: Arc::new(e),
+                        };
+                        load_errors.push(e.clone());
+                        e
                     })
                 }
                 (Ok(_), Ok(Artifacts::PerFunction(per))) => Ok(Loaded::PerFunction {
@@ -73,8 +80,8 @@ impl ModuleSet {
             };
             modules.insert(name.clone(), loaded);
         }
-        if let Err(message) = &runtime {
-            load_errors.push(message.clone());
+        if let Err(e) = &runtime {
+            load_errors.push(e.clone());
         }
         ModuleSet {
             modules,
@@ -84,21 +91,20 @@ impl ModuleSet {
     }
 
     /// Load failures so far (not compile failures, which `compile_all` recorded).
-    pub fn load_errors(&self) -> Vec<String> {
+    pub fn load_errors(&self) -> Vec<ModuleError> {
         self.load_errors.borrow().clone()
     }
 
     /// The loaded module holding `function` of `module`: the whole module, or
     /// the function's own (loaded now if this is its first call).
-    fn find(&self, module: &str, function: &str) -> Result<&LoadedModule, (ErrorKind, String)> {
+    fn find(&self, module: &str, function: &str) -> Result<&LoadedModule, ModuleError> {
         let loaded = match self.modules.get(module) {
             None => {
-                return Err((
-                    ErrorKind::Input,
-                    format!("module `{module}` is not declared in the subject"),
-                ))
+                return Err(ModuleError::Undeclared {
+                    module: module.to_string(),
+                })
             }
-            Some(Err(message)) => return Err((ErrorKind::Execution, message.clone())),
+            Some(Err(e)) => return Err(e.clone()),
             Some(Ok(loaded)) => loaded,
         };
         let (functions, artifacts) = match loaded {
@@ -119,27 +125,33 @@ impl ModuleSet {
                 function: function.to_string(),
                 available: functions.keys().cloned().collect(),
             };
-            return Err((ErrorKind::Input, unknown.to_string()));
+            return Err(ModuleError::UnknownFunction(Arc::new(unknown)));
         };
-        let key = held
-            .as_ref()
-            .map_err(|m| (ErrorKind::Execution, format!("module `{module}`: {m}")))?;
+        let key = held.as_ref().map_err(|diagnostic| ModuleError::Function {
+            module: module.to_string(),
+            function: function.to_string(),
+            diagnostic: diagnostic.clone(),
+        })?;
         let Some(one) = artifacts.get(key) else {
-            let message =
-                format!("module `{module}`, function `{function}`: its artifact {key} is missing");
-            return Err((ErrorKind::Execution, message));
+            return Err(ModuleError::MissingArtifact {
+                module: module.to_string(),
+                function: function.to_string(),
+                key: key.clone(),
+            });
         };
         let loaded = one.loaded.get_or_init(|| {
-            let runtime = self.runtime.as_ref().map_err(String::clone)?;
+            let runtime = self.runtime.as_ref().map_err(ModuleError::clone)?;
             runtime.load(&one.vmfb, module).map_err(|e| {
-                let message = format!("module `{module}`, function `{function}`: {e}");
-                self.load_errors.borrow_mut().push(message.clone());
-                message
+                let e = ModuleError::Load {
+                    module: module.to_string(),
+                    function: Some(function.to_string()),
+                    source: Arc::new(e),
+                };
+                self.load_errors.borrow_mut().push(e.clone());
+                e
             })
         });
-        loaded
-            .as_ref()
-            .map_err(|m| (ErrorKind::Execution, m.clone()))
+        loaded.as_ref().map_err(ModuleError::clone)
     }
 
     /// The typed signature of `function` of `module`, when the module is
@@ -158,14 +170,10 @@ impl ModuleSet {
         module: &str,
         function: &str,
         args: &[Tensor],
-    ) -> Result<Vec<Tensor>, (ErrorKind, String)> {
+    ) -> Result<Vec<Tensor>, ModuleError> {
         let loaded = self.find(module, function)?;
-        loaded.invoke(function, args).map_err(|e| {
-            let kind = match e {
-                IreeError::UnknownFunction { .. } | IreeError::Argument { .. } => ErrorKind::Input,
-                _ => ErrorKind::Execution,
-            };
-            (kind, e.to_string())
-        })
+        loaded
+            .invoke(function, args)
+            .map_err(|e| ModuleError::Invoke(Arc::new(e)))
     }
 }

@@ -4,15 +4,17 @@
 
 use super::artifacts::{self, Artifacts, ModuleJob, Planned};
 use super::compile_pool;
+pub use super::module_error::{CompilerUnavailable, ModuleError};
 use super::slices::SliceModule;
 use super::RunOptions;
 use parity_iree::{ArtifactCache, Cached, CompileOptions, IreeCompiler};
-use parity_record::{ErrorKind, ErrorRecord, RunRecord};
+use parity_record::{ErrorRecord, RunRecord};
 use parity_spec::{ModuleSource, Spec};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Each module's compiled artifacts, or why they could not be had.
-pub type Compiled = BTreeMap<String, Result<Artifacts, String>>;
+pub type Compiled = BTreeMap<String, Result<Artifacts, ModuleError>>;
 
 /// Module name -> the functions stages call in it.
 pub type Used = BTreeMap<String, BTreeSet<String>>;
@@ -23,16 +25,16 @@ pub fn load_compiler(
     options: &RunOptions,
     needed: bool,
     record: &mut RunRecord,
-) -> Result<IreeCompiler, String> {
+) -> Result<IreeCompiler, CompilerUnavailable> {
     if !needed {
-        return Err("the IREE compiler was not loaded".to_string());
+        return Err(CompilerUnavailable::NotLoaded);
     }
     match IreeCompiler::load(options.compiler_lib.as_deref()) {
         Ok(c) => {
             record.compiler_revision = Some(c.revision());
             Ok(c)
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(CompilerUnavailable::Load(Arc::new(e))),
     }
 }
 
@@ -55,7 +57,7 @@ pub(crate) fn compile_options(spec: &Spec, module: &parity_spec::Module) -> Comp
 pub fn compile_all(
     spec: &Spec,
     options: &RunOptions,
-    compiler: &Result<IreeCompiler, String>,
+    compiler: &Result<IreeCompiler, CompilerUnavailable>,
     record: &mut RunRecord,
 ) -> Compiled {
     compile_for(spec, options, compiler, None, record)
@@ -70,7 +72,7 @@ pub fn compile_all(
 pub fn compile_for(
     spec: &Spec,
     options: &RunOptions,
-    compiler: &Result<IreeCompiler, String>,
+    compiler: &Result<IreeCompiler, CompilerUnavailable>,
     used: Option<&Used>,
     record: &mut RunRecord,
 ) -> Compiled {
@@ -79,17 +81,19 @@ pub fn compile_for(
     let mut planned = Vec::new();
     for (name, module) in &spec.subject.modules {
         let read = |path: &std::path::Path| {
-            parity_tensor::read_module_bytes(path).map_err(|e| {
-                (
-                    ErrorKind::Input,
-                    format!("module `{name}`: cannot read {}: {e}", path.display()),
-                )
+            parity_tensor::read_module_bytes(path).map_err(|e| ModuleError::Read {
+                module: name.clone(),
+                path: path.to_path_buf(),
+                source: Arc::new(e),
             })
         };
         let vmfb = match &module.source {
             ModuleSource::Vmfb(path) => read(path).map(|b| Some(Artifacts::Whole(b.into()))),
             ModuleSource::Mlir(path) => match compiler {
-                Err(message) => Err((ErrorKind::Execution, format!("module `{name}`: {message}"))),
+                Err(why) => Err(ModuleError::NoCompiler {
+                    module: name.clone(),
+                    source: why.clone(),
+                }),
                 Ok(compiler) => read(path).and_then(|mlir| {
                     let pending = Pending {
                         name,
@@ -114,13 +118,9 @@ pub fn compile_for(
             Ok(Some(done)) => {
                 compiled.insert(name.clone(), Ok(done));
             }
-            Err((kind, message)) => {
-                record.errors.push(ErrorRecord {
-                    kind,
-                    message: message.clone(),
-                    location: None,
-                });
-                compiled.insert(name.clone(), Err(message));
+            Err(e) => {
+                record.errors.push(module_error_record(&e));
+                compiled.insert(name.clone(), Err(e));
             }
         }
     }
@@ -165,7 +165,7 @@ enum Next {
 }
 
 /// A module's artifacts, or why it has none.
-type Step = Result<Option<Artifacts>, (ErrorKind, String)>;
+type Step = Result<Option<Artifacts>, ModuleError>;
 
 /// Plans an MLIR module's per-function compile; warnings go to the record.
 fn plan_mlir(
@@ -224,11 +224,16 @@ fn compile_planned(
             record.warnings.push(warning);
         }
         if let Artifacts::PerFunction(per) = &artifacts {
-            for message in per.functions.values().filter_map(|r| r.as_ref().err()) {
-                record.errors.push(ErrorRecord::execution(format!(
-                    "module `{}`: {message}",
-                    pending.name
-                )));
+            for (function, result) in &per.functions {
+                if let Err(diagnostic) = result {
+                    record
+                        .errors
+                        .push(module_error_record(&ModuleError::Function {
+                            module: pending.name.to_string(),
+                            function: function.clone(),
+                            diagnostic: diagnostic.clone(),
+                        }));
+                }
             }
         }
         done.push((pending.name.to_string(), artifacts));
@@ -246,7 +251,10 @@ fn compile_whole(
     cache
         .get_or_compile(compiler, &job.source_name, job.mlir, &job.options)
         .map(|cached| Some(Artifacts::Whole(keep_warnings(cached, record).into())))
-        .map_err(|e| (ErrorKind::Execution, format!("module `{}`: {e}", job.name)))
+        .map_err(|e| ModuleError::Compile {
+            module: job.name.to_string(),
+            source: Arc::new(e),
+        })
 }
 
 /// The vmfb of a cache lookup; its warnings go to the run record and stderr,
@@ -264,7 +272,7 @@ fn keep_warnings(cached: Cached, record: &mut RunRecord) -> Vec<u8> {
 pub fn compile_slices(
     spec: &Spec,
     options: &RunOptions,
-    compiler: &Result<IreeCompiler, String>,
+    compiler: &Result<IreeCompiler, CompilerUnavailable>,
     slices: &[SliceModule],
     compiled: &mut Compiled,
     record: &mut RunRecord,
@@ -272,11 +280,14 @@ pub fn compile_slices(
     let cache = ArtifactCache::new(&options.cache_dir);
     for slice in slices {
         let vmfb = match (compiler, spec.subject.modules.get(&slice.parent)) {
-            (Err(message), _) => Err(format!("module `{}`: {message}", slice.name)),
-            (_, None) => Err(format!(
-                "module `{}`: parent module `{}` is not declared",
-                slice.name, slice.parent
-            )),
+            (Err(why), _) => Err(ModuleError::NoCompiler {
+                module: slice.name.clone(),
+                source: why.clone(),
+            }),
+            (_, None) => Err(ModuleError::UndeclaredParent {
+                module: slice.name.clone(),
+                parent: slice.parent.clone(),
+            }),
             (Ok(compiler), Some(parent)) => {
                 let source_name = match &parent.source {
                     ModuleSource::Mlir(p) | ModuleSource::Vmfb(p) => {
@@ -291,12 +302,24 @@ pub fn compile_slices(
                         &compile_options(spec, parent),
                     )
                     .map(|cached| keep_warnings(cached, record))
-                    .map_err(|e| format!("module `{}`: {e}", slice.name))
+                    .map_err(|e| ModuleError::Compile {
+                        module: slice.name.clone(),
+                        source: Arc::new(e),
+                    })
             }
         };
-        if let Err(message) = &vmfb {
-            record.errors.push(ErrorRecord::execution(message.clone()));
+        if let Err(e) = &vmfb {
+            record.errors.push(module_error_record(e));
         }
         compiled.insert(slice.name.clone(), vmfb.map(|b| Artifacts::Whole(b.into())));
+    }
+}
+
+/// A module error as a record error (kind and message).
+fn module_error_record(e: &ModuleError) -> ErrorRecord {
+    ErrorRecord {
+        kind: e.kind(),
+        message: e.to_string(),
+        location: None,
     }
 }

@@ -15,7 +15,7 @@ use parity_spec::{ModuleSource, Spec};
 pub fn collect(
     spec: &Spec,
     options: &RunOptions,
-    compiler: &Result<IreeCompiler, String>,
+    compiler: &Result<IreeCompiler, super::module_error::CompilerUnavailable>,
     slices: &[SliceModule],
     sources: &InputSources,
 ) -> Provenance {

@@ -10,6 +10,7 @@
 //! the stages at it. A stage whose slice cannot be made errors on its own;
 //! the other stages run.
 
+use super::module_error::CompilerUnavailable;
 use parity_iree::IreeCompiler;
 use parity_mlir::{Function, SliceArg, SliceInfo, SliceRequest, ValueId};
 use parity_record::{ErrorKind, ErrorRecord};
@@ -85,7 +86,7 @@ struct Whole<'a> {
 /// (instantiated per case). `compiler` is the loaded IREE compiler or why it is missing.
 pub fn plan(
     spec: &Spec,
-    compiler: Result<&IreeCompiler, &str>,
+    compiler: Result<&IreeCompiler, &CompilerUnavailable>,
     cases: &[(&str, Vec<Stage>)],
     selected: &[usize],
 ) -> SlicePlan {
@@ -211,7 +212,7 @@ pub fn read_normalised(
 
 fn plan_module(
     spec: &Spec,
-    compiler: Result<&IreeCompiler, &str>,
+    compiler: Result<&IreeCompiler, &CompilerUnavailable>,
     module: &str,
     pending: &[Pending<'_>],
     wholes: &[Whole<'_>],

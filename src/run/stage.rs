@@ -96,16 +96,15 @@ impl StageContext<'_> {
         rec.invoke_ms = clock.elapsed().as_secs_f64() * 1e3;
         let results = match results {
             Ok(r) => r,
-            Err((kind, message)) => {
+            Err(source) => {
                 // An input error is the spec's fault: point at the function line.
-                let position = (kind == ErrorKind::Input)
+                let position = (source.kind() == ErrorKind::Input)
                     .then(|| self.position(stage, Some(&stage.locations.function)));
                 let e = StageError::Invoke {
                     at: self.at(stage, None),
                     mode: self.mode,
                     position,
-                    kind,
-                    message,
+                    source,
                 };
                 rec.status = Status::Error;
                 rec.error = Some(e.to_record());

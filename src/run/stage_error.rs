@@ -4,6 +4,7 @@
 
 use super::inputs::InputError;
 use super::measure_error::MeasureError;
+use super::module_error::ModuleError;
 use parity_record::{ErrorKind, ErrorRecord, Location, Mode};
 use parity_tensor::ByteLengthMismatch;
 use std::fmt;
@@ -119,7 +120,7 @@ pub enum StageError {
     /// The module could not run the function. An input error (the module or
     /// function is not there) points at the function line; an IREE failure
     /// has no spec position.
-    #[error("{}stage `{}` ({}, {}): {message}", .position.as_ref().map(|p| format!("{p}: ")).unwrap_or_default(), .at.stage, .at.case, .mode.name())]
+    #[error("{}stage `{}` ({}, {}): {source}", .position.as_ref().map(|p| format!("{p}: ")).unwrap_or_default(), .at.stage, .at.case, .mode.name())]
     Invoke {
         /// Stage and case (`at.at` is the function line).
         at: StageAt,
@@ -127,10 +128,10 @@ pub enum StageError {
         mode: Mode,
         /// The function line, for an input error.
         position: Option<SpecPosition>,
-        /// Input (not declared, no such function) or execution (IREE).
-        kind: ErrorKind,
-        /// The module layer's message (module, function and IREE's diagnostic).
-        message: String,
+        /// Why: not declared, no such function, refused arguments (input),
+        /// or a compile, load or IREE failure (execution).
+        #[source]
+        source: ModuleError,
     },
     /// The function returned another number of results than the spec lists.
     #[error("stage `{}`: {mismatch}", .at.stage)]
@@ -159,7 +160,7 @@ impl StageError {
     /// Input (exit 2) or execution (exit 3).
     pub fn kind(&self) -> ErrorKind {
         match self {
-            StageError::Invoke { kind, .. } => *kind,
+            StageError::Invoke { source, .. } => source.kind(),
             StageError::Argument { .. }
             | StageError::Signature { .. }
             | StageError::Results { .. }
@@ -261,8 +262,11 @@ mod tests {
             at: at(),
             mode: Mode::Chained,
             position: None,
-            kind: ErrorKind::Execution,
-            message: "module `m`: boom".into(),
+            source: ModuleError::Function {
+                module: "m".into(),
+                function: "f".into(),
+                diagnostic: "boom".into(),
+            },
         };
         assert_eq!(
             e.to_string(),
@@ -274,9 +278,9 @@ mod tests {
             at: at(),
             mode: Mode::Chained,
             position: Some(at().at),
-            kind: ErrorKind::Input,
-            message: "module `m` is not declared in the subject".into(),
+            source: ModuleError::Undeclared { module: "m".into() },
         };
+        assert_eq!(input.kind(), ErrorKind::Input);
         assert!(input
             .to_string()
             .starts_with("dir/stages.yaml:12:7: stage `conv` (full, chained): "));

@@ -13,7 +13,7 @@ use super::slots::{self, SlotCaches, SlotModule};
 use super::target::{Observed, ServingTarget};
 use crate::run::inputs::InputSources;
 use crate::run::{self, ModuleSet, RunOptions};
-use parity_record::{ErrorKind, RunRecord};
+use parity_record::RunRecord;
 use parity_spec::{Module, ModuleSource, Request, Scenario, Spec};
 use parity_tensor::Tensor;
 
@@ -82,11 +82,8 @@ impl InProcess {
             });
         }
         let modules = ModuleSet::load(&spec.subject.driver, &compiled);
-        if let Some(m) = modules.load_errors().first() {
-            return Err(ServeError::Module {
-                kind: ErrorKind::Execution,
-                message: m.clone(),
-            });
+        if let Some(e) = modules.load_errors().into_iter().next() {
+            return Err(ServeError::Load(Box::new(e)));
         }
         Ok(InProcess {
             spec,

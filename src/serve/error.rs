@@ -52,17 +52,19 @@ pub enum ServeError {
         message: String,
     },
     /// An IREE call failed: its arguments (input) or the runtime (execution).
-    #[error("`{module}.{function}`: {message}")]
+    #[error("`{module}.{function}`: {source}")]
     Call {
         /// Module name.
         module: String,
         /// Function name.
         function: String,
-        /// Input or execution.
-        kind: ErrorKind,
-        /// The runtime's message.
-        message: String,
+        /// Why: its arguments (input) or the runtime (execution).
+        #[source]
+        source: Box<crate::run::ModuleError>,
     },
+    /// A compiled module could not be loaded into the runtime.
+    #[error(transparent)]
+    Load(Box<crate::run::ModuleError>),
     /// Compiling or loading the modules failed, or a server's own error.
     #[error("{message}")]
     Module {
@@ -134,7 +136,8 @@ impl ServeError {
             | ServeError::Weight { .. }
             | ServeError::Convention(_)
             | ServeError::Request { .. } => ErrorKind::Input,
-            ServeError::Call { kind, .. } | ServeError::Module { kind, .. } => *kind,
+            ServeError::Call { source, .. } | ServeError::Load(source) => source.kind(),
+            ServeError::Module { kind, .. } => *kind,
             ServeError::Adapter(e) => e.kind(),
             ServeError::Run(_) => ErrorKind::Execution,
             ServeError::Context { source, .. } => source.kind(),

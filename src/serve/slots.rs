@@ -46,11 +46,10 @@ pub fn invoke(
 ) -> Result<Vec<Tensor>, ServeError> {
     modules
         .invoke(module, function, args)
-        .map_err(|(kind, message)| ServeError::Call {
+        .map_err(|source| ServeError::Call {
             module: module.to_string(),
             function: function.to_string(),
-            kind,
-            message,
+            source: Box::new(source),
         })
 }
 

@@ -48,7 +48,7 @@ pub enum TokensError {
         problem: String,
     },
     /// The compiled function failed (IREE), or refused its inputs.
-    #[error("{at}: tokens.{which}: `{module}.{function}`: {message}")]
+    #[error("{at}: tokens.{which}: `{module}.{function}`: {source}")]
     Invoke {
         /// The spec position of the call.
         at: String,
@@ -58,10 +58,9 @@ pub enum TokensError {
         module: String,
         /// The function called.
         function: String,
-        /// Input (refused) or execution (IREE failed).
-        kind: ErrorKind,
-        /// The runner's message.
-        message: String,
+        /// Why: refused (input) or IREE failed (execution).
+        #[source]
+        source: Box<crate::run::ModuleError>,
     },
     /// The production's logits output is missing or malformed.
     #[error("{what}: {problem}")]
@@ -181,7 +180,7 @@ impl TokensError {
     /// Input (exit 2) or execution (exit 3).
     pub fn kind(&self) -> ErrorKind {
         match self {
-            TokensError::Invoke { kind, .. } => *kind,
+            TokensError::Invoke { source, .. } => source.kind(),
             TokensError::Logits {
                 problem: LogitsProblem::NonFinite { .. },
                 ..
@@ -253,8 +252,11 @@ mod tests {
             which: "prefill".into(),
             module: "lm".into(),
             function: "prefill_p10".into(),
-            kind: ErrorKind::Execution,
-            message: "iree: out of memory".into(),
+            source: Box::new(crate::run::ModuleError::MissingArtifact {
+                module: "lm".into(),
+                function: "prefill_p10".into(),
+                key: "k".into(),
+            }),
         };
         assert_eq!(refused.to_record().kind, ErrorKind::Execution);
     }

@@ -112,13 +112,12 @@ impl Session<'_> {
         let results = self
             .modules
             .invoke(&self.tokens.module, &function, &tensors)
-            .map_err(|(kind, message)| TokensError::Invoke {
+            .map_err(|source| TokensError::Invoke {
                 at: self.at(call.location),
                 which: which.to_string(),
                 module: self.tokens.module.clone(),
                 function: function.clone(),
-                kind,
-                message,
+                source: Box::new(source),
             })?;
         if results.len() != call.outputs.len() {
             return Err(TokensError::Call {

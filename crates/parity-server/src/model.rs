@@ -83,7 +83,7 @@ impl Model {
     pub fn load(art: Arc<Artifacts>, driver: &str) -> Result<Model, ServerError> {
         let modules = ModuleSet::load(driver, &art.compiled);
         if let Some(e) = modules.load_errors().first() {
-            return Err(ServerError::Setup(e.clone()));
+            return Err(ServerError::Setup(e.to_string()));
         }
         let slots = SlotModule::new(parity::serve::engine::SERVING, art.functions.clone());
         Ok(Model {
@@ -234,7 +234,7 @@ impl Model {
         let out = self
             .modules
             .invoke(&call.module, &f, &args)
-            .map_err(|(_, m)| ServerError::Execution(format!("`{}.{f}`: {m}", call.module)))?;
+            .map_err(|e| ServerError::Execution(format!("`{}.{f}`: {e}", call.module)))?;
         if out.len() != call.outputs.len() {
             return Err(ServerError::Execution(format!(
                 "`{f}` returned {} results, the spec lists {}",
