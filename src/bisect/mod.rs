@@ -13,7 +13,9 @@
 //!    as the evidence goes.
 //! 4. A reproducer directory with the smallest failing slice ([`repro`]).
 
+mod edits;
 mod error;
+pub mod inject;
 mod layout;
 mod matching;
 mod measure;
@@ -31,9 +33,8 @@ pub use parity_record::{BisectRecord, DivergentOp, Strategy, BISECT_SCHEMA};
 use crate::run::inputs::InputSources;
 use crate::run::{self, RunOptions};
 use error::{execution, input};
-use measure::{
-    budget_dtype, loc_label, max_finite_abs, op_line, oracle_as, ulp_at, LOCAL_ULP_BUDGET,
-};
+pub use measure::loc_label;
+use measure::{budget_dtype, max_finite_abs, op_line, oracle_as, ulp_at, LOCAL_ULP_BUDGET};
 use oracle::OracleSearch;
 use parity_iree::{ArtifactCache, IreeCompiler, IreeRuntime};
 use parity_mlir::{Function, Module, SliceRequest, ValueId};
@@ -647,18 +648,17 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
             .collect::<Vec<_>>()
             .join("; ")
     };
-    let Some(first) = found.repairs.first() else {
+    if found.repairs.is_empty() {
         report.notes.push(format!(
             "repair search: none of {} edits (swapped operands, comparison directions, \
-             off-by-one slices and pads, integer offsets into converts, fitted splat \
-             constants) makes the region match \
-             the oracle",
+             wrong binary and unary ops, wrong dimensions, off-by-one slices and pads, \
+             integer offsets into converts, ops bypassed, negates, fitted splat constants, \
+             fitted scales and offsets after an op) makes the region match the oracle",
             found.tried
         ));
         return false;
-    };
-    let one_op = found.repairs.iter().all(|r| r.op == first.op);
-    if !one_op {
+    }
+    let Some(op) = repair::claimed(found) else {
         report.notes.push(format!(
             "repair search: {} of {} edits make the region match the oracle, on different \
              operations, so it does not name one (ambiguous): {}",
@@ -667,16 +667,24 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
             list(8)
         ));
         return false;
-    }
+    };
+    let on = if found.repairs.iter().all(|r| r.op == op) {
+        "all on one operation".to_string()
+    } else {
+        format!(
+            "all acting at #{op} (an op inserted after another whose only user is #{op} acts \
+             at #{op}'s input)"
+        )
+    };
     report.notes.push(format!(
-        "repair search: {} of {} edits make the region match the oracle, all on one operation: {}",
+        "repair search: {} of {} edits make the region match the oracle, {on}: {}",
         found.repairs.len(),
         found.tried,
         list(4)
     ));
     report.first_divergent_op = Some(divergent_op(
         program,
-        first.op,
+        op,
         Evidence::Repair,
         Vec::new(),
         Vec::new(),

@@ -1,0 +1,462 @@
+//! The fault matrix: inject seeded faults of every kind
+//! ([`crate::bisect::inject`]) into a subject, with the oracle's tensors
+//! inside the injected op's scope removed, run `parity bisect` on each, and
+//! classify what it said against the injector's answer. `parity bench
+//! --bisect` prints it; an ignored test runs it on both subjects.
+
+use crate::bisect::inject::{inject, FaultKind, Injected};
+use crate::bisect::{self, BisectOptions};
+use crate::run::RunOptions;
+use parity_iree::IreeCompiler;
+use parity_mlir::Module;
+use parity_spec::{ModuleSource, Spec};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Why the matrix could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    /// The spec, its module or its oracle could not be read.
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// What bisect said about one injected fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    /// The injected op (or the documented right answer) named.
+    Exact,
+    /// No op claimed; the right op listed among ambiguous repairs.
+    Ambiguous,
+    /// An honest region, no op named.
+    Region,
+    /// An op named that is not a right answer.
+    Wrong,
+    /// bisect failed (an error record, exit 3 or 2).
+    Crash,
+    /// The fault does not move the stage's outputs beyond tolerance.
+    Masked,
+}
+
+impl Outcome {
+    /// Every outcome, in table order.
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Exact,
+        Outcome::Ambiguous,
+        Outcome::Region,
+        Outcome::Wrong,
+        Outcome::Crash,
+        Outcome::Masked,
+    ];
+
+    /// Column name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Exact => "exact",
+            Outcome::Ambiguous => "ambiguous",
+            Outcome::Region => "region",
+            Outcome::Wrong => "wrong",
+            Outcome::Crash => "crash",
+            Outcome::Masked => "masked",
+        }
+    }
+}
+
+/// A subject to inject into: its spec, one case, the stages to use, and
+/// the places to leave alone (location substrings of the committed faults).
+pub struct Subject {
+    /// Short name for tables.
+    pub name: String,
+    /// The spec.
+    pub spec: Spec,
+    /// The case to bisect.
+    pub case: String,
+    /// Stages (by name) whose functions may receive a fault.
+    pub stages: Vec<String>,
+    /// An op whose location label is one of these, or whose raw location
+    /// contains one, is not touched.
+    pub exclude: Vec<String>,
+}
+
+/// A subject with its normalised module, ready for injections.
+pub struct Prepared {
+    subject: Subject,
+    module_name: String,
+    text: String,
+    module: Module,
+    /// (stage, function) pairs.
+    functions: Vec<(String, String)>,
+}
+
+/// One injected fault and what bisect made of it.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The subject's name.
+    pub subject: String,
+    /// The fault kind.
+    pub kind: FaultKind,
+    /// The seed.
+    pub seed: u64,
+    /// The stage that holds the fault (empty when none could be injected).
+    pub stage: String,
+    /// What was injected.
+    pub what: String,
+    /// The classification.
+    pub outcome: Outcome,
+    /// What bisect named, with its evidence, or why not.
+    pub said: String,
+    /// The op bisect named (index into the faulty function) and its evidence.
+    pub named: Option<(usize, parity_record::Evidence)>,
+    /// The injector's right answers (op indices in the faulty function).
+    pub answers: Vec<usize>,
+    /// Probes bisect used.
+    pub probes: usize,
+    /// Wall time of the bisect run (the stage's run included).
+    pub wall: Duration,
+}
+
+/// Normalises the subject's module (every selected stage must run one module).
+pub fn prepare(subject: Subject, compiler_lib: Option<&Path>) -> Result<Prepared, MatrixError> {
+    let setup = |m: String| MatrixError::Setup(m);
+    let case = subject
+        .spec
+        .case(&subject.case)
+        .ok_or_else(|| setup(format!("no case `{}`", subject.case)))?;
+    let stages = subject
+        .spec
+        .instantiate(case)
+        .map_err(|e| setup(e.to_string()))?;
+    let mut functions = Vec::new();
+    let mut module_name = None;
+    for s in stages.iter().filter(|s| subject.stages.contains(&s.name)) {
+        if module_name.get_or_insert(s.module.clone()) != &s.module || s.slice.is_some() {
+            return Err(setup(format!(
+                "stage `{}`: one module, function stages only",
+                s.name
+            )));
+        }
+        functions.push((s.name.clone(), s.function.clone()));
+    }
+    let module_name = module_name.ok_or_else(|| setup("no stage selected".into()))?;
+    let Some(ModuleSource::Mlir(path)) = subject
+        .spec
+        .subject
+        .modules
+        .get(&module_name)
+        .map(|m| &m.source)
+    else {
+        return Err(setup(format!("module `{module_name}` is not MLIR")));
+    };
+    let compiler = IreeCompiler::load(compiler_lib).map_err(|e| setup(e.to_string()))?;
+    let bytes = parity_tensor::read_module_bytes(path)
+        .map_err(|e| setup(format!("{}: {e}", path.display())))?;
+    let text = compiler
+        .normalize(&path.display().to_string(), &bytes)
+        .map_err(|e| setup(e.to_string()))?;
+    let module = parity_mlir::parse(&text).map_err(|e| setup(e.to_string()))?;
+    Ok(Prepared {
+        subject,
+        module_name,
+        text,
+        module,
+        functions,
+    })
+}
+
+impl Prepared {
+    /// Injects one fault and bisects it; the work files go under `work`.
+    pub fn run_one(
+        &self,
+        kind: FaultKind,
+        seed: u64,
+        work: &Path,
+        cache_dir: &Path,
+        compiler_lib: Option<&Path>,
+    ) -> Row {
+        let mut row = Row {
+            subject: self.subject.name.clone(),
+            kind,
+            seed,
+            stage: String::new(),
+            what: String::new(),
+            outcome: Outcome::Crash,
+            said: String::new(),
+            named: None,
+            answers: Vec::new(),
+            probes: 0,
+            wall: Duration::ZERO,
+        };
+        let fns: Vec<&str> = self.functions.iter().map(|(_, f)| f.as_str()).collect();
+        let exclude = |f: &parity_mlir::Function, o: usize| {
+            let label = crate::bisect::loc_label(&f.ops[o].loc);
+            self.subject
+                .exclude
+                .iter()
+                .any(|x| label == *x || f.ops[o].loc.raw.contains(x.as_str()))
+        };
+        let injected = match inject(&self.text, &self.module, &fns, kind, seed, &exclude) {
+            Ok(i) => i,
+            Err(e) => {
+                row.said = format!("not injected: {e}");
+                row.outcome = Outcome::Masked;
+                return row;
+            }
+        };
+        row.what = injected.what.clone();
+        row.answers = injected.answers.iter().map(|a| a.op_index).collect();
+        row.stage = self
+            .functions
+            .iter()
+            .find(|(_, f)| *f == injected.function)
+            .map(|(s, _)| s.clone())
+            .unwrap_or_default();
+        match self.bisect(&injected, &row.stage, work, cache_dir, compiler_lib) {
+            Ok((record, wall)) => {
+                row.wall = wall;
+                row.probes = record.probes;
+                classify(&injected, &record, &mut row);
+            }
+            Err(e) => row.said = e,
+        }
+        row
+    }
+
+    fn bisect(
+        &self,
+        injected: &Injected,
+        stage: &str,
+        work: &Path,
+        cache_dir: &Path,
+        compiler_lib: Option<&Path>,
+    ) -> Result<(bisect::BisectRecord, Duration), String> {
+        std::fs::create_dir_all(work).map_err(|e| format!("{}: {e}", work.display()))?;
+        let module = work.join("faulty.mlir");
+        std::fs::write(&module, &injected.text)
+            .map_err(|e| format!("{}: {e}", module.display()))?;
+        let mut spec = self.subject.spec.clone();
+        if let Some(m) = spec.subject.modules.get_mut(&self.module_name) {
+            m.source = ModuleSource::Mlir(module);
+        }
+        spec.oracle = self.oracle_without_scope(injected, work)?;
+        let options = BisectOptions {
+            run: RunOptions {
+                cache_dir: cache_dir.to_path_buf(),
+                compiler_lib: compiler_lib.map(Path::to_path_buf),
+                cases: vec![self.subject.case.clone()],
+                stages: vec![stage.to_string()],
+                ..RunOptions::default()
+            },
+            strategy: parity_record::Strategy::Auto,
+            repro_dir: work.join("repro"),
+        };
+        let t = Instant::now();
+        let record = bisect::bisect(&spec, &options);
+        Ok((record, t.elapsed()))
+    }
+
+    /// An oracle store without the tensors named after the injected op's
+    /// enclosing scope (two levels above the op: the scope and its parent),
+    /// stage outputs kept, so the oracle brackets a multi-op region.
+    fn oracle_without_scope(&self, injected: &Injected, work: &Path) -> Result<PathBuf, String> {
+        let dir = &self.subject.spec.oracle;
+        let path = dir.join("manifest.json");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut manifest: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let segments: Vec<&str> = injected.loc.split('/').collect();
+        let keep = segments.len().saturating_sub(3).max(1);
+        let scope = format!("{}_", segments[..keep.min(segments.len())].join("_"));
+        let outputs: Vec<String> = self
+            .subject
+            .spec
+            .stages
+            .iter()
+            .flat_map(|s| s.outputs.iter().map(|o| o.oracle.clone()))
+            .collect();
+        if let Some(tensors) = manifest["tensors"].as_object_mut() {
+            tensors.retain(|name, _| {
+                let bare = name.split_once('/').map_or(name.as_str(), |(_, t)| t);
+                !bare.starts_with(&scope) || outputs.iter().any(|o| o.ends_with(bare))
+            });
+            for entry in tensors.values_mut() {
+                if let Some(f) = entry["file"].as_str() {
+                    entry["file"] = serde_json::Value::String(dir.join(f).display().to_string());
+                }
+            }
+        }
+        let store = work.join("oracle");
+        std::fs::create_dir_all(&store).map_err(|e| e.to_string())?;
+        std::fs::write(store.join("manifest.json"), manifest.to_string())
+            .map_err(|e| e.to_string())?;
+        Ok(store)
+    }
+}
+
+/// Reads bisect's answer against the injector's.
+fn classify(injected: &Injected, record: &bisect::BisectRecord, row: &mut Row) {
+    use parity_record::Status;
+    let right = |i: usize| injected.answers.iter().any(|a| a.op_index == i);
+    if record.status == Status::Error {
+        row.outcome = Outcome::Crash;
+        row.said = record
+            .errors
+            .first()
+            .map(|e| e.message.chars().take(200).collect())
+            .unwrap_or_default();
+        return;
+    }
+    if record.stage.is_none() {
+        row.outcome = Outcome::Masked;
+        row.said = "no divergence".into();
+        return;
+    }
+    if let Some(op) = &record.first_divergent_op {
+        row.outcome = if right(op.op_index) {
+            Outcome::Exact
+        } else {
+            Outcome::Wrong
+        };
+        row.named = Some((op.op_index, op.evidence));
+        row.said = format!("#{} {} ({:?})", op.op_index, op.op_name, op.evidence);
+        return;
+    }
+    let notes = record.notes.join(" ");
+    let listed = injected
+        .answers
+        .iter()
+        .any(|a| notes.contains(&format!("#{} ", a.op_index)));
+    row.outcome = if notes.contains("ambiguous") && listed {
+        Outcome::Ambiguous
+    } else {
+        Outcome::Region
+    };
+    row.said = format!(
+        "{} ({} ops)",
+        row.outcome.name(),
+        record.region.as_ref().map_or(0, |r| r.ops)
+    );
+}
+
+/// The bundled subjects: `basic` (examples/basic, every stage) and
+/// `gemma3n` (subject/gemma3n's audio stages that compile fastest), with
+/// their committed faults' places excluded. `root` is the repository.
+pub fn bundled_subject(root: &Path, name: &str) -> Result<Subject, MatrixError> {
+    let setup = |m: String| MatrixError::Setup(m);
+    let load = |p: PathBuf| Spec::load(&p).map_err(|e| setup(format!("{}: {e}", p.display())));
+    match name {
+        "basic" => {
+            let dir = root.join("examples/basic");
+            // The committed fault (model_faulty.mlir): the variance divide.
+            let model = std::fs::read_to_string(dir.join("model.mlir"))
+                .map_err(|e| setup(format!("examples/basic/model.mlir: {e}")))?;
+            let line = model
+                .lines()
+                .position(|l| l.contains("%var = stablehlo.divide"))
+                .map_or(0, |i| i + 1);
+            Ok(Subject {
+                name: "basic".into(),
+                spec: load(dir.join("stages.yaml"))?,
+                case: "default".into(),
+                stages: [
+                    "layer_norm",
+                    "strided_conv",
+                    "scores",
+                    "masked_softmax",
+                    "attend",
+                    "proj_bf16",
+                ]
+                .map(String::from)
+                .to_vec(),
+                exclude: vec![format!("model.mlir\":{line}:")],
+            })
+        }
+        "gemma3n" => {
+            let dir = root.join("subject/gemma3n");
+            let faults = std::fs::read_to_string(dir.join("faults/faults.json"))
+                .map_err(|e| setup(format!("faults.json: {e}")))?;
+            let faults: serde_json::Value =
+                serde_json::from_str(&faults).map_err(|e| setup(format!("faults.json: {e}")))?;
+            let exclude = faults["faults"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f["localise_to"]["path"].as_str().map(String::from))
+                .collect();
+            Ok(Subject {
+                name: "gemma3n".into(),
+                spec: load(dir.join("stages.yaml"))?,
+                case: "full128".into(),
+                stages: GEMMA3N_STAGES.map(String::from).to_vec(),
+                exclude,
+            })
+        }
+        other => Err(setup(format!(
+            "no bundled subject `{other}` (basic, gemma3n)"
+        ))),
+    }
+}
+
+/// The gemma3n stages the matrix injects into.
+pub const GEMMA3N_STAGES: [&str; 4] = [
+    "sscp_conv_0",
+    "conformer_0_feed_forward_start",
+    "conformer_0_light_conv",
+    "conformer_1_attention",
+];
+
+/// Per kind: counts of each outcome, median probes and wall time.
+pub fn table(rows: &[Row]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7}",
+        "subject",
+        "kind",
+        "n",
+        "exact",
+        "ambig",
+        "region",
+        "wrong",
+        "crash",
+        "masked",
+        "probes",
+        "wall s"
+    );
+    let mut subjects: Vec<&str> = rows.iter().map(|r| r.subject.as_str()).collect();
+    subjects.dedup();
+    for s in subjects {
+        for kind in FaultKind::ALL {
+            let rs: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.subject == s && r.kind == kind)
+                .collect();
+            if rs.is_empty() {
+                continue;
+            }
+            let count = |o: Outcome| rs.iter().filter(|r| r.outcome == o).count();
+            let ran: Vec<&&Row> = rs.iter().filter(|r| r.outcome != Outcome::Masked).collect();
+            let med = |mut v: Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+            };
+            let _ = writeln!(
+                out,
+                "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7.0} {:>7.1}",
+                s,
+                kind.name(),
+                rs.len(),
+                count(Outcome::Exact),
+                count(Outcome::Ambiguous),
+                count(Outcome::Region),
+                count(Outcome::Wrong),
+                count(Outcome::Crash),
+                count(Outcome::Masked),
+                med(ran.iter().map(|r| r.probes as f64).collect()),
+                med(ran.iter().map(|r| r.wall.as_secs_f64()).collect()),
+            );
+        }
+    }
+    out
+}

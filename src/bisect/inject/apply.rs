@@ -1,0 +1,145 @@
+//! Applying one injected edit to the module text, and finding the answers
+//! in the faulty function.
+
+use super::{Answer, FaultKind, InjectError, Injected, Site};
+use crate::bisect::edits::{text, AfterOp, Change};
+use crate::bisect::measure::loc_label;
+
+/// The faulty module text and its answers.
+pub(super) fn apply(
+    module_text: &str,
+    kind: FaultKind,
+    site: &Site,
+) -> Result<Injected, InjectError> {
+    let func = site.func;
+    let e = &site.edit;
+    let op = &func.ops[e.op];
+    let loc = loc_label(&op.loc);
+    let broken = |why: String| InjectError::Broken {
+        kind,
+        site: format!("#{} {} at {loc} in @{}", e.op, op.name, func.name),
+        why,
+    };
+    // The op's lines in the module text.
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(module_text.match_indices('\n').map(|(i, _)| i + 1))
+        .chain(std::iter::once(module_text.len()))
+        .collect();
+    let n = op.text.lines().count().max(1);
+    let (Some(&start), Some(&end)) = (starts.get(op.line - 1), starts.get(op.line - 1 + n)) else {
+        return Err(broken("the op's lines are not in the text".into()));
+    };
+    let block = &module_text[start..end];
+    if !block.contains(text::first_line(&op.text)) {
+        return Err(broken("the op's text is not at its line".into()));
+    }
+    let indent: String = block.chars().take_while(|c| *c == ' ').collect();
+    let name = text::result_name(&op.text)
+        .ok_or_else(|| broken("not a single-result op".into()))?
+        .to_string();
+    let ty = func.values[op.results[0]].ty.text.clone();
+    let stem = "%parity_inj";
+    let (replacement, tail_rename) = match &e.change {
+        Change::Rewrite { .. } => {
+            let r = e
+                .render(&op.text, &ty, &name, &name, "", stem, &indent)
+                .ok_or_else(|| broken("cannot render".into()))?;
+            (r.lines, None)
+        }
+        Change::After(_) => {
+            let orig = format!("{stem}_o");
+            let renamed =
+                text::rename_result(&op.text, &orig).ok_or_else(|| broken("rename".into()))?;
+            let scale = format!("{stem}_s");
+            let mut lines = format!("{indent}{renamed}\n");
+            lines.push_str(&format!(
+                "{indent}{scale} = \"stablehlo.constant\"() <{{value = dense<{:e}> : tensor<f32>}}> : () -> tensor<f32> {}\n",
+                site.value,
+                text::location(&op.text)
+            ));
+            let r = e
+                .render(&op.text, &ty, &name, &orig, &scale, stem, &indent)
+                .ok_or_else(|| broken("cannot render".into()))?;
+            lines.push_str(&r.lines);
+            (lines, None)
+        }
+        Change::Bypass(operand) => (String::new(), Some(operand.clone())),
+    };
+    let mut faulty = String::with_capacity(module_text.len() + replacement.len());
+    faulty.push_str(&module_text[..start]);
+    faulty.push_str(&replacement);
+    let rest = &module_text[end..];
+    match &tail_rename {
+        Some(operand) => {
+            // Uses of the deleted op's result, up to the function's end.
+            let fn_end = rest.find("\n  })").map_or(rest.len(), |i| i + 1);
+            faulty.push_str(&text::rename_uses(&rest[..fn_end], &name, operand));
+            faulty.push_str(&rest[fn_end..]);
+        }
+        None => faulty.push_str(rest),
+    }
+    // Answers, by result name in the faulty function.
+    let parsed = parity_mlir::parse(&faulty)
+        .map_err(|e| broken(format!("the faulty text does not parse: {e}")))?;
+    let ffunc = parsed
+        .function(&func.name)
+        .ok_or_else(|| broken("the function is gone".into()))?;
+    let index_of = |ssa: &str| ffunc.value_by_name(ssa).and_then(|v| ffunc.op_of(v));
+    let name_of = |o: usize| text::result_name(&func.ops[o].text).map(str::to_string);
+    let (names, why): (Vec<String>, &str) = match (kind, &e.change) {
+        (FaultKind::WrongConstant, _) => (
+            name_of(e.named).into_iter().collect(),
+            "the constant's only consumer: a wrong constant is named where it acts (the \
+             constant is not an operation of the region)",
+        ),
+        (FaultKind::MissingOp, Change::Bypass(operand)) => {
+            let mut v = vec![operand.clone()];
+            // The deleted op's one user: the missing op sat on the edge
+            // between its operand's producer and that user.
+            if let Some(u) = func.users(op.results[0]).first() {
+                v.extend(name_of(*u));
+            }
+            (
+                v,
+                "the missing op's place: the op whose result it should have transformed, or \
+                 the op that should have read its result (one edge, two names)",
+            )
+        }
+        (FaultKind::NonFinite, _) => (
+            vec![name.clone(), format!("{stem}_x")],
+            "the exp, where the infinity first appears from finite operands (nonfinite \
+             evidence), or the injected add that feeds it the out-of-range value",
+        ),
+        (FaultKind::ExtraOp | FaultKind::Rounding, Change::After(_)) => (
+            vec![name.clone()],
+            "the added op (it carries the location of the op it follows)",
+        ),
+        _ => (vec![name.clone()], "the edited op"),
+    };
+    let answers: Vec<Answer> = names
+        .iter()
+        .filter_map(|n| index_of(n))
+        .map(|o| Answer {
+            op_index: o,
+            op_name: ffunc.ops[o].name.clone(),
+        })
+        .collect();
+    if answers.is_empty() {
+        return Err(broken("no answer found in the faulty function".into()));
+    }
+    let what = match &e.change {
+        Change::After(AfterOp::Scale) if kind == FaultKind::WrongConstant => {
+            format!("{} scaled by {}", e.what, site.value)
+        }
+        _ => e.what.clone(),
+    };
+    Ok(Injected {
+        text: faulty,
+        function: func.name.clone(),
+        kind,
+        what: format!("#{} {} at {loc}: {what}", e.op, op.name),
+        loc,
+        answers,
+        why: why.to_string(),
+    })
+}

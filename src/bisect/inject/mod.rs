@@ -1,0 +1,388 @@
+//! The fault injector: one seeded, deterministic mistake of a chosen kind in
+//! a normalised module (MLIR generic form), with the answer `parity bisect`
+//! should give. The mistakes come from the repair search's own catalogue
+//! ([`super::edits`]), plus the two kinds other evidence finds: a rounding
+//! fault (a bf16 round trip, for the f64 shadow) and a non-finite one (an
+//! exp made to overflow).
+
+use super::edits::{self, text, AfterOp, Change, Edit, EditKind};
+use parity_mlir::{Function, Module};
+use std::fmt;
+
+/// The kinds of fault the injector makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FaultKind {
+    /// add <-> subtract, multiply <-> divide, max <-> min, and/or/xor.
+    WrongBinary,
+    /// exp/log, tanh/logistic, sqrt/rsqrt, abs/negate, sine/cosine.
+    WrongUnary,
+    /// The operands of a non-commutative op (or select's branches) swapped.
+    SwappedOperands,
+    /// A splat float constant scaled (a wrong hyper-parameter).
+    WrongConstant,
+    /// A slice window one element off.
+    SliceOffByOne,
+    /// Padding moved between the two ends of a dimension.
+    PadMoved,
+    /// Another comparison direction.
+    FlippedComparison,
+    /// A negate, a scale or an offset left out.
+    MissingOp,
+    /// A negate or a scale by 2 added after an op.
+    ExtraOp,
+    /// Other transpose / broadcast / reduce / dot_general dimensions.
+    WrongDims,
+    /// An exp's operand offset by +100, so exp overflows f32.
+    NonFinite,
+    /// A bf16 round trip after an op.
+    Rounding,
+}
+
+impl FaultKind {
+    /// Every kind, in table order.
+    pub const ALL: [FaultKind; 12] = [
+        FaultKind::WrongBinary,
+        FaultKind::WrongUnary,
+        FaultKind::SwappedOperands,
+        FaultKind::WrongConstant,
+        FaultKind::SliceOffByOne,
+        FaultKind::PadMoved,
+        FaultKind::FlippedComparison,
+        FaultKind::MissingOp,
+        FaultKind::ExtraOp,
+        FaultKind::WrongDims,
+        FaultKind::NonFinite,
+        FaultKind::Rounding,
+    ];
+
+    /// The kind's name in tables and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::WrongBinary => "wrong-binary",
+            FaultKind::WrongUnary => "wrong-unary",
+            FaultKind::SwappedOperands => "swapped-operands",
+            FaultKind::WrongConstant => "wrong-constant",
+            FaultKind::SliceOffByOne => "slice-off-by-one",
+            FaultKind::PadMoved => "pad-moved",
+            FaultKind::FlippedComparison => "flipped-comparison",
+            FaultKind::MissingOp => "missing-op",
+            FaultKind::ExtraOp => "extra-op",
+            FaultKind::WrongDims => "wrong-dims",
+            FaultKind::NonFinite => "non-finite",
+            FaultKind::Rounding => "rounding",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<FaultKind> {
+        FaultKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The evidence bisect should give for this kind.
+    pub fn evidence(self) -> &'static str {
+        match self {
+            FaultKind::NonFinite => "nonfinite",
+            FaultKind::Rounding => "inferred",
+            _ => "repair",
+        }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why nothing could be injected.
+#[derive(Debug, thiserror::Error)]
+pub enum InjectError {
+    /// The module has no such function.
+    #[error("the module has no function `{0}`")]
+    NoFunction(String),
+    /// No op of the functions is eligible for the kind.
+    #[error("no operation of {functions} is eligible for a `{kind}` fault")]
+    NoSite {
+        /// The fault kind.
+        kind: FaultKind,
+        /// The functions searched.
+        functions: String,
+    },
+    /// The edited text could not be produced or read back.
+    #[error("injecting a `{kind}` fault at {site}: {why}")]
+    Broken {
+        /// The fault kind.
+        kind: FaultKind,
+        /// Where.
+        site: String,
+        /// What went wrong.
+        why: String,
+    },
+}
+
+/// An operation bisect may name for an injected fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// Index into the faulty function's ops.
+    pub op_index: usize,
+    /// Its name (`stablehlo.add`).
+    pub op_name: String,
+}
+
+/// An injected fault.
+#[derive(Clone, Debug)]
+pub struct Injected {
+    /// The faulty module (generic MLIR text).
+    pub text: String,
+    /// The function that holds the fault.
+    pub function: String,
+    /// The kind.
+    pub kind: FaultKind,
+    /// What was done, for people.
+    pub what: String,
+    /// The location label of the edited op.
+    pub loc: String,
+    /// The operations bisect may name (any one of them is right).
+    pub answers: Vec<Answer>,
+    /// Why those are the right answers.
+    pub why: String,
+}
+
+/// A deterministic 64-bit mix (splitmix64) of the seed.
+fn mix(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// One eligible place: the function, the edit, and a value for fitted edits.
+struct Site<'m> {
+    func: &'m Function,
+    edit: Edit,
+    /// The scale a fitted edit applies.
+    value: f64,
+}
+
+/// Injects one `kind` fault into one of `functions` of `module` (parsed from
+/// `text`), chosen by `seed`, skipping ops for which `exclude(func, op)` holds
+/// (the committed faults' places).
+pub fn inject(
+    text: &str,
+    module: &Module,
+    functions: &[&str],
+    kind: FaultKind,
+    seed: u64,
+    exclude: &dyn Fn(&Function, usize) -> bool,
+) -> Result<Injected, InjectError> {
+    let mut sites = Vec::new();
+    for name in functions {
+        let func = module
+            .function(name)
+            .ok_or_else(|| InjectError::NoFunction(name.to_string()))?;
+        sites.extend(sites_of(func, kind, exclude));
+    }
+    if sites.is_empty() {
+        return Err(InjectError::NoSite {
+            kind,
+            functions: functions.join(", "),
+        });
+    }
+    let r = mix(seed);
+    let mut site = sites.swap_remove((r % sites.len() as u64) as usize);
+    if kind == FaultKind::WrongConstant {
+        let factors = [0.5, 2.0, 10.0, 0.1, 3.0];
+        site.value = factors[((r >> 32) % factors.len() as u64) as usize];
+    } else if matches!(site.edit.change, Change::After(AfterOp::Scale)) {
+        site.value = 2.0;
+    }
+    apply(text, kind, &site)
+}
+
+/// The eligible places of `func` for `kind`.
+fn sites_of<'m>(
+    func: &'m Function,
+    kind: FaultKind,
+    exclude: &dyn Fn(&Function, usize) -> bool,
+) -> Vec<Site<'m>> {
+    let constant = edits::constant_ops(func);
+    let users = |o: usize| -> Vec<usize> {
+        func.ops[o]
+            .results
+            .iter()
+            .flat_map(|&r| func.users(r))
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (o, op) in func.ops.iter().enumerate() {
+        if exclude(func, o) || op.results.len() != 1 {
+            continue;
+        }
+        let named = if constant[o] {
+            // A constant with one consumer: a wrong value there is that
+            // consumer's fault, whatever else the constant feeds.
+            let n = edits::consumer(func, o, &constant, |_| true);
+            let consumers = n.map(|_| {
+                func.ops
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, x)| {
+                        !constant[*k]
+                            && x.operands.iter().any(|&v| {
+                                func.op_of(v).is_some_and(|p| {
+                                    p == o || (constant[p] && derives(func, p, o, &constant))
+                                })
+                            })
+                    })
+                    .count()
+            });
+            if consumers != Some(1) || n.is_some_and(|n| exclude(func, n)) {
+                continue;
+            }
+            n
+        } else {
+            None
+        };
+        let ty = &func.values[op.results[0]].ty.text;
+        let float = text::float_element(ty);
+        let all = edits::edits_of(func, o, &op.text, &constant, named);
+        let mut take = |edit: Edit| {
+            out.push(Site {
+                func,
+                edit,
+                value: 1.0,
+            })
+        };
+        match kind {
+            FaultKind::WrongBinary => all
+                .into_iter()
+                .filter(|e| e.kind == EditKind::WrongBinary)
+                .for_each(&mut take),
+            FaultKind::WrongUnary => all
+                .into_iter()
+                .filter(|e| e.kind == EditKind::WrongUnary)
+                .for_each(&mut take),
+            FaultKind::SwappedOperands => all
+                .into_iter()
+                .filter(|e| e.kind == EditKind::SwapOperands)
+                .for_each(&mut take),
+            FaultKind::WrongConstant => all
+                .into_iter()
+                .filter(|e| e.kind == EditKind::ScaleConstant)
+                .for_each(&mut take),
+            FaultKind::SliceOffByOne => all
+                .into_iter()
+                .filter(|e| e.kind == EditKind::SliceShift)
+                .for_each(&mut take),
+            FaultKind::PadMoved => all
+                .into_iter()
+                .filter(|e| e.kind == EditKind::PadMove)
+                .for_each(&mut take),
+            FaultKind::FlippedComparison => all
+                .into_iter()
+                .filter(|e| e.kind == EditKind::Comparison)
+                .for_each(&mut take),
+            FaultKind::WrongDims => all
+                .into_iter()
+                .filter(|e| e.kind == EditKind::WrongDims)
+                .for_each(&mut take),
+            FaultKind::MissingOp => {
+                // A negate, or a multiply / add / subtract / divide by a
+                // constant, whose other operand comes from an op used by it
+                // alone and that has one user itself: deleting it leaves a
+                // missing op on one edge.
+                let short = op.name.trim_start_matches("stablehlo.");
+                let with_constant = matches!(short, "multiply" | "add" | "subtract" | "divide")
+                    && op
+                        .operands
+                        .iter()
+                        .any(|&v| func.op_of(v).is_some_and(|p| constant[p]));
+                if !float
+                    || constant[o]
+                    || !(short == "negate" || with_constant)
+                    || users(o).len() != 1
+                {
+                    continue;
+                }
+                for e in all.into_iter().filter(|e| e.kind == EditKind::Bypass) {
+                    let Change::Bypass(name) = &e.change else {
+                        continue;
+                    };
+                    let producer = func.value_by_name(name).and_then(|v| func.op_of(v));
+                    if producer
+                        .is_some_and(|p| !constant[p] && users(p).len() == 1 && !exclude(func, p))
+                    {
+                        take(e);
+                    }
+                }
+            }
+            FaultKind::ExtraOp | FaultKind::Rounding
+                if float && !constant[o] && !op.has_regions =>
+            {
+                let after = match kind {
+                    FaultKind::Rounding => AfterOp::RoundBf16,
+                    _ if o % 2 == 0 => AfterOp::Negate,
+                    _ => AfterOp::Scale,
+                };
+                if kind == FaultKind::Rounding && text::element(ty) != "f32" {
+                    continue;
+                }
+                take(Edit {
+                    op: o,
+                    named: o,
+                    kind: EditKind::InsertNegate,
+                    what: match after {
+                        AfterOp::Negate => "a negate added after it".into(),
+                        AfterOp::Scale => "a scale by 2 added after it".into(),
+                        _ => "a bf16 round trip added after it".into(),
+                    },
+                    change: Change::After(after),
+                });
+            }
+            FaultKind::NonFinite
+                if op.name == "stablehlo.exponential" && text::element(ty) == "f32" =>
+            {
+                let line = text::first_line(&op.text);
+                let Some(x) = text::operands(line).and_then(|v| v.first().map(|s| s.to_string()))
+                else {
+                    continue;
+                };
+                let helpers = vec![
+                    format!("{0}_c = \"stablehlo.constant\"() <{{value = dense<1.000000e+02> : {ty}}}> : () -> {ty}", edits::STEM),
+                    format!("{0}_x = \"stablehlo.add\"({x}, {0}_c) : ({ty}, {ty}) -> {ty}", edits::STEM),
+                ];
+                let Some(l) = text::set_operands(line, &[&format!("{}_x", edits::STEM)]) else {
+                    continue;
+                };
+                take(Edit {
+                    op: o,
+                    named: o,
+                    kind: EditKind::ConvertOffset,
+                    what: format!("its operand {x} plus 100, so exp overflows f32"),
+                    change: Change::Rewrite {
+                        helpers,
+                        text: op.text.replacen(line, &l, 1),
+                    },
+                });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether constant op `p` is derived from constant op `o` (through constant-only ops).
+fn derives(func: &Function, p: usize, o: usize, constant: &[bool]) -> bool {
+    if p == o {
+        return true;
+    }
+    p > o
+        && constant[p]
+        && func.ops[p]
+            .operands
+            .iter()
+            .any(|&v| func.op_of(v).is_some_and(|q| derives(func, q, o, constant)))
+}
+
+mod apply;
+use apply::apply;
