@@ -255,7 +255,7 @@ impl Prepared {
     }
 
     /// An oracle store without the tensors named after the injected op's
-    /// enclosing scope (two levels above the op: the scope and its parent),
+    /// enclosing scope (the scope above the op's own: `a/b/c/op` drops `a_b_*`),
     /// stage outputs kept, so the oracle brackets a multi-op region.
     fn oracle_without_scope(&self, injected: &Injected, work: &Path) -> Result<PathBuf, String> {
         let dir = &self.subject.spec.oracle;
@@ -265,7 +265,7 @@ impl Prepared {
         let mut manifest: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let segments: Vec<&str> = injected.loc.split('/').collect();
-        let keep = segments.len().saturating_sub(3).max(1);
+        let keep = segments.len().saturating_sub(2).max(1);
         let scope = format!("{}_", segments[..keep.min(segments.len())].join("_"));
         let outputs: Vec<String> = self
             .subject
@@ -277,7 +277,8 @@ impl Prepared {
         if let Some(tensors) = manifest["tensors"].as_object_mut() {
             tensors.retain(|name, _| {
                 let bare = name.split_once('/').map_or(name.as_str(), |(_, t)| t);
-                !bare.starts_with(&scope) || outputs.iter().any(|o| o.ends_with(bare))
+                let base = bare.split('@').next().unwrap_or(bare);
+                !bare.starts_with(&scope) || outputs.iter().any(|o| o.ends_with(base))
             });
             for entry in tensors.values_mut() {
                 if let Some(f) = entry["file"].as_str() {

@@ -174,9 +174,7 @@ pub fn search(
                 e.kind,
                 EditKind::InsertNegate | EditKind::InsertScale | EditKind::InsertOffset
             ) {
-                if let [user] = func.users(func.ops[e.op].results[0])[..] {
-                    places.push(user);
-                }
+                places.extend(edits::downstream_places(func, e.op));
             }
             repairs.push(Repair {
                 op: e.named,

@@ -304,5 +304,30 @@ pub fn constant_ops(func: &Function) -> Vec<bool> {
     out
 }
 
+/// Where an op inserted after op `o` also acts: following single users
+/// through ops that commute with an elementwise negate, scale or offset
+/// (broadcast, reshape, transpose, a float convert), up to and including the
+/// first op that does not. `-x` broadcast is `-(x broadcast)`: a negate
+/// missing after `x` is missing at the broadcast's user too.
+pub fn downstream_places(func: &Function, o: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut at = o;
+    while let Some(&r) = func.ops[at].results.first() {
+        let [user] = func.users(r)[..] else { break };
+        out.push(user);
+        let op = &func.ops[user];
+        let commutes = matches!(
+            op.name.as_str(),
+            "stablehlo.broadcast_in_dim" | "stablehlo.reshape" | "stablehlo.transpose"
+        ) || (op.name == "stablehlo.convert"
+            && op.results.first().is_some_and(|&v| func.values[v].ty.is_float()));
+        if !commutes || op.results.len() != 1 {
+            break;
+        }
+        at = user;
+    }
+    out
+}
+
 mod catalogue;
 pub use catalogue::edits_of;

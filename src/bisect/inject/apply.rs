@@ -53,7 +53,7 @@ pub(super) fn apply(
             let scale = format!("{stem}_s");
             let mut lines = format!("{indent}{renamed}\n");
             lines.push_str(&format!(
-                "{indent}{scale} = \"stablehlo.constant\"() <{{value = dense<{:e}> : tensor<f32>}}> : () -> tensor<f32> {}\n",
+                "{indent}{scale} = \"stablehlo.constant\"() <{{value = dense<{:.9e}> : tensor<f32>}}> : () -> tensor<f32> {}\n",
                 site.value,
                 text::location(&op.text)
             ));
@@ -96,13 +96,14 @@ pub(super) fn apply(
             let mut v = vec![operand.clone()];
             // The deleted op's one user: the missing op sat on the edge
             // between its operand's producer and that user.
-            if let Some(u) = func.users(op.results[0]).first() {
-                v.extend(name_of(*u));
+            for u in crate::bisect::edits::downstream_places(func, e.op) {
+                v.extend(name_of(u));
             }
             (
                 v,
                 "the missing op's place: the op whose result it should have transformed, or \
-                 the op that should have read its result (one edge, two names)",
+                 the op that should have read its result, through broadcasts, reshapes and \
+                 transposes, which commute with it (one edge, several names)",
             )
         }
         (FaultKind::NonFinite, _) => (
