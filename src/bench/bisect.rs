@@ -81,6 +81,7 @@ pub struct Subject {
 /// A subject with its normalised module, ready for injections.
 pub struct Prepared {
     subject: Subject,
+    compiler: IreeCompiler,
     module_name: String,
     text: String,
     module: Module,
@@ -156,6 +157,7 @@ pub fn prepare(subject: Subject, compiler_lib: Option<&Path>) -> Result<Prepared
     let module = parity_mlir::parse(&text).map_err(|e| setup(e.to_string()))?;
     Ok(Prepared {
         subject,
+        compiler,
         module_name,
         text,
         module,
@@ -203,6 +205,15 @@ impl Prepared {
             }
         };
         row.what = injected.what.clone();
+        // bisect reads the module normalised again (constants hoisted):
+        // the answers move with it.
+        let injected = match self.normalised_answers(injected) {
+            Ok(i) => i,
+            Err(e) => {
+                row.said = format!("the injected module: {e}");
+                return row;
+            }
+        };
         row.answers = injected.answers.iter().map(|a| a.op_index).collect();
         row.stage = self
             .functions
@@ -219,6 +230,26 @@ impl Prepared {
             Err(e) => row.said = e,
         }
         row
+    }
+
+    /// The injected fault with its answers as indices into the function of
+    /// the faulty module as bisect will read it (normalised by IREE).
+    fn normalised_answers(&self, mut injected: Injected) -> Result<Injected, String> {
+        let written = parity_mlir::parse(&injected.text).map_err(|e| e.to_string())?;
+        let text = self
+            .compiler
+            .normalize("faulty.mlir", injected.text.as_bytes())
+            .map_err(|e| e.to_string())?;
+        let normal = parity_mlir::parse(&text).map_err(|e| e.to_string())?;
+        let (Some(w), Some(n)) = (
+            written.function(&injected.function),
+            normal.function(&injected.function),
+        ) else {
+            return Err(format!("no function `{}`", injected.function));
+        };
+        injected.answers = crate::bisect::inject::remap(&injected.answers, w, n)
+            .ok_or("an answer op is not in the normalised module")?;
+        Ok(injected)
     }
 
     fn bisect(
@@ -251,7 +282,11 @@ impl Prepared {
         };
         let t = Instant::now();
         let record = bisect::bisect(&spec, &options);
-        Ok((record, t.elapsed()))
+        let wall = t.elapsed();
+        if let Ok(json) = serde_json::to_string_pretty(&record) {
+            let _ = std::fs::write(work.join("bisect.json"), json);
+        }
+        Ok((record, wall))
     }
 
     /// An oracle store without the tensors named after the injected op's

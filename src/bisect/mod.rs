@@ -89,18 +89,24 @@ pub fn bisect_record(spec: &Spec, options: &BisectOptions, record: &RunRecord) -
     let mut report = BisectRecord::new();
     let Some(div) = record.first_divergence.clone() else {
         // A stage that could not run is not a stage that passed.
-        let stage_errors: Vec<_> = record.stages.iter().filter_map(|s| s.error.clone()).collect();
+        let stage_errors: Vec<_> = record
+            .stages
+            .iter()
+            .filter_map(|s| s.error.clone())
+            .collect();
         if record.errors.is_empty() && stage_errors.is_empty() {
             report
                 .notes
                 .push("no stage diverges in isolated mode: nothing to bisect".into());
         } else {
             report.status = Status::Error;
-            report.errors.extend(record.errors.iter().chain(&stage_errors).map(|e| {
-                let mut e = e.clone();
-                e.message = format!("the run before bisecting: {}", e.message);
-                e
-            }));
+            report
+                .errors
+                .extend(record.errors.iter().chain(&stage_errors).map(|e| {
+                    let mut e = e.clone();
+                    e.message = format!("the run before bisecting: {}", e.message);
+                    e
+                }));
         }
         return report;
     };

@@ -49,23 +49,22 @@ pub struct Repair {
     pub places: Vec<usize>,
 }
 
-/// The op every surviving edit acts at, when there is exactly one: the op
-/// all of them are reported on, else the one op all their places share.
+/// The op every surviving edit acts at: the op all of them are reported on,
+/// else the earliest op all their places share.
 pub fn claimed(found: &RepairOutcome) -> Option<usize> {
     let first = found.repairs.first()?;
     if found.repairs.iter().all(|r| r.op == first.op) {
         return Some(first.op);
     }
-    let shared: Vec<usize> = first
+    // The places of one edit are a chain of ops each the only user of the
+    // one before, through ops the edit commutes with: shared places are
+    // equivalent positions of one fix. The earliest is where it applies.
+    first
         .places
         .iter()
         .copied()
         .filter(|p| found.repairs.iter().all(|r| r.places.contains(p)))
-        .collect();
-    match shared[..] {
-        [one] => Some(one),
-        _ => None,
-    }
+        .min()
 }
 
 /// What the search found.
@@ -170,11 +169,8 @@ pub fn search(
         };
         if u <= CHECKPOINT_ULP_BUDGET && !identity {
             let mut places = vec![e.named];
-            if matches!(
-                e.kind,
-                EditKind::InsertNegate | EditKind::InsertScale | EditKind::InsertOffset
-            ) {
-                places.extend(edits::downstream_places(func, e.op));
+            if let edits::Change::After(after) = e.change {
+                places.extend(edits::downstream_places(func, e.op, after));
             }
             repairs.push(Repair {
                 op: e.named,

@@ -305,23 +305,44 @@ pub fn constant_ops(func: &Function) -> Vec<bool> {
 }
 
 /// Where an op inserted after op `o` also acts: following single users
-/// through ops that commute with an elementwise negate, scale or offset
-/// (broadcast, reshape, transpose, a float convert), up to and including the
-/// first op that does not. `-x` broadcast is `-(x broadcast)`: a negate
-/// missing after `x` is missing at the broadcast's user too.
-pub fn downstream_places(func: &Function, o: usize) -> Vec<usize> {
+/// through ops that commute with it, up to and including the first op that
+/// does not. Every op commutes with the layout ops (broadcast, reshape,
+/// transpose, slice, a float convert); a negate or a scale (not an offset)
+/// also passes through the ops linear in that operand (multiply, a divide's
+/// numerator, dot_general, convolution, a reduce that adds). `-x`
+/// broadcast is `-(x broadcast)`: a negate missing after `x` is missing at
+/// the broadcast's user too.
+pub fn downstream_places(func: &Function, o: usize, after: AfterOp) -> Vec<usize> {
     let mut out = Vec::new();
     let mut at = o;
     while let Some(&r) = func.ops[at].results.first() {
         let [user] = func.users(r)[..] else { break };
         out.push(user);
         let op = &func.ops[user];
-        let commutes = matches!(
+        let float = op
+            .results
+            .first()
+            .is_some_and(|&v| func.values[v].ty.is_float());
+        let layout = matches!(
             op.name.as_str(),
-            "stablehlo.broadcast_in_dim" | "stablehlo.reshape" | "stablehlo.transpose"
-        ) || (op.name == "stablehlo.convert"
-            && op.results.first().is_some_and(|&v| func.values[v].ty.is_float()));
-        if !commutes || op.results.len() != 1 {
+            "stablehlo.broadcast_in_dim"
+                | "stablehlo.reshape"
+                | "stablehlo.transpose"
+                | "stablehlo.slice"
+                | "stablehlo.convert"
+        );
+        let linear = match op.name.as_str() {
+            "stablehlo.multiply" | "stablehlo.dot_general" | "stablehlo.convolution" => true,
+            "stablehlo.divide" => op.operands.first() == Some(&r),
+            "stablehlo.reduce" => {
+                op.operands.first() == Some(&r)
+                    && op.text.contains("\"stablehlo.add\"")
+                    && !op.text.contains("\"stablehlo.maximum\"")
+            }
+            _ => false,
+        };
+        let scales = matches!(after, AfterOp::Negate | AfterOp::Scale);
+        if !float || op.results.len() != 1 || !(layout || (scales && linear)) {
             break;
         }
         at = user;

@@ -96,7 +96,22 @@ pub(super) fn apply(
             let mut v = vec![operand.clone()];
             // The deleted op's one user: the missing op sat on the edge
             // between its operand's producer and that user.
-            for u in crate::bisect::edits::downstream_places(func, e.op) {
+            let short = op.name.trim_start_matches("stablehlo.");
+            let missing = match short {
+                "negate" => AfterOp::Negate,
+                "add" | "subtract" => AfterOp::Offset,
+                _ => AfterOp::Scale,
+            };
+            let producer = func.value_by_name(operand).and_then(|v| func.op_of(v));
+            // The producer's places skip the deleted op (its only user).
+            let chain = producer.map_or_else(Vec::new, |p| {
+                crate::bisect::edits::downstream_places(func, p, missing)
+            });
+            for u in chain
+                .into_iter()
+                .skip(1)
+                .chain(crate::bisect::edits::downstream_places(func, e.op, missing))
+            {
                 v.extend(name_of(u));
             }
             (

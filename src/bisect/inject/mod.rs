@@ -384,5 +384,30 @@ fn derives(func: &Function, p: usize, o: usize, constant: &[bool]) -> bool {
             .any(|&v| func.op_of(v).is_some_and(|q| derives(func, q, o, constant)))
 }
 
+/// The answers (indices into `written`, the faulty function as the
+/// injector wrote it) as indices into `normalised`, the same function after
+/// IREE normalised it again: normalisation hoists constants to the top and
+/// keeps every other op in order, so an op keeps its rank among the
+/// non-constant ops. `None` when a rank or an op name does not line up.
+pub fn remap(answers: &[Answer], written: &Function, normalised: &Function) -> Option<Vec<Answer>> {
+    let ranks = |f: &Function| -> Vec<usize> {
+        (0..f.ops.len())
+            .filter(|&o| f.ops[o].name != "stablehlo.constant")
+            .collect()
+    };
+    let (w, n) = (ranks(written), ranks(normalised));
+    answers
+        .iter()
+        .map(|a| {
+            let rank = w.iter().position(|&o| o == a.op_index)?;
+            let o = *n.get(rank)?;
+            (normalised.ops[o].name == a.op_name).then(|| Answer {
+                op_index: o,
+                op_name: a.op_name.clone(),
+            })
+        })
+        .collect()
+}
+
 mod apply;
 use apply::apply;
