@@ -61,3 +61,157 @@ fn assert_named(row: &Row, probes: usize) {
     );
     assert_eq!(row.probes, probes, "{kind}: probes ({})", row.what);
 }
+
+#[test]
+fn every_kind_the_basic_example_has_is_named_exactly() {
+    // examples/basic has no slice that can shift, no pad and no top-level
+    // compare: those three kinds are the next test's.
+    let cases = [
+        (FaultKind::WrongBinary, 0),
+        (FaultKind::WrongUnary, 0),
+        (FaultKind::SwappedOperands, 2),
+        (FaultKind::WrongConstant, 0),
+        (FaultKind::MissingOp, 0),
+        (FaultKind::ExtraOp, 0),
+        (FaultKind::WrongDims, 0),
+        (FaultKind::NonFinite, 0),
+        (FaultKind::Rounding, 0),
+    ];
+    let rows = run("basic", &cases);
+    for row in &rows {
+        // Baseline, one tap probe, then the f64 shadow's two (region tapped
+        // in production and in f64) and the op-alone probe for rounding and
+        // non-finite faults; the repair search adds its one module.
+        let probes = match row.kind {
+            FaultKind::NonFinite | FaultKind::Rounding => 4,
+            _ => 5,
+        };
+        assert_named(row, probes);
+    }
+}
+
+/// A hand-written stage with a pad, two slices and a comparison (what
+/// examples/basic lacks): a difference over a window of 3,
+/// `d[i] = x[i+1] - x[i-2]` (x zero-padded), then `d > 0 ? d : d/2 + 1`.
+const WINDOW: &str = r#"
+func.func @window(%x: tensor<16xf32>) -> tensor<14xf32> {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %p = stablehlo.pad %x, %z, low = [2], high = [1], interior = [0] : (tensor<16xf32>, tensor<f32>) -> tensor<19xf32>
+  %a = stablehlo.slice %p [0:14] : (tensor<19xf32>) -> tensor<14xf32>
+  %b = stablehlo.slice %p [3:17] : (tensor<19xf32>) -> tensor<14xf32>
+  %d = stablehlo.subtract %b, %a : tensor<14xf32>
+  %zero = stablehlo.constant dense<0.0> : tensor<14xf32>
+  %c = stablehlo.compare GT, %d, %zero : (tensor<14xf32>, tensor<14xf32>) -> tensor<14xi1>
+  %half = stablehlo.constant dense<0.5> : tensor<14xf32>
+  %one = stablehlo.constant dense<1.0> : tensor<14xf32>
+  %dh = stablehlo.multiply %d, %half : tensor<14xf32>
+  %h = stablehlo.add %dh, %one : tensor<14xf32>
+  %s = stablehlo.select %c, %d, %h : tensor<14xi1>, tensor<14xf32>
+  return %s : tensor<14xf32>
+}
+"#;
+
+fn window_subject(dir: &std::path::Path) -> parity::bench::bisect::Subject {
+    use parity_tensor::{write_npy, Tensor};
+    std::fs::write(dir.join("model.mlir"), WINDOW).unwrap();
+    std::fs::write(
+        dir.join("stages.yaml"),
+        r#"version: 1
+subject:
+  modules:
+    m: {mlir: model.mlir}
+  flags: ["--iree-input-type=stablehlo", "--iree-llvmcpu-target-cpu=generic"]
+oracle: oracle
+stages:
+  - name: window
+    module: m
+    function: window
+    args:
+      - {oracle: x}
+    outputs:
+      - name: out
+        oracle: out
+        tolerance: [{max_ulp: 2}]
+"#,
+    )
+    .unwrap();
+    // Small integers with repeats, so some differences are exactly zero and
+    // a comparison's direction matters at equality too.
+    let x: Vec<f32> = (0..16).map(|i| ((i * 7 % 5) as f32) - 2.0).collect();
+    let at = |i: i64| {
+        if (0..16).contains(&i) {
+            x[i as usize]
+        } else {
+            0.0
+        }
+    };
+    let out: Vec<f32> = (0..14i64)
+        .map(|i| {
+            let d = at(i + 1) - at(i - 2);
+            if d > 0.0 {
+                d
+            } else {
+                d * 0.5 + 1.0
+            }
+        })
+        .collect();
+    let oracle = dir.join("oracle");
+    std::fs::create_dir_all(&oracle).unwrap();
+    write_npy(
+        oracle.join("x.npy"),
+        &Tensor::from_f32(vec![16], &x).unwrap(),
+    )
+    .unwrap();
+    write_npy(
+        oracle.join("out.npy"),
+        &Tensor::from_f32(vec![14], &out).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        oracle.join("manifest.json"),
+        r#"{"schema": "parity.oracle-manifest/1", "tensors": {
+            "x": {"file": "x.npy", "dtype": "f32", "shape": [16]},
+            "out": {"file": "out.npy", "dtype": "f32", "shape": [14]}}}"#,
+    )
+    .unwrap();
+    parity::bench::bisect::Subject {
+        name: "window".into(),
+        spec: parity_spec::Spec::load(dir.join("stages.yaml")).unwrap(),
+        case: "default".into(),
+        stages: vec!["window".into()],
+        exclude: vec![],
+    }
+}
+
+#[test]
+fn pads_slices_and_comparisons_are_named_exactly() {
+    // A fixed directory: the module's locations name it, so the same path
+    // keeps the artifact cache warm from one run to the next.
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bisect_edits_window");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let prepared = prepare(window_subject(&dir), None).unwrap();
+    let cache = common::cache_dir();
+    let mut rows = Vec::new();
+    for (kind, seed) in [
+        (FaultKind::PadMoved, 0),
+        (FaultKind::SliceOffByOne, 0),
+        (FaultKind::FlippedComparison, 0),
+    ] {
+        let work = dir.join(format!("{}-{seed}", kind.name()));
+        let row = prepared.run_one(kind, seed, &work, &cache, None);
+        let _ = writeln!(
+            std::io::stderr(),
+            "window {kind} seed {seed}: {} in {} probes: {} | {}",
+            row.outcome.name(),
+            row.probes,
+            row.what,
+            row.said
+        );
+        rows.push(row);
+    }
+    let _ = writeln!(std::io::stderr(), "{}", table(&rows));
+    for row in &rows {
+        assert_named(row, 5);
+    }
+}

@@ -580,6 +580,17 @@ fn localise(
     report.shadow = outcome.rows;
     report.notes.extend(outcome.notes);
     match outcome.found {
+        Some(f)
+            if f.evidence == Evidence::NonFinite
+                && repaired_upstream(program, prober, &region, &feed, &expected, f.op, report) =>
+        {
+            report.notes.extend(f.note);
+            Ok(Localised::Region {
+                ops: region,
+                inputs: feed,
+                expected,
+            })
+        }
         Some(f) => {
             report.notes.extend(f.note);
             report.first_divergent_op =
@@ -637,6 +648,45 @@ fn localise(
     }
 }
 
+/// A non-finite origin is where the first NaN/Inf appears, not always the
+/// fault: a wrong op upstream (`x + max` for `x - max` before an exp) makes
+/// a later op overflow on operands the f64 shadow agrees with (the shadow
+/// replays the same wrong program, with more range). When an edit of
+/// another op makes the region match the oracle, that op is named with
+/// repair evidence and the origin stays in the notes.
+fn repaired_upstream(
+    program: &Program,
+    prober: &mut Prober,
+    region: &[usize],
+    feed: &[(ValueId, Tensor)],
+    expected: &[(ValueId, Tensor)],
+    origin: usize,
+    report: &mut BisectRecord,
+) -> bool {
+    if region.len() > repair::MAX_REGION_OPS {
+        return false;
+    }
+    let Ok(found) = repair::search(program, prober, region, feed, expected[0].0, &expected[0].1)
+    else {
+        return false;
+    };
+    if repair::claimed(&found).is_none_or(|op| op == origin) {
+        return false;
+    }
+    let mut notes = Vec::new();
+    std::mem::swap(&mut notes, &mut report.notes);
+    let named = repaired(program, &found, report);
+    let repair_notes = std::mem::replace(&mut report.notes, notes);
+    report.notes.push(format!(
+        "the first NaN/Inf appears at #{origin} {}, from operands the f64 shadow agrees with; an \
+         edit elsewhere repairs the region, so the fault is there and #{origin} only overflows \
+         on what it is given",
+        program.func.ops[origin].name
+    ));
+    report.notes.extend(repair_notes);
+    named
+}
+
 /// Reads the repair search into the report: the op when every surviving
 /// edit is on one op (evidence `repair`), else the ranked list in a note.
 fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut BisectRecord) -> bool {
@@ -672,7 +722,7 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
              operations, so it does not name one (ambiguous): {}",
             found.repairs.len(),
             found.tried,
-            list(8)
+            list(32)
         ));
         return false;
     };

@@ -172,6 +172,7 @@ pub fn search(
             if let edits::Change::After(after) = e.change {
                 places.extend(edits::downstream_places(func, e.op, after));
             }
+            places.extend(edits::decision_partner(func, e));
             repairs.push(Repair {
                 op: e.named,
                 kind: e.kind,

@@ -350,5 +350,28 @@ pub fn downstream_places(func: &Function, o: usize, after: AfterOp) -> Vec<usize
     out
 }
 
+/// A comparison and the select it alone feeds are one decision: flipping
+/// the comparison and swapping the select's branches are the same fix. For
+/// such an edit, the other op of the pair.
+pub fn decision_partner(func: &Function, e: &Edit) -> Option<usize> {
+    let op = &func.ops[e.op];
+    match e.kind {
+        EditKind::Comparison => {
+            let [user] = func.users(*op.results.first()?)[..] else {
+                return None;
+            };
+            let u = &func.ops[user];
+            (u.name == "stablehlo.select" && u.operands.first() == op.results.first())
+                .then_some(user)
+        }
+        EditKind::SwapOperands if op.name == "stablehlo.select" => {
+            let pred = *op.operands.first()?;
+            let c = func.op_of(pred)?;
+            (func.ops[c].name == "stablehlo.compare" && func.users(pred) == [e.op]).then_some(c)
+        }
+        _ => None,
+    }
+}
+
 mod catalogue;
 pub use catalogue::edits_of;

@@ -130,6 +130,15 @@ pub(super) fn apply(
             vec![name.clone()],
             "the added op (it carries the location of the op it follows)",
         ),
+        (FaultKind::FlippedComparison | FaultKind::SwappedOperands, _) => {
+            let mut v = vec![name.clone()];
+            v.extend(crate::bisect::edits::decision_partner(func, e).and_then(name_of));
+            (
+                v,
+                "the edited op, or the other op of a comparison and the select it alone feeds \
+                 (one decision: flipping one is swapping the other)",
+            )
+        }
         _ => (vec![name.clone()], "the edited op"),
     };
     let answers: Vec<Answer> = names

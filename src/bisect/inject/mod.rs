@@ -266,9 +266,14 @@ fn sites_of<'m>(
                 .into_iter()
                 .filter(|e| e.kind == EditKind::SwapOperands)
                 .for_each(&mut take),
+            // Sentinels (a clip bound of 1e10, a -1e9 mask fill) are not
+            // hyper-parameters: scaling them changes nothing.
             FaultKind::WrongConstant => all
                 .into_iter()
                 .filter(|e| e.kind == EditKind::ScaleConstant)
+                .filter(|_| {
+                    text::splat_value(text::first_line(&op.text)).is_some_and(|v| v.abs() < 1e6)
+                })
                 .for_each(&mut take),
             FaultKind::SliceOffByOne => all
                 .into_iter()
@@ -386,13 +391,24 @@ fn derives(func: &Function, p: usize, o: usize, constant: &[bool]) -> bool {
 
 /// The answers (indices into `written`, the faulty function as the
 /// injector wrote it) as indices into `normalised`, the same function after
-/// IREE normalised it again: normalisation hoists constants to the top and
-/// keeps every other op in order, so an op keeps its rank among the
-/// non-constant ops. `None` when a rank or an op name does not line up.
+/// IREE normalised it again: normalisation may move constants and drops
+/// dead ops, and keeps every other op in order, so an op keeps its rank
+/// among the live non-constant ops. `None` when a rank or an op name does not line up.
 pub fn remap(answers: &[Answer], written: &Function, normalised: &Function) -> Option<Vec<Answer>> {
     let ranks = |f: &Function| -> Vec<usize> {
+        // Live ops only: normalisation also drops ops nothing uses (the
+        // broadcast of a deleted op's constant).
+        let mut live = vec![false; f.ops.len()];
+        let mut stack: Vec<usize> = f.results.clone();
+        while let Some(v) = stack.pop() {
+            if let Some(o) = f.op_of(v) {
+                if !std::mem::replace(&mut live[o], true) {
+                    stack.extend(f.ops[o].operands.iter().chain(&f.ops[o].captures));
+                }
+            }
+        }
         (0..f.ops.len())
-            .filter(|&o| f.ops[o].name != "stablehlo.constant")
+            .filter(|&o| live[o] && f.ops[o].name != "stablehlo.constant")
             .collect()
     };
     let (w, n) = (ranks(written), ranks(normalised));
