@@ -53,10 +53,10 @@ fn assert_named(row: &Row, probes: usize) {
         "{kind}: #{op} not in {:?}",
         row.answers
     );
-    assert_eq!(
-        serde_json::to_value(evidence).unwrap(),
-        kind.evidence(),
-        "{kind}: {}",
+    let evidence = serde_json::to_value(evidence).unwrap();
+    assert!(
+        kind.evidence().iter().any(|e| evidence == *e),
+        "{kind}: {evidence} ({})",
         row.said
     );
     assert_eq!(row.probes, probes, "{kind}: probes ({})", row.what);
@@ -79,11 +79,11 @@ fn every_kind_the_basic_example_has_is_named_exactly() {
     ];
     let rows = run("basic", &cases);
     for row in &rows {
-        // Baseline, one tap probe, then the f64 shadow's two (region tapped
-        // in production and in f64) and the op-alone probe for rounding and
-        // non-finite faults; the repair search adds its one module.
+        // The untapped baseline, the region tapped in production and in the
+        // f64 shadow, every op alone on the shadow's inputs, then the repair
+        // search's one module, which a rounding fault (inferred) skips.
         let probes = match row.kind {
-            FaultKind::NonFinite | FaultKind::Rounding => 4,
+            FaultKind::Rounding => 4,
             _ => 5,
         };
         assert_named(row, probes);

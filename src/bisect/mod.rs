@@ -653,7 +653,8 @@ fn localise(
 /// a later op overflow on operands the f64 shadow agrees with (the shadow
 /// replays the same wrong program, with more range). When an edit of
 /// another op makes the region match the oracle, that op is named with
-/// repair evidence and the origin stays in the notes.
+/// repair evidence (or, when the edits disagree, none: ambiguous) and the
+/// origin stays in the notes. Returns whether the origin was set aside.
 fn repaired_upstream(
     program: &Program,
     prober: &mut Prober,
@@ -670,21 +671,22 @@ fn repaired_upstream(
     else {
         return false;
     };
-    if repair::claimed(&found).is_none_or(|op| op == origin) {
+    if found.repairs.is_empty() || repair::claimed(&found) == Some(origin) {
         return false;
     }
-    let mut notes = Vec::new();
-    std::mem::swap(&mut notes, &mut report.notes);
-    let named = repaired(program, &found, report);
+    // Edits elsewhere repair the region: the origin is in doubt. Name the
+    // repaired op when the search names one, else no op (ambiguous).
+    let notes = std::mem::take(&mut report.notes);
+    repaired(program, &found, report);
     let repair_notes = std::mem::replace(&mut report.notes, notes);
     report.notes.push(format!(
-        "the first NaN/Inf appears at #{origin} {}, from operands the f64 shadow agrees with; an \
-         edit elsewhere repairs the region, so the fault is there and #{origin} only overflows \
-         on what it is given",
+        "the first NaN/Inf appears at #{origin} {}, from operands the f64 shadow agrees with; \
+         edits of other operations repair the region, so #{origin} may only overflow on what \
+         it is given and is not named for it",
         program.func.ops[origin].name
     ));
     report.notes.extend(repair_notes);
-    named
+    true
 }
 
 /// Reads the repair search into the report: the op when every surviving

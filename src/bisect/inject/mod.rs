@@ -78,12 +78,14 @@ impl FaultKind {
         FaultKind::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    /// The evidence bisect should give for this kind.
-    pub fn evidence(self) -> &'static str {
+    /// The evidence bisect should give for this kind: the exp's overflow
+    /// (nonfinite), or the injected add when the repair search names it
+    /// (repair: the origin yields to a repair upstream).
+    pub fn evidence(self) -> &'static [&'static str] {
         match self {
-            FaultKind::NonFinite => "nonfinite",
-            FaultKind::Rounding => "inferred",
-            _ => "repair",
+            FaultKind::NonFinite => &["nonfinite", "repair"],
+            FaultKind::Rounding => &["inferred"],
+            _ => &["repair"],
         }
     }
 }
