@@ -215,3 +215,64 @@ fn pads_slices_and_comparisons_are_named_exactly() {
         assert_named(row, 5);
     }
 }
+
+#[test]
+fn gemma3n_light_conv_faults_are_named_exactly() {
+    // One cheap stage of the bundled subject, two kinds: the oracle's
+    // tensors above the injected op's scope removed, so bisect goes through
+    // the shadow and the repair search on a region of the real model.
+    let root = common::repo();
+    let mut subject = bundled_subject(&root, "gemma3n").unwrap();
+    subject.stages = vec!["conformer_0_light_conv".into()];
+    let prepared = prepare(subject, None).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let cache = common::cache_dir();
+    let mut rows = Vec::new();
+    for (kind, seed) in [(FaultKind::SliceOffByOne, 0), (FaultKind::WrongUnary, 0)] {
+        let dir = work.path().join(kind.name());
+        let row = prepared.run_one(kind, seed, &dir, &cache, None);
+        let _ = writeln!(
+            std::io::stderr(),
+            "gemma3n {kind} seed {seed}: {} in {} probes, {:.1}s: {} | {}",
+            row.outcome.name(),
+            row.probes,
+            row.wall.as_secs_f64(),
+            row.what,
+            row.said
+        );
+        rows.push(row);
+    }
+    for row in &rows {
+        assert_eq!(row.stage, "conformer_0_light_conv");
+        assert_named(row, 5);
+    }
+}
+
+/// Every kind x 3 seeds x both subjects (about 15 minutes warm on 2 busy
+/// cores; `parity bench --bisect` prints the same table). Run with
+/// `cargo test --test bisect_edits -- --ignored --nocapture`. Fails on a
+/// wrong answer or a crash; the exact rate is printed, not asserted.
+#[test]
+#[ignore]
+fn the_full_fault_matrix() {
+    let mut all = Vec::new();
+    for subject in ["basic", "gemma3n"] {
+        let cases: Vec<(FaultKind, u64)> = FaultKind::ALL
+            .iter()
+            .flat_map(|&k| (0..3).map(move |s| (k, s)))
+            .collect();
+        all.extend(run(subject, &cases));
+    }
+    let _ = writeln!(std::io::stderr(), "{}", table(&all));
+    let bad: Vec<String> = all
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Wrong | Outcome::Crash))
+        .map(|r| {
+            format!(
+                "{} {} seed {}: {} -> {}",
+                r.subject, r.kind, r.seed, r.what, r.said
+            )
+        })
+        .collect();
+    assert!(bad.is_empty(), "wrong or crashed:\n{}", bad.join("\n"));
+}

@@ -169,8 +169,16 @@ pub fn search(
         };
         if u <= CHECKPOINT_ULP_BUDGET && !identity {
             let mut places = vec![e.named];
-            if let edits::Change::After(after) = e.change {
-                places.extend(edits::downstream_places(func, e.op, after));
+            match e.change {
+                edits::Change::After(after) if e.kind != EditKind::ScaleConstant => {
+                    places.extend(edits::upstream_places(func, e.op));
+                    places.extend(edits::downstream_places(func, e.op, after));
+                }
+                // convert(x + k) is convert(x) + k.
+                _ if e.kind == EditKind::ConvertOffset => {
+                    places.extend(edits::downstream_places(func, e.op, edits::AfterOp::Offset))
+                }
+                _ => {}
             }
             places.extend(edits::decision_partner(func, e));
             repairs.push(Repair {

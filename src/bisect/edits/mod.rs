@@ -350,6 +350,34 @@ pub fn downstream_places(func: &Function, o: usize, after: AfterOp) -> Vec<usize
     out
 }
 
+/// Where an op inserted after op `o` also acts, upstream: while `o` is a
+/// layout op on a float operand (broadcast, reshape, transpose, slice, a
+/// float convert) that is its operand's only user, the producer of that
+/// operand (an offset after a broadcast is the offset before it).
+pub fn upstream_places(func: &Function, o: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut at = o;
+    loop {
+        let op = &func.ops[at];
+        let layout = matches!(
+            op.name.as_str(),
+            "stablehlo.broadcast_in_dim"
+                | "stablehlo.reshape"
+                | "stablehlo.transpose"
+                | "stablehlo.slice"
+                | "stablehlo.convert"
+        );
+        let Some(&x) = op.operands.first() else { break };
+        if !layout || !func.values[x].ty.is_float() || func.users(x) != [at] {
+            break;
+        }
+        let Some(q) = func.op_of(x) else { break };
+        out.push(q);
+        at = q;
+    }
+    out
+}
+
 /// A comparison and the select it alone feeds are one decision: flipping
 /// the comparison and swapping the select's branches are the same fix. For
 /// such an edit, the other op of the pair.
