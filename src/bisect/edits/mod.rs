@@ -100,7 +100,12 @@ impl fmt::Display for EditKind {
 pub enum Change {
     /// The op rewritten: `helpers` (lines defining `%STEM_*` names, placed
     /// before it) and its new text (still defining its own result name).
-    Rewrite { helpers: Vec<String>, text: String },
+    Rewrite {
+        /// Lines defining `%STEM_*` helper values, placed before the op.
+        helpers: Vec<String>,
+        /// The op's new text, defining its own result name.
+        text: String,
+    },
     /// A new op on the original result: negate, times the scale, plus the scale.
     After(AfterOp),
     /// The result replaced by this operand (its name in the op's text).
@@ -148,20 +153,31 @@ pub struct Rendered {
     pub value: String,
 }
 
+/// The names an edit is rendered with.
+pub struct Names<'a> {
+    /// The name the edited value gets.
+    pub result: &'a str,
+    /// The name holding the original op's result (already computed).
+    pub orig: &'a str,
+    /// A `tensor<f32>` scalar: the fitted value.
+    pub scale: &'a str,
+    /// Prefix of helper names (`{stem}_*`).
+    pub stem: &'a str,
+    /// Indentation of every line.
+    pub indent: &'a str,
+}
+
 impl Edit {
-    /// Renders the edit of `op_text` (the op as it stands, result `orig`
-    /// already computed by it) as lines defining `result`; helpers are named
-    /// `{stem}_*`; `scale` names a `tensor<f32>` scalar (fitted edits).
-    pub fn render(
-        &self,
-        op_text: &str,
-        ty: &str,
-        result: &str,
-        orig: &str,
-        scale: &str,
-        stem: &str,
-        indent: &str,
-    ) -> Option<Rendered> {
+    /// Renders the edit of `op_text` (the op as it stands, of result type
+    /// `ty`) as lines defining `names.result`.
+    pub fn render(&self, op_text: &str, ty: &str, names: &Names) -> Option<Rendered> {
+        let Names {
+            result,
+            orig,
+            scale,
+            stem,
+            indent,
+        } = *names;
         let loc = text::location(op_text);
         let mut lines = String::new();
         match &self.change {
@@ -304,102 +320,8 @@ pub fn constant_ops(func: &Function) -> Vec<bool> {
     out
 }
 
-/// Where an op inserted after op `o` also acts: following single users
-/// through ops that commute with it, up to and including the first op that
-/// does not. Every op commutes with the layout ops (broadcast, reshape,
-/// transpose, slice, a float convert); a negate or a scale (not an offset)
-/// also passes through the ops linear in that operand (multiply, a divide's
-/// numerator, dot_general, convolution, a reduce that adds). `-x`
-/// broadcast is `-(x broadcast)`: a negate missing after `x` is missing at
-/// the broadcast's user too.
-pub fn downstream_places(func: &Function, o: usize, after: AfterOp) -> Vec<usize> {
-    let mut out = Vec::new();
-    let mut at = o;
-    while let Some(&r) = func.ops[at].results.first() {
-        let [user] = func.users(r)[..] else { break };
-        out.push(user);
-        let op = &func.ops[user];
-        let float = op
-            .results
-            .first()
-            .is_some_and(|&v| func.values[v].ty.is_float());
-        let layout = matches!(
-            op.name.as_str(),
-            "stablehlo.broadcast_in_dim"
-                | "stablehlo.reshape"
-                | "stablehlo.transpose"
-                | "stablehlo.slice"
-                | "stablehlo.convert"
-        );
-        let linear = match op.name.as_str() {
-            "stablehlo.multiply" | "stablehlo.dot_general" | "stablehlo.convolution" => true,
-            "stablehlo.divide" => op.operands.first() == Some(&r),
-            "stablehlo.reduce" => {
-                op.operands.first() == Some(&r)
-                    && op.text.contains("\"stablehlo.add\"")
-                    && !op.text.contains("\"stablehlo.maximum\"")
-            }
-            _ => false,
-        };
-        let scales = matches!(after, AfterOp::Negate | AfterOp::Scale);
-        if !float || op.results.len() != 1 || !(layout || (scales && linear)) {
-            break;
-        }
-        at = user;
-    }
-    out
-}
-
-/// Where an op inserted after op `o` also acts, upstream: while `o` is a
-/// layout op on a float operand (broadcast, reshape, transpose, slice, a
-/// float convert) that is its operand's only user, the producer of that
-/// operand (an offset after a broadcast is the offset before it).
-pub fn upstream_places(func: &Function, o: usize) -> Vec<usize> {
-    let mut out = Vec::new();
-    let mut at = o;
-    loop {
-        let op = &func.ops[at];
-        let layout = matches!(
-            op.name.as_str(),
-            "stablehlo.broadcast_in_dim"
-                | "stablehlo.reshape"
-                | "stablehlo.transpose"
-                | "stablehlo.slice"
-                | "stablehlo.convert"
-        );
-        let Some(&x) = op.operands.first() else { break };
-        if !layout || !func.values[x].ty.is_float() || func.users(x) != [at] {
-            break;
-        }
-        let Some(q) = func.op_of(x) else { break };
-        out.push(q);
-        at = q;
-    }
-    out
-}
-
-/// A comparison and the select it alone feeds are one decision: flipping
-/// the comparison and swapping the select's branches are the same fix. For
-/// such an edit, the other op of the pair.
-pub fn decision_partner(func: &Function, e: &Edit) -> Option<usize> {
-    let op = &func.ops[e.op];
-    match e.kind {
-        EditKind::Comparison => {
-            let [user] = func.users(*op.results.first()?)[..] else {
-                return None;
-            };
-            let u = &func.ops[user];
-            (u.name == "stablehlo.select" && u.operands.first() == op.results.first())
-                .then_some(user)
-        }
-        EditKind::SwapOperands if op.name == "stablehlo.select" => {
-            let pred = *op.operands.first()?;
-            let c = func.op_of(pred)?;
-            (func.ops[c].name == "stablehlo.compare" && func.users(pred) == [e.op]).then_some(c)
-        }
-        _ => None,
-    }
-}
+mod places;
+pub use places::{decision_partner, downstream_places, upstream_places};
 
 mod catalogue;
 pub use catalogue::edits_of;

@@ -2,7 +2,7 @@
 //! in the faulty function.
 
 use super::{Answer, FaultKind, InjectError, Injected, Site};
-use crate::bisect::edits::{text, AfterOp, Change};
+use crate::bisect::edits::{text, AfterOp, Change, Names};
 use crate::bisect::measure::loc_label;
 
 /// The faulty module text and its answers.
@@ -42,7 +42,17 @@ pub(super) fn apply(
     let (replacement, tail_rename) = match &e.change {
         Change::Rewrite { .. } => {
             let r = e
-                .render(&op.text, &ty, &name, &name, "", stem, &indent)
+                .render(
+                    &op.text,
+                    &ty,
+                    &Names {
+                        result: &name,
+                        orig: &name,
+                        scale: "",
+                        stem,
+                        indent: &indent,
+                    },
+                )
                 .ok_or_else(|| broken("cannot render".into()))?;
             (r.lines, None)
         }
@@ -58,7 +68,17 @@ pub(super) fn apply(
                 text::location(&op.text)
             ));
             let r = e
-                .render(&op.text, &ty, &name, &orig, &scale, stem, &indent)
+                .render(
+                    &op.text,
+                    &ty,
+                    &Names {
+                        result: &name,
+                        orig: &orig,
+                        scale: &scale,
+                        stem,
+                        indent: &indent,
+                    },
+                )
                 .ok_or_else(|| broken("cannot render".into()))?;
             lines.push_str(&r.lines);
             (lines, None)

@@ -11,15 +11,17 @@
 //! or a scale or offset inserted after an op) share one scale argument,
 //! used only by the selected edit; it is searched on a log grid and refined.
 
-use super::edits::{self, text, Edit, EditKind};
+use super::edits::{self, Edit, EditKind};
 use super::measure::{value_metrics, CHECKPOINT_ULP_BUDGET};
 use super::probe::Prober;
 use super::Program;
 use parity_mlir::{emit_slices, SliceArg, SliceRequest, ValueId};
 use parity_tensor::{DType, Tensor};
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 use std::time::{Duration, Instant};
+
+mod selector;
+use selector::{op_blocks, selector_module, split_function};
 
 /// Regions larger than this are not searched. The region is in the module
 /// once, so the module grows with the edits (bounded below), not with the
@@ -278,123 +280,6 @@ fn candidates(
     plain
 }
 
-/// The slice's ops as text blocks (op, its lines), in program order, and the
-/// trailing `func.return` line(s).
-fn op_blocks<'b>(
-    func: &parity_mlir::Function,
-    ops: &[usize],
-    body: &'b str,
-) -> Option<(Vec<(usize, &'b str)>, &'b str)> {
-    let mut blocks = Vec::with_capacity(ops.len());
-    let mut at = 0;
-    for &o in ops {
-        let n = func.ops[o].text.lines().count().max(1);
-        let mut end = at;
-        for _ in 0..n {
-            end += body[end..].find('\n')? + 1;
-        }
-        blocks.push((o, &body[at..end]));
-        at = end;
-    }
-    Some((blocks, &body[at..]))
-}
-
-/// The search module: the region once, each edited op followed by its edits
-/// and a chain of selects that passes the original on unless the selector
-/// names one of its edits.
-fn selector_module(
-    func: &parity_mlir::Function,
-    head: &str,
-    sig: &str,
-    blocks: &[(usize, &str)],
-    ret: &str,
-    edits: &[Edit],
-) -> Result<String, String> {
-    let mut out = String::from(head);
-    let params = "%parity_sel: tensor<i32>, %parity_scale: tensor<f32>";
-    let sig = if sig.contains("@repair()") {
-        sig.replacen("@repair(", &format!("@repair({params}"), 1)
-    } else {
-        sig.replacen("@repair(", &format!("@repair({params}, "), 1)
-    };
-    out.push_str(&sig);
-    let ind = "    ";
-    for &(o, t) in blocks {
-        let mine: Vec<(usize, &Edit)> = edits
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.op == o)
-            .collect();
-        if mine.is_empty() {
-            out.push_str(t);
-            continue;
-        }
-        let t = t.trim_end_matches('\n');
-        let name = text::result_name(t).ok_or("an edited op without a single result")?;
-        let ty = &func.values[func.ops[o].results[0]].ty.text;
-        let p = text::plain(name);
-        let orig = format!("%parity_o{p}");
-        let _ = writeln!(
-            out,
-            "{ind}{}",
-            text::rename_result(t, &orig).ok_or("renaming")?
-        );
-        let shape = ty
-            .strip_prefix("tensor<")
-            .and_then(|t| t.rsplit_once('x'))
-            .map_or(String::new(), |(dims, _)| format!("{dims}x"));
-        let (ity, pty) = (format!("tensor<{shape}i32>"), format!("tensor<{shape}i1>"));
-        let selb = format!("%parity_sel_{p}");
-        let _ = writeln!(
-            out,
-            "{ind}{selb} = \"stablehlo.broadcast_in_dim\"(%parity_sel) <{{broadcast_dimensions = array<i64>}}> : (tensor<i32>) -> {ity}"
-        );
-        let mut current = orig.clone();
-        for (i, &(k, e)) in mine.iter().enumerate() {
-            let stem = format!("%parity_h{k}");
-            let r = e
-                .render(
-                    t,
-                    ty,
-                    &format!("%parity_e{k}"),
-                    &orig,
-                    "%parity_scale",
-                    &stem,
-                    ind,
-                )
-                .ok_or("rendering an edit")?;
-            out.push_str(&r.lines);
-            // The predicate as a tensor of the value's shape, compared
-            // elementwise inside the dispatch: a scalar predicate per edit
-            // would be computed on the host and passed as a push constant,
-            // and a dispatch fusing a few dozen of them exceeds the
-            // runtime's limit (64).
-            let _ = writeln!(
-                out,
-                "{ind}%parity_k{k} = \"stablehlo.constant\"() <{{value = dense<{k}> : {ity}}}> : () -> {ity}"
-            );
-            let _ = writeln!(
-                out,
-                "{ind}%parity_p{k} = \"stablehlo.compare\"({selb}, %parity_k{k}) <{{comparison_direction = #stablehlo<comparison_direction EQ>}}> : ({ity}, {ity}) -> {pty}"
-            );
-            let next = if i + 1 == mine.len() {
-                name.to_string()
-            } else {
-                format!("%parity_s{k}")
-            };
-            let _ = writeln!(
-                out,
-                "{ind}{next} = \"stablehlo.select\"(%parity_p{k}, {}, {current}) : ({pty}, {ty}, {ty}) -> {ty}",
-                r.value
-            );
-            current = next;
-        }
-    }
-    out.push_str(ret);
-    out.push_str("}\n");
-    Ok(out)
-}
-
 /// Minimises `f` over scales: a signed log grid (1e-4 .. 1e4, half a decade
 /// apart), then a golden-section search in log space over the decade around
 /// the best grid point, down to a relative step of about 3e-6 (a few ULPs of
@@ -440,19 +325,6 @@ fn fit_scale(mut f: impl FnMut(f64) -> Result<f64, String>) -> Result<(f64, f64)
         }
     }
     Ok(best)
-}
-
-/// Splits the emitted module into (text before the function, its signature
-/// line, its body lines through the `func.return`).
-fn split_function(text: &str) -> Option<(&str, &str, &str)> {
-    let sig_start = text.find("  func.func public @repair(")?;
-    let sig_end = sig_start + text[sig_start..].find('\n')? + 1;
-    let body_end = sig_end + text[sig_end..].rfind("\n  }\n")? + 1;
-    Some((
-        &text[..sig_start],
-        &text[sig_start..sig_end],
-        &text[sig_end..body_end + "  }\n".len()],
-    ))
 }
 
 #[cfg(test)]
