@@ -2,7 +2,7 @@
 //! in the faulty function.
 
 use super::{Answer, FaultKind, InjectError, Injected, Site};
-use crate::bisect::edits::{text, AfterOp, Change, Names};
+use crate::bisect::edits::{self, text, AfterOp, Change, Names};
 use crate::bisect::measure::loc_label;
 
 /// The faulty module text and its answers.
@@ -106,6 +106,7 @@ pub(super) fn apply(
         .ok_or_else(|| broken("the function is gone".into()))?;
     let index_of = |ssa: &str| ffunc.value_by_name(ssa).and_then(|v| ffunc.op_of(v));
     let name_of = |o: usize| text::result_name(&func.ops[o].text).map(str::to_string);
+    let constant = edits::constant_ops(func);
     let (names, why): (Vec<String>, &str) = match (kind, &e.change) {
         (FaultKind::WrongConstant, _) => (
             name_of(e.named).into_iter().collect(),
@@ -141,6 +142,17 @@ pub(super) fn apply(
                  transposes, which commute with it (one edge, several names)",
             )
         }
+        // An exp computing a constant (a timing signal's scales): constant
+        // ops are not in bisect's regions, so, as for a wrong constant, the
+        // fault is named where it acts.
+        (FaultKind::NonFinite, _) if constant[e.op] => (
+            edits::consumer(func, e.op, &constant, |_| true)
+                .and_then(name_of)
+                .into_iter()
+                .collect(),
+            "the first op using the constant the overflowing exp computes (constant-only ops \
+             are not in bisect's regions: a constant is named where it acts)",
+        ),
         (FaultKind::NonFinite, _) => (
             vec![name.clone(), format!("{stem}_x")],
             "the exp, where the infinity first appears from finite operands (nonfinite \
