@@ -85,6 +85,35 @@ fn check_localised(fault: &Value, strategy: &str) -> Value {
         "{name}: taps changed the stage's results: {}",
         report["observer_effect"]
     );
+    if want["evidence"] == "inferred" {
+        // Named only because its confirmation holds: with its result taken
+        // from the f64 shadow, the region's end matches the oracle.
+        let c = &report["confirmation"];
+        assert_eq!(c["confirmed"], op["op_index"], "{name}: {c}\n{stdout}");
+        assert!(c["before"]["ulps_at_max"].as_f64().unwrap() > 64.0, "{c}");
+        let held: Vec<_> = c["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["holds"] == true)
+            .collect();
+        assert_eq!(held[0]["op_index"], op["op_index"], "{c}");
+        assert!(
+            held[0]["after"]["ulps_at_max"].as_f64().unwrap() <= 64.0,
+            "{c}"
+        );
+        assert!(
+            stdout.contains(
+                "and the region's end matches the oracle once its result is the shadow's"
+            ),
+            "{stdout}"
+        );
+        assert!(
+            report["probe_log"].to_string().contains("confirmation"),
+            "the confirmation is a counted probe: {}",
+            report["probe_log"]
+        );
+    }
     report
 }
 

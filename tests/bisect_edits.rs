@@ -80,12 +80,10 @@ fn every_kind_the_basic_example_has_is_named_exactly() {
     let rows = run("basic", &cases);
     for row in &rows {
         // The untapped baseline, the region tapped in production and in the
-        // f64 shadow, every op alone on the shadow's inputs, then the repair
-        // search's one module, which a rounding fault (inferred) skips.
-        let probes = match row.kind {
-            FaultKind::Rounding => 4,
-            _ => 5,
-        };
+        // f64 shadow, every op alone on the shadow's inputs, then one more:
+        // the repair search's module, or for a rounding fault (inferred) the
+        // confirmation probe (the region with the op's shadow value).
+        let probes = 5;
         assert_named(row, probes);
     }
 }

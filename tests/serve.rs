@@ -14,7 +14,8 @@ use serde_json::Value;
 /// of twice at once on a 2-core runner.
 static MAIN_MODULE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// `parity serve SCENARIO --json F` from the repository root; (exit code, stdout, record).
+/// `parity serve SCENARIO --out-dir D` from the repository root, its
+/// reports under their default names; (exit code, stdout, record).
 fn serve(scenario: &str) -> (i32, String, Value) {
     let _one_at_a_time = (!scenario.starts_with("leak")).then(|| {
         MAIN_MODULE
@@ -29,10 +30,8 @@ fn serve(scenario: &str) -> (i32, String, Value) {
         &[
             "serve",
             &format!("subject/gemma3n/serving/{scenario}"),
-            "--json",
-            json.to_str().unwrap(),
-            "--html",
-            html.to_str().unwrap(),
+            "--out-dir",
+            out.path().to_str().unwrap(),
         ],
     );
     let stdout = format!(
@@ -43,6 +42,8 @@ fn serve(scenario: &str) -> (i32, String, Value) {
     let text = std::fs::read_to_string(&json).expect("serving.json");
     let page = std::fs::read_to_string(&html).expect("serving.html");
     assert!(page.contains("Timeline (slots &times; steps)"), "{page}");
+    let junit = std::fs::read_to_string(out.path().join("serving-junit.xml")).expect("junit");
+    assert!(junit.contains("<testsuite"), "{junit}");
     (
         o.status.code().unwrap_or(-1),
         stdout,
@@ -103,12 +104,117 @@ fn clips_of_two_lengths_and_text_interleave_token_exact_and_overflow_is_refused(
     assert_eq!(text["admitted_step"], 5);
     assert_eq!(text["slot"], 1);
     assert_eq!(verdict(text, "slot_reuse")["status"], "pass");
+    // Audio only (no text), arriving at step 3: it waits for `one_clip`'s slot
+    // and decodes beside `text`, with its solo run's tokens and logits.
+    let audio_only = request(&r, "audio_only");
+    assert_eq!(audio_only["kind"], "audio");
+    assert_eq!(
+        (
+            audio_only["slot"].as_u64(),
+            audio_only["admitted_step"].as_u64()
+        ),
+        (Some(0), Some(6)),
+        "{audio_only}"
+    );
+    assert_eq!(tokens(&audio_only["tokens"]), AUDIO_ONLY[..6], "{stdout}");
+    assert_eq!(tokens(&audio_only["solo_tokens"]), AUDIO_ONLY[..6]);
+    assert_eq!(audio_only["bitwise_logits"], true);
+    assert_eq!(audio_only["effective_length"], 13);
+    for check in [
+        "oracle_tokens",
+        "batch_invariance",
+        "effective_length",
+        "dense_ple",
+        "slot_reuse",
+    ] {
+        assert_eq!(
+            verdict(audio_only, check)["status"],
+            "pass",
+            "{check}: {stdout}"
+        );
+    }
     let overflow = request(&r, "overflow");
     assert!(overflow["slot"].is_null() && tokens(&overflow["tokens"]).is_empty());
     let why = overflow["refused"].as_str().unwrap();
     assert!(
         why.contains("expanded length 28 (prompt 12 text + 16 audio tokens from 2 clip(s)) + max_new_tokens 40 = 68 exceeds the context 64"),
         "{why}"
+    );
+}
+
+/// mlx-vlm's greedy tokens for the audio-only prompt (one clip, no text;
+/// oracle-dumps/gemma3n/audio_only_lm.npz), the first 8.
+const AUDIO_ONLY: [i64; 8] = [31, 9, 25, 6, 31, 18, 43, 40];
+
+#[test]
+fn an_audio_only_prompt_gives_the_oracle_tokens_and_its_solo_run_bit_for_bit() {
+    let (code, stdout, r) = serve("audio-only-scenario.yaml");
+    assert_eq!(code, 0, "{stdout}");
+    let q = request(&r, "audio_only");
+    assert_eq!(q["kind"], "audio");
+    assert_eq!(q["case"], "audio_only");
+    assert_eq!(tokens(&q["tokens"]), AUDIO_ONLY, "{stdout}");
+    assert_eq!(tokens(&q["oracle_tokens"])[..8], AUDIO_ONLY);
+    assert_eq!(tokens(&q["solo_tokens"]), AUDIO_ONLY);
+    assert_eq!(q["bitwise_logits"], true);
+    // BOS, "\n\n", <boa>, 8 soft tokens, <eoa>, "\n\n": the slot holds 13 rows.
+    assert_eq!(q["effective_length"], 13);
+    assert_eq!(q["solo_effective_length"], 13);
+    assert_eq!(
+        q["dense_ple_sha256"].as_str().map(str::len),
+        Some(64),
+        "{q}"
+    );
+    for check in [
+        "admission",
+        "oracle_tokens",
+        "batch_invariance",
+        "effective_length",
+        "dense_ple",
+    ] {
+        assert_eq!(verdict(q, check)["status"], "pass", "{check}: {stdout}");
+    }
+}
+
+#[test]
+fn a_case_outside_the_token_run_is_judged_on_the_tokens_its_oracle_holds() {
+    // partial77 is a prefill-only LM case (its dump holds token 0 only) and
+    // not in stages.yaml's tokens: section.
+    let _one_at_a_time = MAIN_MODULE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("prefill-only-scenario.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "version: 1\nspec: {root}/subject/gemma3n/stages.yaml\nmodule: {root}/subject/gemma3n/serving/gemma3n_serving_f32.mlir.gz\nslots: 2\nrequests:\n  - {{id: p, case: partial77, max_new_tokens: 3, arrive: 0}}\n",
+            root = repo().display()
+        ),
+    )
+    .unwrap();
+    let o = parity(
+        &repo(),
+        &[
+            "serve",
+            path.to_str().unwrap(),
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("serving.json")).unwrap())
+            .unwrap();
+    let p = request(&r, "p");
+    assert_eq!(tokens(&p["oracle_tokens"]).len(), 1, "{p}");
+    assert_eq!(tokens(&p["tokens"])[0], tokens(&p["oracle_tokens"])[0]);
+    let v = verdict(p, "oracle_tokens");
+    assert_eq!(v["status"], "pass");
+    assert_eq!(
+        v["message"],
+        "1 tokens equal the oracle's (2 tokens beyond the oracle's are not judged)"
     );
 }
 
@@ -236,6 +342,11 @@ fn a_weight_missing_at_prefill_is_an_input_error() {
     .unwrap();
     manifest["functions"]["slot_prefill_p10_s2"]["weights"][0] =
         Value::String("language_model.no_such_weight".into());
+    // And without its audio merge, the audio-only prompt has no bucket.
+    manifest["functions"]
+        .as_object_mut()
+        .unwrap()
+        .remove("audio_merge_ple_p13_c1");
     std::fs::write(
         dir.path().join("serving-functions.json"),
         manifest.to_string(),
@@ -245,7 +356,7 @@ fn a_weight_missing_at_prefill_is_an_input_error() {
     std::fs::write(
         &path,
         format!(
-            "version: 1\nspec: {root}/subject/gemma3n/stages.yaml\nmodule: gemma3n_serving_f32.mlir.gz\nslots: 2\nrequests:\n  - {{id: a, case: text_short, max_new_tokens: 2, arrive: 0}}\n",
+            "version: 1\nspec: {root}/subject/gemma3n/stages.yaml\nmodule: gemma3n_serving_f32.mlir.gz\nslots: 2\nrequests:\n  - {{id: a, case: text_short, max_new_tokens: 2, arrive: 0}}\n  - {{id: b, case: audio_only, max_new_tokens: 2, arrive: 0}}\n",
             root = repo().display()
         ),
     )
@@ -256,8 +367,8 @@ fn a_weight_missing_at_prefill_is_an_input_error() {
         &[
             "serve",
             path.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
+            "--out-dir",
+            dir.path().to_str().unwrap(),
         ],
     );
     let out = String::from_utf8_lossy(&o.stdout);
@@ -273,6 +384,15 @@ fn a_weight_missing_at_prefill_is_an_input_error() {
         "{e}"
     );
     assert_eq!(r["errors"][0]["kind"], "input", "{r}");
+    let b = request(&r, "b");
+    assert!(
+        b["slot"].is_null() && tokens(&b["tokens"]).is_empty(),
+        "{b}"
+    );
+    assert_eq!(
+        b["refused"],
+        "request `b`: prompt length 13 has no bucket in the serving module (no `audio_merge_ple_p13_c1`)"
+    );
 }
 
 #[test]
@@ -287,9 +407,64 @@ fn a_malformed_scenario_is_an_input_error_with_its_position() {
         ),
     )
     .unwrap();
-    let o = parity(&repo(), &["serve", path.to_str().unwrap()]);
+    let reports = dir.path().join("reports");
+    let o = parity(
+        &repo(),
+        &[
+            "serve",
+            path.to_str().unwrap(),
+            "--out-dir",
+            reports.to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("bad-scenario.yaml:6:"), "{out}");
     assert!(out.contains("`max_new_tokens` must be at least 1"), "{out}");
+    // The reports are written by default, under their default names.
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(reports.join("serving.json")).unwrap())
+            .unwrap();
+    assert_eq!(r["status"], "error");
+    assert!(r["errors"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("bad-scenario.yaml:6:"));
+    for f in ["serving.html", "serving-junit.xml"] {
+        let text = std::fs::read_to_string(reports.join(f)).unwrap();
+        assert!(text.contains("max_new_tokens"), "{f}: {text}");
+    }
+}
+
+#[test]
+fn reports_that_cannot_be_written_keep_the_verdict_and_its_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad-scenario.yaml");
+    std::fs::write(&path, "version: 1\nslots: 0\n").unwrap();
+    // Root ignores permissions: a directory below a regular file cannot be made.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "x").unwrap();
+    let o = parity(
+        &repo(),
+        &[
+            "serve",
+            path.to_str().unwrap(),
+            "--out-dir",
+            blocker.join("reports").to_str().unwrap(),
+        ],
+    );
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(
+        out.contains("bad-scenario.yaml"),
+        "the verdict is printed: {out}"
+    );
+    assert!(
+        err.contains("reports not written") && err.contains("not-a-dir"),
+        "{err}"
+    );
+    assert!(err.contains("the run itself: input error; exit 2"), "{err}");
 }

@@ -71,7 +71,13 @@ fn concurrently(url: &str, cases: &[&str], n: usize) -> Vec<HttpOutcome> {
 #[test]
 fn http_streams_oracle_tokens_concurrently_and_stream_equals_non_stream() {
     let server = FixtureServer::start(&["--slots", "2"]);
-    let cases = ["full128", "two_clips", "text_short", "near_tie"];
+    let cases = [
+        "full128",
+        "two_clips",
+        "text_short",
+        "near_tie",
+        "audio_only",
+    ];
     let streamed = concurrently(&server.url, &cases, N);
     for (case, out) in cases.iter().zip(&streamed) {
         assert_eq!(
@@ -222,8 +228,8 @@ fn parity_serve(scenario: &str, target: &[&str]) -> (i32, String, serde_json::Va
     let mut args = vec![
         "serve",
         scenario.to_str().expect("utf8"),
-        "--json",
-        json.to_str().expect("utf8"),
+        "--out-dir",
+        dir.path().to_str().expect("utf8"),
     ];
     args.extend_from_slice(target);
     let out = common::parity(&repo(), &args);
@@ -282,7 +288,7 @@ fn parity_serve_judges_the_http_server_and_catches_the_leaking_one() {
     let (code, text, record) = parity_serve("mixed-scenario.yaml", &["--target", &honest.url]);
     assert_eq!(code, 0, "{text}");
     assert_eq!(record["target"], "http", "{record}");
-    let want: Vec<(String, String)> = ["one_clip", "two_clips", "text", "overflow"]
+    let want: Vec<(String, String)> = ["one_clip", "two_clips", "text", "overflow", "audio_only"]
         .iter()
         .map(|id| (id.to_string(), "pass".to_string()))
         .collect();

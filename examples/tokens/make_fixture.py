@@ -31,16 +31,29 @@ with fixed zip timestamps, and a deterministic search order.
 import hashlib
 import io
 import json
+import os
 import sys
 import zipfile
 from pathlib import Path
 
-import jax
-import numpy as np
-from safetensors.numpy import save as st_save
 
-from toy_lm import (CTX, D, F, LAYERS, N, P, SEED, V, WEIGHTS, WINDOW, as_dict, embed, head,
-                    layer, lower, weight_names)
+def _pin_cpu():
+    """CPU dispatch pinned before numpy and JAX load (tools/fixtures/pin_cpu.env says why)."""
+    env = Path(__file__).resolve().parents[2] / "tools" / "fixtures" / "pin_cpu.env"
+    for line in env.read_text().splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            os.environ.setdefault(key, value)
+
+
+_pin_cpu()
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from safetensors.numpy import save as st_save  # noqa: E402
+
+from toy_lm import (CTX, D, F, LAYERS, N, P, SEED, V, WEIGHTS, WINDOW, as_dict, embed,  # noqa: E402
+                    head, layer, lower, weight_names)
 
 HERE = Path(__file__).resolve().parent
 ORACLE = HERE / "oracle"

@@ -2,7 +2,7 @@
 //! the budget dtype at the reference's largest magnitude, which stays
 //! meaningful near zero and across a cancellation (unlike per-element ULPs).
 
-use super::error::{input, BisectError};
+use super::error::BisectError;
 use parity_compare::{compare, CompareOptions};
 use parity_mlir::{Function, Location, ValueId};
 use parity_record::ValueMetrics;
@@ -63,8 +63,13 @@ pub fn value_metrics(
     budget: DType,
 ) -> Result<ValueMetrics, BisectError> {
     let name = &func.values[v].name;
-    let m = compare(actual, reference, None, &CompareOptions::default())
-        .map_err(|e| input(format!("comparing {name} with {against}: {e}")))?;
+    let m = compare(actual, reference, None, &CompareOptions::default()).map_err(|source| {
+        BisectError::Compare {
+            value: name.clone(),
+            against: against.to_string(),
+            source,
+        }
+    })?;
     let max_ref = max_finite_abs(reference);
     let nonfinite = nonfinite_where_finite(actual, reference).len() as u64;
     let ulps_at_max = if m.nan_mismatch > 0 || m.inf_mismatch > 0 {
@@ -118,11 +123,19 @@ pub fn oracle_as(
     func: &Function,
     v: ValueId,
 ) -> Result<Tensor, BisectError> {
-    let t = store.get(name).map_err(input)?;
+    let t = store
+        .get(name)
+        .map_err(|source| BisectError::OracleTensor {
+            tensor: name.to_string(),
+            source: Box::new(source),
+        })?;
     match func.values[v].ty.shape() {
         Some(shape) if shape != t.shape() && squeezed(&shape) == squeezed(t.shape()) => t
             .reshaped(shape.clone())
-            .ok_or_else(|| input(format!("oracle `{name}` cannot be viewed as {shape:?}"))),
+            .ok_or_else(|| BisectError::OracleShape {
+                tensor: name.to_string(),
+                shape: shape.clone(),
+            }),
         _ => Ok(t),
     }
 }

@@ -13,6 +13,7 @@
 //!    as the evidence goes.
 //! 4. A reproducer directory with the smallest failing slice ([`repro`]).
 
+mod confirm;
 mod edits;
 mod error;
 pub mod inject;
@@ -32,15 +33,12 @@ pub use parity_record::{BisectRecord, DivergentOp, Strategy, BISECT_SCHEMA};
 
 use crate::run::inputs::InputSources;
 use crate::run::{self, RunOptions};
-use error::{execution, input};
 pub use measure::loc_label;
 use measure::{budget_dtype, max_finite_abs, op_line, oracle_as, ulp_at, LOCAL_ULP_BUDGET};
 use oracle::OracleSearch;
 use parity_iree::{ArtifactCache, IreeCompiler, IreeRuntime};
 use parity_mlir::{Function, Module, SliceRequest, ValueId};
-use parity_record::{
-    ErrorKind, Evidence, Mode, OpMetrics, Region, RunRecord, Status, ValueMetrics,
-};
+use parity_record::{Evidence, Mode, OpMetrics, Region, RunRecord, Status, ValueMetrics};
 use parity_spec::{Arg, ModuleSource, Spec, Stage};
 use parity_tensor::{DType, OracleStore, Tensor};
 use probe::{Cut, Prober};
@@ -175,25 +173,63 @@ fn load_module(
     stage: &Stage,
     compiler: &IreeCompiler,
 ) -> Result<(Module, String), BisectError> {
-    let module_spec = spec
-        .subject
-        .modules
-        .get(&stage.module)
-        .ok_or_else(|| input(format!("no module `{}`", stage.module)))?;
+    let module_spec =
+        spec.subject
+            .modules
+            .get(&stage.module)
+            .ok_or_else(|| BisectError::UnknownModule {
+                stage: stage.name.clone(),
+                module: stage.module.clone(),
+            })?;
     let path = match &module_spec.source {
         ModuleSource::Mlir(p) => p.clone(),
         ModuleSource::Vmfb(p) => {
-            return Err(input(format!(
-                "stage `{}` runs a prebuilt vmfb ({}); bisect needs its MLIR",
-                stage.name,
-                p.display()
-            )))
+            return Err(BisectError::PrebuiltModule {
+                stage: stage.name.clone(),
+                path: p.clone(),
+            })
         }
     };
-    run::slices::read_normalised(compiler, &path).map_err(|e| match e.kind {
-        ErrorKind::Input => BisectError::Input(e.message),
-        ErrorKind::Execution => BisectError::Execution(e.message),
+    run::slices::read_normalised(compiler, &path).map_err(|source| BisectError::Module {
+        stage: stage.name.clone(),
+        source,
     })
+}
+
+/// The stage's module, normalised and parsed, with its source name; a
+/// `bind:` stage's arguments bound by name exactly as the run bound them.
+fn load_bound(
+    spec: &Spec,
+    stage: &mut Stage,
+    compiler: &IreeCompiler,
+) -> Result<(Module, String), BisectError> {
+    let (module, source_name) = load_module(spec, stage, compiler)?;
+    if stage.bind.is_some() {
+        run::bind::rebind(&spec.path, &module, stage).map_err(|message| BisectError::Bind {
+            stage: stage.name.clone(),
+            message,
+        })?;
+    }
+    Ok((module, source_name))
+}
+
+/// The function a stage runs, or slices, in its normalised module.
+fn stage_function<'m>(
+    module: &'m Module,
+    stage: &Stage,
+    source_name: &str,
+) -> Result<&'m Function, BisectError> {
+    let name = stage
+        .slice
+        .as_ref()
+        .map_or(&stage.function, |s| &s.function);
+    module
+        .function(name)
+        .ok_or_else(|| BisectError::UnknownFunction {
+            module: source_name.to_string(),
+            function: name.clone(),
+            stage: stage.name.clone(),
+        })
 }
 
 /// Inputs and outputs of a stage as values of its function: the function's
@@ -209,7 +245,11 @@ fn stage_values(
     };
     let resolve = |p: &String| {
         func.resolve_point(p)
-            .map_err(|e| input(format!("stage `{}` slice point `{p}`: {e}", stage.name)))
+            .map_err(|source| BisectError::SlicePoint {
+                stage: stage.name.clone(),
+                point: p.clone(),
+                source,
+            })
     };
     let from: Vec<ValueId> = slice.from.iter().map(resolve).collect::<Result<_, _>>()?;
     let to: Vec<ValueId> = slice.to.iter().map(resolve).collect::<Result<_, _>>()?;
@@ -218,8 +258,12 @@ fn stage_values(
         from,
         to: to.clone(),
     };
-    let (_, infos) = parity_mlir::emit_slices(module, func, "stage", &[req])
-        .map_err(|e| input(format!("stage `{}`: {e}", stage.name)))?;
+    let (_, infos) = parity_mlir::emit_slices(module, func, "stage", &[req]).map_err(|source| {
+        BisectError::StageSlice {
+            stage: stage.name.clone(),
+            source,
+        }
+    })?;
     let ins = infos[0].args.iter().map(|(_, v)| *v).collect();
     Ok((ins, to))
 }
@@ -234,47 +278,46 @@ fn bisect_stage(
 ) -> Result<(), BisectError> {
     let case = spec
         .case(case_name)
-        .ok_or_else(|| input(format!("no case `{case_name}`")))?;
-    let mut stages = spec.instantiate(case).map_err(input)?;
+        .ok_or_else(|| BisectError::UnknownCase {
+            case: case_name.to_string(),
+        })?;
+    let mut stages = spec
+        .instantiate(case)
+        .map_err(|source| BisectError::Instantiate {
+            case: case_name.to_string(),
+            source,
+        })?;
     let at = stages
         .iter()
         .position(|s| s.name == stage_name)
-        .ok_or_else(|| input(format!("no stage `{stage_name}`")))?;
-    let compiler = IreeCompiler::load(options.run.compiler_lib.as_deref()).map_err(execution)?;
-    let (module, source_name) = load_module(spec, &stages[at], &compiler)?;
-    if stages[at].bind.is_some() {
-        // Bound by argument names, exactly as the run bound it.
-        run::bind::rebind(&spec.path, &module, &mut stages[at]).map_err(input)?;
-    }
+        .ok_or_else(|| BisectError::UnknownStage {
+            stage: stage_name.to_string(),
+        })?;
+    let compiler =
+        IreeCompiler::load(options.run.compiler_lib.as_deref()).map_err(BisectError::Compiler)?;
+    let (module, source_name) = load_bound(spec, &mut stages[at], &compiler)?;
     let stage = &stages[at];
-    let fn_name = stage
-        .slice
-        .as_ref()
-        .map_or(stage.function.clone(), |s| s.function.clone());
-    let func = module.function(&fn_name).ok_or_else(|| {
-        input(format!(
-            "{source_name} has no function `{fn_name}` (stage `{stage_name}`)"
-        ))
-    })?;
-    report.function = Some(fn_name.clone());
+    let func = stage_function(&module, stage, &source_name)?;
+    report.function = Some(func.name.clone());
     report.node_ids = Some(node_ids::model_explorer_ids(func));
-    let store = OracleStore::open(&spec.oracle).map_err(input)?;
-    let sources = InputSources::open(spec).map_err(input)?;
+    let store =
+        OracleStore::open(&spec.oracle).map_err(|e| BisectError::OracleStore(Box::new(e)))?;
+    let sources = InputSources::open(spec).map_err(|e| BisectError::Inputs(Box::new(e)))?;
     let (inputs, outputs) = stage_values(&module, func, stage)?;
     let args = isolated_args(&spec.path, stage, &stages, &sources)?;
     if inputs.len() != args.len() {
-        return Err(input(format!(
-            "stage `{stage_name}`: the function takes {} inputs, the spec gives {}",
-            inputs.len(),
-            args.len()
-        )));
+        return Err(BisectError::InputCount {
+            stage: stage_name.to_string(),
+            takes: inputs.len(),
+            given: args.len(),
+        });
     }
     if outputs.len() != stage.outputs.len() {
-        return Err(input(format!(
-            "stage `{stage_name}`: the function returns {} values, the spec lists {} outputs",
-            outputs.len(),
-            stage.outputs.len()
-        )));
+        return Err(BisectError::OutputCount {
+            stage: stage_name.to_string(),
+            returns: outputs.len(),
+            listed: stage.outputs.len(),
+        });
     }
     // Start from the earliest failing stage output (program order).
     let start_name = stage
@@ -284,7 +327,9 @@ fn bisect_stage(
         .filter(|(o, _)| statuses.get(&o.name) == Some(&false))
         .min_by_key(|(_, &v)| func.op_of(v).unwrap_or(usize::MAX))
         .map(|(o, _)| o.name.clone())
-        .ok_or_else(|| input(format!("stage `{stage_name}` has no failing output")))?;
+        .ok_or_else(|| BisectError::NoFailingOutput {
+            stage: stage_name.to_string(),
+        })?;
     report.output = Some(start_name.clone());
     let program = Program {
         func,
@@ -305,19 +350,20 @@ fn bisect_stage(
             .collect(),
     };
 
-    let runtime = IreeRuntime::new(&spec.subject.driver).map_err(execution)?;
+    let runtime = IreeRuntime::new(&spec.subject.driver).map_err(BisectError::Runtime)?;
     let cache = ArtifactCache::new(&options.run.cache_dir);
-    let mut prober = Prober {
+    let iree = probe::Iree {
         compiler: &compiler,
         cache: &cache,
         runtime: &runtime,
-        module: &module,
-        func,
-        options: probe::stage_options(spec, &stage.module),
-        source_name: source_name.clone(),
-        probes: 0,
-        log: Vec::new(),
     };
+    let mut prober = Prober::new(
+        iree,
+        &module,
+        func,
+        probe::stage_options(spec, &stage.module),
+        source_name.clone(),
+    );
     let outcome = localise(
         &program,
         &mut prober,
@@ -383,19 +429,21 @@ fn bisect_stage(
                     report.reproducer_check = Some(check);
                 }
                 Err(e) => report.errors.push(
-                    execution(format!(
-                        "running the reproducer in {}: {e}",
-                        options.repro_dir.display()
-                    ))
+                    BisectError::Reproducer {
+                        action: "running",
+                        dir: options.repro_dir.clone(),
+                        source: Box::new(e),
+                    }
                     .to_record(),
                 ),
             }
         }
         Err(e) => report.errors.push(
-            execution(format!(
-                "writing the reproducer in {}: {e}",
-                options.repro_dir.display()
-            ))
+            BisectError::Reproducer {
+                action: "writing",
+                dir: options.repro_dir.clone(),
+                source: Box::new(e),
+            }
             .to_record(),
         ),
     }
@@ -485,20 +533,31 @@ fn localise(
             }],
             false,
             "baseline (untapped)",
-        )
-        .map_err(execution)?
+        )?
         .remove(0);
     let start = report
         .output
         .as_ref()
         .and_then(|name| program.stage.outputs.iter().position(|o| &o.name == name))
         .map(|i| program.outputs[i])
-        .ok_or_else(|| input("the failing output is not among the stage's outputs"))?;
+        .ok_or_else(|| BisectError::UnknownOutput {
+            output: report.output.clone().unwrap_or_default(),
+        })?;
     let baseline_outputs = baseline.clone();
     let mut search = OracleSearch::new(program, statuses, case, baseline);
     let located = search.locate(prober, start, strategy);
     report.checkpoints = search.records();
     report.observer_effect = std::mem::take(&mut search.observer_effect);
+    if !report.observer_effect.is_empty() {
+        report.notes.push(
+            "observer effect: tapped builds compute the stage's outputs differently from the \
+             untapped build that failed (see observer effect below), so the checkpoint \
+             verdicts describe another computation; the localisation may point at where the \
+             compiler builds the two differently (an FMA contraction, a fusion) rather than at \
+             a fault"
+                .into(),
+        );
+    }
     let (target, used) = located?;
     report.strategy = Some(used);
 
@@ -576,8 +635,22 @@ fn localise(
             .and_then(|i| baseline_outputs.get(i))
             .is_some_and(|p| !measure::nonfinite_where_finite(p, &expected[0].1).is_empty()),
     };
-    let outcome = shadow::run(program, prober, &region, &feed, strategy, target_nonfinite)?;
+    let end = confirm::End {
+        value: target,
+        oracle: &expected[0].1,
+        oracle_name: &target_oracle,
+    };
+    let outcome = shadow::run(
+        program,
+        prober,
+        &region,
+        &feed,
+        strategy,
+        target_nonfinite,
+        &end,
+    )?;
     report.shadow = outcome.rows;
+    report.confirmation = outcome.confirmation;
     report.notes.extend(outcome.notes);
     match outcome.found {
         Some(f)
@@ -630,14 +703,23 @@ fn localise(
                     .map(|r| r.passing.join(", "))
                     .unwrap_or_default()
             };
+            let shadow_says = if report.confirmation.is_some() {
+                "the operations the f64 shadow flags do not explain the divergence (their \
+                 confirmation fails, see above), so the difference is not their rounding"
+                    .to_string()
+            } else {
+                format!(
+                    "the f64 shadow finds no operation there losing more than \
+                     {LOCAL_ULP_BUDGET} ULPs of {}, so the difference is semantic (the oracle \
+                     computes something else somewhere in these operations)",
+                    program.budget.name()
+                )
+            };
             report.notes.push(format!(
                 "localised to a region of {} operations between {passing_names} (pass) and \
-                 {target_oracle} (fail); the f64 shadow finds no operation there losing more \
-                 than {LOCAL_ULP_BUDGET} ULPs of {}, so the difference is semantic (the oracle \
-                 computes something else somewhere in these operations), and no oracle tensor \
-                 inside the region narrows it further",
+                 {target_oracle} (fail); {shadow_says}, and no oracle tensor inside the region \
+                 narrows it further",
                 region.len(),
-                program.budget.name()
             ));
             Ok(Localised::Region {
                 ops: region,
@@ -787,37 +869,54 @@ fn isolated_args(
     sources: &InputSources,
 ) -> Result<Vec<Tensor>, BisectError> {
     let mut out = Vec::new();
-    for (i, a) in stage.args.iter().enumerate() {
+    for (index, a) in stage.args.iter().enumerate() {
+        let loc = stage
+            .locations
+            .args
+            .get(index)
+            .copied()
+            .unwrap_or(stage.location);
+        let at = || parity_spec::Position {
+            file: spec_path.to_path_buf(),
+            line: loc.line,
+            col: loc.col,
+        };
+        let from_inputs = |source| BisectError::Argument {
+            at: at(),
+            stage: stage.name.clone(),
+            index,
+            source: Box::new(source),
+        };
         let t = match a {
-            Arg::Oracle(n) => sources.oracle(n).map_err(|e| e.to_string()),
-            Arg::Weight(n) => sources.weight(n).map_err(|e| e.to_string()),
+            Arg::Oracle(n) => sources.oracle(n).map_err(from_inputs)?,
+            Arg::Weight(n) => sources.weight(n).map_err(from_inputs)?,
             Arg::Literal {
                 dtype,
                 shape,
                 values,
-            } => Tensor::from_f64_as(*dtype, shape.clone(), values).map_err(|e| e.to_string()),
-            Arg::Stage { stage: up, output } => stages
-                .iter()
-                .find(|s| &s.name == up)
-                .and_then(|s| s.outputs.iter().find(|o| &o.name == output))
-                .ok_or_else(|| format!("unknown upstream `{up}.{output}`"))
-                .and_then(|o| sources.oracle(&o.oracle).map_err(|e| e.to_string())),
-        }
-        .map_err(|e| {
-            let loc = stage
-                .locations
-                .args
-                .get(i)
-                .copied()
-                .unwrap_or(stage.location);
-            input(format!(
-                "{}:{}:{}: stage `{}` argument {i}: {e}",
-                spec_path.display(),
-                loc.line,
-                loc.col,
-                stage.name
-            ))
-        })?;
+            } => Tensor::from_f64_as(*dtype, shape.clone(), values).map_err(|source| {
+                BisectError::Literal {
+                    at: at(),
+                    stage: stage.name.clone(),
+                    index,
+                    source: Box::new(source),
+                }
+            })?,
+            Arg::Stage { stage: up, output } => {
+                let upstream = stages
+                    .iter()
+                    .find(|s| &s.name == up)
+                    .and_then(|s| s.outputs.iter().find(|o| &o.name == output))
+                    .ok_or_else(|| BisectError::UnknownUpstream {
+                        at: at(),
+                        stage: stage.name.clone(),
+                        index,
+                        upstream: up.clone(),
+                        output: output.clone(),
+                    })?;
+                sources.oracle(&upstream.oracle).map_err(from_inputs)?
+            }
+        };
         out.push(t);
     }
     Ok(out)

@@ -2,7 +2,7 @@
 //! named after scopes of its function) evaluated with tapped variants, to
 //! find the earliest failing checkpoint and the passing ones it depends on.
 
-use super::error::{execution, BisectError};
+use super::error::BisectError;
 use super::measure::{loc_label, oracle_as, squeezed, value_metrics, CHECKPOINT_ULP_BUDGET};
 use super::probe::{Cut, Prober};
 use super::{Program, Strategy, MARK_ALL_BYTES};
@@ -164,23 +164,12 @@ impl<'p, 'a> OracleSearch<'p, 'a> {
                 }],
                 false,
                 why,
-            )
-            .map_err(execution)?
+            )?
             .remove(0);
-        let differing: Vec<String> = self
-            .baseline
-            .iter()
-            .zip(&res)
-            .enumerate()
-            .filter(|(_, (a, b))| a.bytes() != b.bytes())
-            .map(|(i, _)| p.stage.outputs[i].name.clone())
-            .collect();
-        if !differing.is_empty() {
-            self.observer_effect.push(format!(
-                "probe {}: tapping changed the stage's own results ({}): the compiler fused differently with taps",
-                prober.probes,
-                differing.join(", ")
-            ));
+        let names: Vec<&str> = p.stage.outputs.iter().map(|o| o.name.as_str()).collect();
+        if let Some(changed) = observer_effect(&names, &self.baseline, &res) {
+            self.observer_effect
+                .push(format!("probe {}: {changed}", prober.probes));
         }
         for (k, &v) in vals.iter().enumerate() {
             let name = self.oracle_of(v).unwrap_or_default().to_string();
@@ -306,5 +295,83 @@ impl<'p, 'a> OracleSearch<'p, 'a> {
             .collect();
         out.sort_by_key(|c| c.op_index);
         out
+    }
+}
+
+/// What tapping changed in the stage's own results: the outputs whose tapped
+/// build differs bit for bit from the untapped one (`baseline`), with how
+/// many elements differ and by how much; `None` when every output is the same.
+fn observer_effect(names: &[&str], baseline: &[Tensor], tapped: &[Tensor]) -> Option<String> {
+    let changed: Vec<String> = names
+        .iter()
+        .zip(baseline.iter().zip(tapped))
+        .filter(|(_, (a, b))| a.bytes() != b.bytes())
+        .map(|(name, (a, b))| {
+            let width = a.bytes().len() / a.numel().max(1);
+            let bits = |t: &Tensor| {
+                t.bytes()
+                    .chunks(width.max(1))
+                    .map(<[u8]>::to_vec)
+                    .collect::<Vec<_>>()
+            };
+            let differ = if a.numel() == b.numel() && width > 0 {
+                bits(a)
+                    .iter()
+                    .zip(bits(b))
+                    .filter(|(x, y)| **x != *y)
+                    .count()
+            } else {
+                a.numel().max(b.numel())
+            };
+            let max_abs = a
+                .to_f64_vec()
+                .iter()
+                .zip(b.to_f64_vec())
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+            format!(
+                "`{name}` ({differ} of {} elements differ, max_abs {max_abs:.3e})",
+                a.numel()
+            )
+        })
+        .collect();
+    (!changed.is_empty()).then(|| {
+        format!(
+            "tapping changed the stage's own results: {}; the compiler built the tapped \
+             variant differently (fusion, FMA contraction), so checkpoint verdicts from it \
+             describe another computation than the one that failed",
+            changed.join(", ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::observer_effect;
+    use parity_tensor::Tensor;
+
+    #[test]
+    fn the_observer_effect_names_each_output_the_taps_changed() {
+        let untapped = [
+            Tensor::from_f32(vec![4], &[1.0, 2.0, -4.9e-8, 0.0]).unwrap(),
+            Tensor::from_f32(vec![2], &[7.0, 8.0]).unwrap(),
+        ];
+        // A multiply-add contracted into an FMA untapped, rounded twice tapped.
+        let tapped = [
+            Tensor::from_f32(vec![4], &[1.0, 2.0, 0.0, 0.0]).unwrap(),
+            Tensor::from_f32(vec![2], &[7.0, 8.0]).unwrap(),
+        ];
+        let names = ["out", "aux"];
+        let e = observer_effect(&names, &untapped, &tapped).expect("a difference");
+        assert!(
+            e.contains("`out` (1 of 4 elements differ, max_abs 4.900e-8)"),
+            "{e}"
+        );
+        assert!(!e.contains("aux"), "{e}");
+        assert_eq!(observer_effect(&names, &untapped, &untapped), None);
+        // -0.0 and 0.0 compare equal but are different bits: still an effect.
+        let zero = [Tensor::from_f32(vec![1], &[0.0]).unwrap()];
+        let negative_zero = [Tensor::from_f32(vec![1], &[-0.0]).unwrap()];
+        assert!(observer_effect(&["z"], &zero, &negative_zero).is_some());
     }
 }

@@ -2,6 +2,7 @@
 //! extra results, run it on IREE, and hand back every result. One probe = one
 //! variant built and run (production precision or the f64 shadow).
 
+use super::error::BisectError;
 use parity_iree::{ArtifactCache, CompileOptions, IreeCompiler, IreeRuntime};
 use parity_mlir::{emit_slices, promote_to_f64, Function, Module, SliceArg, SliceRequest, ValueId};
 use parity_tensor::{DType, Tensor};
@@ -34,6 +35,41 @@ pub struct Prober<'a> {
     pub log: Vec<String>,
 }
 
+/// The IREE compiler, artifact cache and runtime that probes use.
+#[derive(Clone, Copy)]
+pub struct Iree<'a> {
+    /// The compiler (in process).
+    pub compiler: &'a IreeCompiler,
+    /// The artifact cache probes compile through.
+    pub cache: &'a ArtifactCache,
+    /// The runtime probes run on.
+    pub runtime: &'a IreeRuntime,
+}
+
+impl<'a> Prober<'a> {
+    /// A prober of `func` (of `module`, read from `source_name`), compiled
+    /// with `options` (see [`stage_options`]); no probe run yet.
+    pub fn new(
+        iree: Iree<'a>,
+        module: &'a Module,
+        func: &'a Function,
+        options: CompileOptions,
+        source_name: String,
+    ) -> Self {
+        Prober {
+            compiler: iree.compiler,
+            cache: iree.cache,
+            runtime: iree.runtime,
+            module,
+            func,
+            options,
+            source_name,
+            probes: 0,
+            log: Vec::new(),
+        }
+    }
+}
+
 /// The compile options of probes of `module`: the subject's backend, its
 /// flags, then the module's own flags (as the run compiles it).
 pub fn stage_options(spec: &parity_spec::Spec, module: &str) -> CompileOptions {
@@ -62,12 +98,24 @@ pub struct Cut<'t> {
 impl Prober<'_> {
     /// Emits the slices as one module (f64-promoted when `shadow`), compiles it
     /// (through the cache), runs every slice and returns each slice's results.
+    /// An error names the probe and what it was for.
     pub fn run(
         &mut self,
         cuts: &[Cut],
         shadow: bool,
         why: &str,
-    ) -> Result<Vec<Vec<Tensor>>, String> {
+    ) -> Result<Vec<Vec<Tensor>>, BisectError> {
+        let probe = self.probes + 1;
+        self.run_probe(cuts, shadow, why)
+            .map_err(|e| e.in_probe(probe, why))
+    }
+
+    fn run_probe(
+        &mut self,
+        cuts: &[Cut],
+        shadow: bool,
+        why: &str,
+    ) -> Result<Vec<Vec<Tensor>>, BisectError> {
         let reqs: Vec<SliceRequest> = cuts
             .iter()
             .map(|c| SliceRequest {
@@ -77,11 +125,16 @@ impl Prober<'_> {
             })
             .collect();
         let (mut text, infos) = emit_slices(self.module, self.func, "parity_probe", &reqs)
-            .map_err(|e| format!("slicing {}: {e}", self.func.name))?;
+            .map_err(|source| BisectError::Slice {
+                function: self.func.name.clone(),
+                source,
+            })?;
         let mut options = self.options.clone();
         if shadow {
-            text = promote_to_f64(&text)
-                .map_err(|e| format!("f64 shadow of {}: {e}", self.func.name))?;
+            text = promote_to_f64(&text).map_err(|source| BisectError::Promote {
+                function: self.func.name.clone(),
+                source,
+            })?;
             text = widen_reduce_precision(&text);
             options
                 .flags
@@ -108,12 +161,18 @@ impl Prober<'_> {
         let vmfb = self
             .cache
             .get_or_compile(self.compiler, &label, text.as_bytes(), &options)
-            .map_err(|e| e.to_string())?
+            .map_err(|source| BisectError::Compile {
+                label: label.clone(),
+                source,
+            })?
             .vmfb;
         let loaded = self
             .runtime
             .load(&vmfb, &label)
-            .map_err(|e| e.to_string())?;
+            .map_err(|source| BisectError::Load {
+                label: label.clone(),
+                source,
+            })?;
         let mut out = Vec::with_capacity(cuts.len());
         for (cut, info) in cuts.iter().zip(&infos) {
             let mut args = Vec::with_capacity(info.args.len());
@@ -121,17 +180,22 @@ impl Prober<'_> {
                 let t = match arg {
                     SliceArg::From(i) => cut.given[*i].1,
                     SliceArg::FuncArg(j) => {
-                        return Err(format!(
-                            "slice `{}` needs function argument {j} of {} that was not given",
-                            cut.name, self.func.name
-                        ))
+                        return Err(BisectError::MissingArgument {
+                            slice: cut.name.clone(),
+                            function: self.func.name.clone(),
+                            index: *j,
+                        })
                     }
                 };
                 args.push(if shadow { widen(t)? } else { t.clone() });
             }
-            let results = loaded
-                .invoke(&cut.name, &args)
-                .map_err(|e| format!("running slice `{}`: {e}", cut.name))?;
+            let results =
+                loaded
+                    .invoke(&cut.name, &args)
+                    .map_err(|source| BisectError::Invoke {
+                        slice: cut.name.clone(),
+                        source,
+                    })?;
             out.push(results);
         }
         Ok(out)
@@ -139,20 +203,30 @@ impl Prober<'_> {
 }
 
 /// A float tensor as f64 (exactly); other dtypes unchanged.
-pub fn widen(t: &Tensor) -> Result<Tensor, String> {
+pub fn widen(t: &Tensor) -> Result<Tensor, BisectError> {
     if t.dtype().is_float() && t.dtype() != DType::F64 {
-        Tensor::from_f64(t.shape().to_vec(), &t.to_f64_vec()).map_err(|e| e.to_string())
+        Tensor::from_f64(t.shape().to_vec(), &t.to_f64_vec()).map_err(|source| {
+            BisectError::Tensor {
+                what: "widening to f64",
+                source,
+            }
+        })
     } else {
         Ok(t.clone())
     }
 }
 
 /// An f64 tensor rounded to `dtype` (round to nearest even).
-pub fn narrow(t: &Tensor, dtype: DType) -> Result<Tensor, String> {
+pub fn narrow(t: &Tensor, dtype: DType) -> Result<Tensor, BisectError> {
     if t.dtype() == dtype {
         return Ok(t.clone());
     }
-    Tensor::from_f64_as(dtype, t.shape().to_vec(), &t.to_f64_vec()).map_err(|e| e.to_string())
+    Tensor::from_f64_as(dtype, t.shape().to_vec(), &t.to_f64_vec()).map_err(|source| {
+        BisectError::Tensor {
+            what: "rounding the f64 shadow",
+            source,
+        }
+    })
 }
 
 /// Parses an MLIR element type name into a parity dtype.

@@ -8,8 +8,8 @@
 
 pub use super::layout::Layout;
 use super::matching::{agree, candidates, points_of, stage_inputs, stage_tolerance, Judge};
-use super::probe::{Cut, Prober};
-use super::{isolated_args, load_module, stage_values, BisectError};
+use super::probe::{Cut, Iree, Prober};
+use super::{isolated_args, load_bound, stage_function, stage_values, BisectError};
 use crate::run::inputs::InputSources;
 use crate::run::RunOptions;
 use parity_compare::Criterion;
@@ -28,7 +28,7 @@ pub const PROPOSAL_SCHEMA: &str = "parity.map-proposal/1";
 pub enum ProposeError {
     /// The stage could not be set up as bisect sets it up.
     #[error(transparent)]
-    Setup(#[from] BisectError),
+    Setup(Box<BisectError>),
     /// No stage of that name.
     #[error("{spec}: no stage `{stage}` (stages: {available})")]
     NoStage {
@@ -59,29 +59,33 @@ pub enum ProposeError {
         /// MODULE as given.
         given: String,
     },
-    /// The IREE compiler or runtime failed.
-    #[error("stage `{stage}` ({case}): {why}")]
-    Execution {
+    /// The IREE compiler or runtime failed, or the probe could not be cut.
+    #[error("stage `{stage}` ({case}): {source}")]
+    Probe {
         /// The stage.
         stage: String,
-        /// The case.
+        /// The case (or the cases, comma separated).
         case: String,
-        /// The compiler's or runtime's message.
-        why: String,
+        /// Why (its kind decides the exit code).
+        #[source]
+        source: Box<BisectError>,
     },
+}
+
+impl From<BisectError> for ProposeError {
+    fn from(e: BisectError) -> Self {
+        ProposeError::Setup(Box::new(e))
+    }
 }
 
 impl ProposeError {
     /// Exit code: 3 for IREE failures, 2 otherwise.
     pub fn exit_code(&self) -> parity_record::ExitCode {
-        use parity_record::ExitCode;
         match self {
-            ProposeError::Setup(e) => match e.to_record().kind {
-                parity_record::ErrorKind::Execution => ExitCode::Execution,
-                parity_record::ErrorKind::Input => ExitCode::Input,
-            },
-            ProposeError::Execution { .. } => ExitCode::Execution,
-            _ => ExitCode::Input,
+            ProposeError::Setup(e) | ProposeError::Probe { source: e, .. } => e.exit_code(),
+            ProposeError::NoStage { .. }
+            | ProposeError::Case { .. }
+            | ProposeError::OtherModule { .. } => parity_record::ExitCode::Input,
         }
     }
 }
@@ -199,13 +203,14 @@ pub fn propose(
         run.cases.clone()
     };
     let compiler =
-        IreeCompiler::load(run.compiler_lib.as_deref()).map_err(|e| ProposeError::Execution {
+        IreeCompiler::load(run.compiler_lib.as_deref()).map_err(|e| ProposeError::Probe {
             stage: stage_name.to_string(),
             case: cases.join(", "),
-            why: e.to_string(),
+            source: Box::new(BisectError::Compiler(e)),
         })?;
-    let store = OracleStore::open(&spec.oracle).map_err(|e| BisectError::Input(e.to_string()))?;
-    let sources = InputSources::open(spec).map_err(|e| BisectError::Input(e.to_string()))?;
+    let store =
+        OracleStore::open(&spec.oracle).map_err(|e| BisectError::OracleStore(Box::new(e)))?;
+    let sources = InputSources::open(spec).map_err(|e| BisectError::Inputs(Box::new(e)))?;
     let mut proposal = Proposal {
         schema: PROPOSAL_SCHEMA,
         stage: stage_name.to_string(),
@@ -233,46 +238,36 @@ pub fn propose(
             .iter()
             .position(|s| s.name == stage_name)
             .ok_or_else(|| case_err(format!("no stage `{stage_name}`")))?;
-        let (module, source_name) = load_module(spec, &stages[at], &compiler)?;
-        if stages[at].bind.is_some() {
-            crate::run::bind::rebind(&spec.path, &module, &mut stages[at])
-                .map_err(BisectError::Input)?;
-        }
+        let (module, source_name) = load_bound(spec, &mut stages[at], &compiler)?;
         let stage = &stages[at];
-        let fn_name = stage
-            .slice
-            .as_ref()
-            .map_or(stage.function.clone(), |s| s.function.clone());
-        let func = module.function(&fn_name).ok_or_else(|| {
-            BisectError::Input(format!(
-                "{source_name} has no function `{fn_name}` (stage `{stage_name}`)"
-            ))
-        })?;
+        let func = stage_function(&module, stage, &source_name)?;
         let (inputs, outputs) = stage_values(&module, func, stage)?;
         let args = isolated_args(&spec.path, stage, &stages, &sources)?;
         if inputs.len() != args.len() {
-            return Err(BisectError::Input(format!(
-                "stage `{stage_name}`: the function takes {} inputs, the spec gives {}",
-                inputs.len(),
-                args.len()
-            ))
+            return Err(BisectError::InputCount {
+                stage: stage_name.to_string(),
+                takes: inputs.len(),
+                given: args.len(),
+            }
             .into());
         }
         let tolerance = stage_tolerance(stage, &store);
         let (tapped, untapped) = candidates(func, &inputs, &outputs, &store, case_name);
-        let runtime = IreeRuntime::new(&spec.subject.driver).map_err(|e| exec(stage, case, e))?;
+        let runtime = IreeRuntime::new(&spec.subject.driver)
+            .map_err(|e| probe_error(stage, case, BisectError::Runtime(e)))?;
         let cache = ArtifactCache::new(&run.cache_dir);
-        let mut prober = Prober {
+        let iree = Iree {
             compiler: &compiler,
             cache: &cache,
             runtime: &runtime,
-            module: &module,
-            func,
-            options: super::probe::stage_options(spec, &stage.module),
-            source_name,
-            probes: 0,
-            log: Vec::new(),
         };
+        let mut prober = Prober::new(
+            iree,
+            &module,
+            func,
+            super::probe::stage_options(spec, &stage.module),
+            source_name,
+        );
         let given: Vec<(ValueId, &Tensor)> = inputs.iter().copied().zip(args.iter()).collect();
         let values = if tapped.is_empty() {
             Vec::new()
@@ -287,7 +282,7 @@ pub fn propose(
                     false,
                     "propose map, every candidate tapped",
                 )
-                .map_err(|e| exec(stage, case, e))?
+                .map_err(|e| probe_error(stage, case, e))?
                 .remove(0)
         };
         let judge = Judge {
@@ -315,7 +310,7 @@ pub fn propose(
             } else {
                 let oracle = sources
                     .oracle(name)
-                    .map_err(|e| BisectError::Input(e.to_string()))?;
+                    .map_err(|e| BisectError::Inputs(Box::new(e)))?;
                 judge.find(&oracle)
             };
             per_case
@@ -323,7 +318,7 @@ pub fn propose(
                 .or_default()
                 .push(found);
         }
-        proposal.function = fn_name;
+        proposal.function = func.name.clone();
         proposal.tolerance = tolerance;
         proposal.tapped = tapped.len();
         proposal.untapped = untapped;
@@ -338,10 +333,10 @@ pub fn propose(
     Ok(proposal)
 }
 
-fn exec(stage: &Stage, case: &parity_spec::Case, e: impl std::fmt::Display) -> ProposeError {
-    ProposeError::Execution {
+fn probe_error(stage: &Stage, case: &parity_spec::Case, source: BisectError) -> ProposeError {
+    ProposeError::Probe {
         stage: stage.name.clone(),
         case: case.name.clone(),
-        why: e.to_string(),
+        source: Box::new(source),
     }
 }

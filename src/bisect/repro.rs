@@ -13,6 +13,7 @@
 //! (the spec's `max_abs` for a stage output, else the ULP budget), with
 //! `--expected_rtol=0`.
 
+use super::error::BisectError;
 use parity_iree::CompileOptions;
 use parity_mlir::{emit_slices, Function, Module, SliceArg, SliceRequest, Type, ValueId};
 use parity_record::{Evidence, ReproducerCheck, ReproducerOutput};
@@ -61,8 +62,23 @@ pub fn write(
     options: &CompileOptions,
     source_name: &str,
     evidence: Evidence,
-) -> Result<Written, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+) -> Result<Written, BisectError> {
+    std::fs::create_dir_all(dir).map_err(|source| BisectError::CreateDir {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    let write = |path: std::path::PathBuf, bytes: &[u8]| {
+        write_file_atomic(&path, bytes).map_err(|e| BisectError::WriteFile {
+            path,
+            source: Box::new(e),
+        })
+    };
+    let write_tensor = |path: std::path::PathBuf, t: &Tensor| {
+        write_npy(&path, t).map_err(|e| BisectError::WriteFile {
+            path,
+            source: Box::new(e),
+        })
+    };
     // Only the inputs the slice actually needs, in the slice's argument order.
     let needed: BTreeSet<ValueId> = ops
         .iter()
@@ -83,7 +99,10 @@ pub fn write(
         to: expected.iter().map(|(v, _)| *v).collect(),
     };
     let (mut text, infos) =
-        emit_slices(module, func, "parity_repro", &[req]).map_err(|e| e.to_string())?;
+        emit_slices(module, func, "parity_repro", &[req]).map_err(|source| BisectError::Slice {
+            function: func.name.clone(),
+            source,
+        })?;
     let info = &infos[0];
     let arg_types: Vec<&str> = info
         .args
@@ -94,7 +113,12 @@ pub fn write(
         .iter()
         .map(|(v, _)| func.values[*v].ty.text.as_str())
         .collect();
-    insert_check(&mut text, &arg_types, &result_types)?;
+    insert_check(&mut text, &arg_types, &result_types).map_err(|problem| {
+        BisectError::EmittedText {
+            what: "the reproducer's slice",
+            problem,
+        }
+    })?;
     let header = format!(
         "// parity bisect reproducer: {} operation(s) of @{} from {source_name}\n// evidence: {}\n\
          // @{REPRO_FUNCTION} is the slice; @{CHECK_FUNCTION} feeds it from numpy-friendly types \
@@ -104,7 +128,7 @@ pub fn write(
         evidence.name()
     );
     let text = format!("{header}{text}");
-    write_file_atomic(&dir.join("slice.mlir"), text.as_bytes()).map_err(|e| e.to_string())?;
+    write(dir.join("slice.mlir"), text.as_bytes())?;
 
     let mut arg_names = Vec::new();
     let mut manifest = serde_json::Map::new();
@@ -113,14 +137,16 @@ pub fn write(
         let t = match arg {
             SliceArg::From(i) => &given[*i].1,
             SliceArg::FuncArg(j) => {
-                return Err(format!(
-                    "the reproducer slice needs function argument {j}, which was not given"
-                ))
+                return Err(BisectError::MissingArgument {
+                    slice: REPRO_FUNCTION.to_string(),
+                    function: func.name.clone(),
+                    index: *j,
+                })
             }
         };
         let t = numpy_input(t)?;
         let name = format!("input_{k}");
-        write_npy(dir.join(format!("{name}.npy")), &t).map_err(|e| e.to_string())?;
+        write_tensor(dir.join(format!("{name}.npy")), &t)?;
         manifest.insert(name.clone(), entry(&name, &t));
         arg_names.push(name);
         check_inputs.push(t);
@@ -133,7 +159,7 @@ pub fn write(
             t.clone()
         };
         let name = format!("expected_{k}");
-        write_npy(dir.join(format!("{name}.npy")), &t).map_err(|e| e.to_string())?;
+        write_tensor(dir.join(format!("{name}.npy")), &t)?;
         manifest.insert(name.clone(), entry(&name, &t));
         check_expected.push(t);
     }
@@ -142,13 +168,12 @@ pub fn write(
         "provenance": {"made_by": "parity bisect", "evidence": evidence.name(), "source": source_name},
         "tensors": manifest,
     });
-    write_file_atomic(
-        &dir.join("manifest.json"),
+    write(
+        dir.join("manifest.json"),
         serde_json::to_string_pretty(&manifest)
             .unwrap_or_default()
             .as_bytes(),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
 
     // run.sh: the pip-installed IREE tools, no parity.
     let mut options = options.clone();
@@ -186,7 +211,7 @@ pub fn write(
         let _ = write!(run, " --expected_f64_threshold={thr:e} --expected_rtol=0");
     }
     let _ = writeln!(sh, "{run}");
-    write_file_atomic(&dir.join("run.sh"), sh.as_bytes()).map_err(|e| e.to_string())?;
+    write(dir.join("run.sh"), sh.as_bytes())?;
 
     // stages.yaml: the same check inside parity.
     let mut y = String::from("# parity bisect reproducer: `parity check stages.yaml` in this directory.\nversion: 1\nsubject:\n  modules:\n    repro: {mlir: slice.mlir}\n");
@@ -224,7 +249,7 @@ pub fn write(
             "      - {{name: out_{k}, oracle: expected_{k}, tolerance: {tolerance}}}"
         );
     }
-    write_file_atomic(&dir.join("stages.yaml"), y.as_bytes()).map_err(|e| e.to_string())?;
+    write(dir.join("stages.yaml"), y.as_bytes())?;
     Ok(Written {
         text,
         inputs: check_inputs,
@@ -240,10 +265,13 @@ fn entry(name: &str, t: &Tensor) -> serde_json::Value {
 
 /// An operand as numpy and `iree-run-module` can hold it: bf16 widened
 /// exactly to f32 (`@check` narrows it back).
-fn numpy_input(t: &Tensor) -> Result<Tensor, String> {
+fn numpy_input(t: &Tensor) -> Result<Tensor, BisectError> {
     match t.dtype() {
         DType::Bf16 => Tensor::from_f64_as(DType::F32, t.shape().to_vec(), &t.to_f64_vec())
-            .map_err(|e| e.to_string()),
+            .map_err(|source| BisectError::Tensor {
+                what: "widening a bf16 input to f32",
+                source,
+            }),
         _ => Ok(t.clone()),
     }
 }
@@ -339,7 +367,10 @@ fn insert_check(text: &mut String, args: &[&str], results: &[&str]) -> Result<()
 
 /// Runs the written reproducer's `@check` (compiled as `run.sh` compiles it)
 /// and holds each result to its threshold, as `iree-run-module` would.
-pub fn verify(prober: &super::probe::Prober, written: &Written) -> Result<ReproducerCheck, String> {
+pub fn verify(
+    prober: &super::probe::Prober,
+    written: &Written,
+) -> Result<ReproducerCheck, BisectError> {
     let label = format!("{}[reproducer]", prober.source_name);
     let vmfb = prober
         .cache
@@ -349,15 +380,24 @@ pub fn verify(prober: &super::probe::Prober, written: &Written) -> Result<Reprod
             written.text.as_bytes(),
             &written.options,
         )
-        .map_err(|e| e.to_string())?
+        .map_err(|source| BisectError::Compile {
+            label: label.clone(),
+            source,
+        })?
         .vmfb;
     let loaded = prober
         .runtime
         .load(&vmfb, &label)
-        .map_err(|e| e.to_string())?;
+        .map_err(|source| BisectError::Load {
+            label: label.clone(),
+            source,
+        })?;
     let results = loaded
         .invoke(CHECK_FUNCTION, &written.inputs)
-        .map_err(|e| format!("running the reproducer: {e}"))?;
+        .map_err(|source| BisectError::Invoke {
+            slice: CHECK_FUNCTION.to_string(),
+            source,
+        })?;
     let outputs: Vec<ReproducerOutput> = results
         .iter()
         .zip(&written.expected)

@@ -3,14 +3,15 @@
 //! each operation run alone in production precision on the shadow's inputs
 //! shows the error it adds by itself.
 
-use super::error::{execution, BisectError};
+use super::confirm::{self, Candidate, End};
+use super::error::BisectError;
 use super::measure::{
     all_finite, loc_label, nonfinite_where_finite, value_metrics, LOCAL_ULP_BUDGET,
 };
 use super::probe::{dtype_of, narrow, widen, Cut, Prober};
 use super::{Program, Strategy, MARK_ALL_BYTES};
 use parity_mlir::ValueId;
-use parity_record::{Evidence, ShadowRow, ValueMetrics};
+use parity_record::{Confirmation, Evidence, ShadowRow, ValueMetrics};
 use parity_tensor::Tensor;
 use std::collections::{BTreeSet, HashMap};
 
@@ -18,8 +19,11 @@ use std::collections::{BTreeSet, HashMap};
 pub struct ShadowOutcome {
     /// One row per examined operation, in program order.
     pub rows: Vec<ShadowRow>,
-    /// The first operation adding more error than rounding explains.
+    /// The non-finite origin, or the first operation adding more error than
+    /// rounding explains whose confirmation holds.
     pub found: Option<Found>,
+    /// The confirmation probe of the operations over the local budget.
+    pub confirmation: Option<Confirmation>,
     /// Fallbacks worth telling.
     pub notes: Vec<String>,
 }
@@ -47,6 +51,8 @@ pub struct Found {
 /// tensors at the passing checkpoints and the stage's inputs).
 /// `target_nonfinite`: the failing checkpoint holds NaN/Inf where the oracle
 /// is finite, so the bisection strategy first looks for where they begin.
+/// `end`: the failing checkpoint and its oracle tensor, which a candidate's
+/// confirmation must reach.
 pub fn run(
     program: &Program,
     prober: &mut Prober,
@@ -54,6 +60,7 @@ pub fn run(
     feed: &[(ValueId, Tensor)],
     strategy: Strategy,
     target_nonfinite: bool,
+    end: &End,
 ) -> Result<ShadowOutcome, BisectError> {
     let func = program.func;
     let bytes: usize = region
@@ -74,6 +81,7 @@ pub fn run(
     let mut outcome = ShadowOutcome {
         rows: Vec::new(),
         found: None,
+        confirmation: None,
         notes: Vec::new(),
     };
     let subset = if bisect {
@@ -103,18 +111,21 @@ pub fn run(
     } else {
         region.to_vec()
     };
-    let (rows, found) = examine(program, prober, &subset, feed)?;
-    if found.is_none() && subset.len() < region.len() {
+    let mut examined = examine(program, prober, &subset, feed, end)?;
+    if examined.found.is_none() && subset.len() < region.len() {
         outcome.notes.push(
-            "shadow bisection was inconclusive (the first value over budget did not come from its own operation); fell back to mark-all over the region".into(),
+            "shadow bisection was inconclusive (the first value over budget did not come from \
+             its own operation, or its confirmation failed); fell back to mark-all over the region"
+                .into(),
         );
-        let (rows, found) = examine(program, prober, region, feed)?;
-        outcome.rows = rows;
-        outcome.found = found;
-    } else {
-        outcome.rows = rows;
-        outcome.found = found;
+        examined = examine(program, prober, region, feed, end)?;
     }
+    outcome.rows = examined.rows;
+    outcome.found = examined.found;
+    if let (None, Some(c)) = (&outcome.found, &examined.confirmation) {
+        outcome.notes.push(confirm::note(c, program.budget.name()));
+    }
+    outcome.confirmation = examined.confirmation;
     Ok(outcome)
 }
 
@@ -156,8 +167,8 @@ fn tap_pair(
         given: given.clone(),
         want: vec![v],
     };
-    let mut p = prober.run(&[cut()], false, why).map_err(execution)?;
-    let mut s = prober.run(&[cut()], true, why).map_err(execution)?;
+    let mut p = prober.run(&[cut()], false, why)?;
+    let mut s = prober.run(&[cut()], true, why)?;
     Ok((p.remove(0).remove(0), s.remove(0).remove(0)))
 }
 
@@ -196,14 +207,23 @@ fn first_drifting(
     Ok(floats.get(lo).map(|&(o, _)| o))
 }
 
+/// What [`examine`] found over some operations of the region.
+struct Examined {
+    rows: Vec<ShadowRow>,
+    found: Option<Found>,
+    confirmation: Option<Confirmation>,
+}
+
 /// Production and shadow with every value of `ops` tapped, then each op alone
-/// on the shadow's inputs; rows for `ops` and the first op over budget.
+/// on the shadow's inputs; rows for `ops`, then the non-finite origin or the
+/// first op over budget whose confirmation holds.
 fn examine(
     program: &Program,
     prober: &mut Prober,
     ops: &[usize],
     feed: &[(ValueId, Tensor)],
-) -> Result<(Vec<ShadowRow>, Option<Found>), BisectError> {
+    end: &End,
+) -> Result<Examined, BisectError> {
     let func = program.func;
     let budget = program.budget;
     let given: Vec<(ValueId, &Tensor)> = feed.iter().map(|(v, t)| (*v, t)).collect();
@@ -221,18 +241,16 @@ fn examine(
             &[region_cut()],
             false,
             "region, production precision, values tapped",
-        )
-        .map_err(execution)?
+        )?
         .remove(0);
     let shadow = prober
-        .run(&[region_cut()], true, "region, f64 shadow, values tapped")
-        .map_err(execution)?
+        .run(&[region_cut()], true, "region, f64 shadow, values tapped")?
         .remove(0);
     let prod_of: HashMap<ValueId, Tensor> = taps.iter().copied().zip(prod).collect();
     let mut shadow_of: HashMap<ValueId, Tensor> = taps.iter().copied().zip(shadow).collect();
     for (v, t) in feed {
         if !shadow_of.contains_key(v) {
-            shadow_of.insert(*v, widen(t).map_err(execution)?);
+            shadow_of.insert(*v, widen(t)?);
         }
     }
 
@@ -260,7 +278,7 @@ fn examine(
                 .element()
                 .and_then(dtype_of)
                 .unwrap_or(sh.dtype());
-            ins.push((v, narrow(sh, dt).map_err(execution)?));
+            ins.push((v, narrow(sh, dt)?));
         }
         if complete {
             alone.push((o, ins));
@@ -277,9 +295,7 @@ fn examine(
     let local = if cuts.is_empty() {
         Vec::new()
     } else {
-        prober
-            .run(&cuts, false, "each op alone on the shadow's inputs")
-            .map_err(execution)?
+        prober.run(&cuts, false, "each op alone on the shadow's inputs")?
     };
     let local_of: HashMap<usize, Vec<Tensor>> = alone.iter().map(|(o, _)| *o).zip(local).collect();
 
@@ -307,7 +323,7 @@ fn examine(
     });
 
     let mut rows = Vec::new();
-    let mut flagged: Option<usize> = origin;
+    let mut over: Vec<(usize, f64)> = Vec::new();
     for &o in ops {
         let op = &func.ops[o];
         let r = op.results[0];
@@ -330,12 +346,8 @@ fn examine(
                 Some(worst)
             }
         };
-        let is_flagged = match origin {
-            Some(x) => x == o,
-            None => flagged.is_none() && local_ulps.is_some_and(|l| l > LOCAL_ULP_BUDGET),
-        };
-        if is_flagged {
-            flagged = Some(o);
+        if let Some(l) = local_ulps.filter(|l| *l > LOCAL_ULP_BUDGET) {
+            over.push((o, l));
         }
         rows.push(ShadowRow {
             op_index: o,
@@ -344,15 +356,58 @@ fn examine(
             result_type: func.values[r].ty.text.clone(),
             accumulated_ulps,
             local_ulps,
-            flagged: is_flagged,
+            flagged: origin == Some(o),
         });
     }
 
-    let Some(o) = flagged else {
-        return Ok((rows, None));
+    if let Some(o) = origin {
+        let (rows, found) = nonfinite_found(program, o, rows, &prod_of, &shadow_of, feed)?;
+        return Ok(Examined {
+            rows,
+            found,
+            confirmation: None,
+        });
+    }
+    if over.is_empty() {
+        return Ok(Examined {
+            rows,
+            found: None,
+            confirmation: None,
+        });
+    }
+    // Inferred evidence only when it holds: each op over budget, its results
+    // taken from the shadow, must bring the region's end onto the oracle.
+    let mut candidates = Vec::new();
+    for (k, &(o, local_ulps)) in over.iter().enumerate() {
+        let mut results = Vec::new();
+        // Past the probe's limit a candidate is only counted (not tried).
+        let tried = k < confirm::MAX_CANDIDATES;
+        for &r in func.ops[o].results.iter().filter(|_| tried) {
+            if let Some(s) = shadow_of.get(&r) {
+                let dt = func.values[r]
+                    .ty
+                    .element()
+                    .and_then(dtype_of)
+                    .unwrap_or(s.dtype());
+                results.push((r, narrow(s, dt)?));
+            }
+        }
+        candidates.push(Candidate {
+            op: o,
+            local_ulps,
+            results,
+        });
+    }
+    let confirmation = confirm::confirm(program, prober, feed, end, &candidates)?;
+    let Some(o) = confirmation.confirmed else {
+        return Ok(Examined {
+            rows,
+            found: None,
+            confirmation: Some(confirmation),
+        });
     };
-    if origin == Some(o) {
-        return nonfinite_found(program, o, rows, &prod_of, &shadow_of, feed);
+    for row in &mut rows {
+        row.flagged = row.op_index == o;
     }
     let op = &func.ops[o];
     let repro_inputs = alone
@@ -393,18 +448,19 @@ fn examine(
         // exactly what a rounding fault computes).
         expected.push((rv, s.clone()));
     }
-    Ok((
+    Ok(Examined {
         rows,
-        Some(Found {
+        found: Some(Found {
             op: o,
             evidence: Evidence::Inferred,
-            note: None,
+            note: Some(confirm::note(&confirmation, budget.name())),
             inputs,
             output,
             repro_inputs,
             expected,
         }),
-    ))
+        confirmation: Some(confirmation),
+    })
 }
 
 /// The non-finite origin `o`: production vs shadow at its operands and

@@ -1,22 +1,42 @@
 //! The output tail shared by the commands that write one record into an
-//! output directory (`parity tokens`, `parity fuzz`): the terminal text (or
-//! the JSON on stdout), then `<stem>.json`, `<stem>.html`, `<stem>-junit.xml`
-//! and an optional Markdown summary, then the exit code.
+//! output directory (`parity tokens`, `parity fuzz`, `parity serve`): the
+//! terminal text (or the JSON on stdout), then `<stem>.json`, `<stem>.html`,
+//! `<stem>-junit.xml` (each movable: [`Outputs`]) and an optional Markdown
+//! summary, then the exit code.
 
 use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
 use parity_record::AnyRecord;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Prints `record` and writes its files under `out_dir`; returns the exit
-/// code (the record's, or an I/O failure's when a file could not be written).
-pub(super) fn emit(
-    record: &AnyRecord,
-    json: bool,
-    out_dir: &Path,
-    stem: &str,
-    markdown: Option<PathBuf>,
-) -> anyhow::Result<i32> {
+/// Where a command's reports go.
+pub(super) struct Outputs {
+    /// The JSON record.
+    pub json: PathBuf,
+    /// The HTML page.
+    pub html: PathBuf,
+    /// JUnit XML.
+    pub junit: PathBuf,
+    /// A Markdown summary, when asked for.
+    pub markdown: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// `<out_dir>/<stem>.json`, `<stem>.html`, `<stem>-junit.xml`.
+    pub fn in_dir(out_dir: &Path, stem: &str, markdown: Option<PathBuf>) -> Outputs {
+        Outputs {
+            json: out_dir.join(format!("{stem}.json")),
+            html: out_dir.join(format!("{stem}.html")),
+            junit: out_dir.join(format!("{stem}-junit.xml")),
+            markdown,
+        }
+    }
+}
+
+/// Prints `record` and writes its files; returns the exit code (the
+/// record's, or an I/O failure's when a file could not be written: every
+/// file that can be written still is, and the run's outcome is printed).
+pub(super) fn emit(record: &AnyRecord, json: bool, outputs: &Outputs) -> anyhow::Result<i32> {
     let mut stdout = std::io::stdout().lock();
     if json {
         let _ = writeln!(stdout, "{}", record.to_json());
@@ -27,14 +47,13 @@ pub(super) fn emit(
         };
         let _ = stdout.write_all(&terminal.render(record)?);
     }
-    let json_path = out_dir.join(format!("{stem}.json"));
     let md = Markdown::default();
-    let mut jobs: Vec<(PathBuf, &dyn Renderer)> = vec![
-        (json_path.clone(), &Json),
-        (out_dir.join(format!("{stem}.html")), &report::Html),
-        (out_dir.join(format!("{stem}-junit.xml")), &Junit),
+    let mut jobs: Vec<(&Path, &dyn Renderer)> = vec![
+        (&outputs.json, &Json),
+        (&outputs.html, &report::Html),
+        (&outputs.junit, &Junit),
     ];
-    if let Some(path) = markdown {
+    if let Some(path) = &outputs.markdown {
         jobs.push((path, &md));
     }
     let failures: Vec<String> = jobs
@@ -44,7 +63,7 @@ pub(super) fn emit(
         .collect();
     let written = if failures.is_empty() {
         if !json {
-            let _ = writeln!(stdout, "report: {}", json_path.display());
+            let _ = writeln!(stdout, "report: {}", outputs.json.display());
         }
         Ok(())
     } else {

@@ -92,5 +92,6 @@ pub fn run(args: FuzzArgs) -> anyhow::Result<i32> {
         }
     };
     let record = AnyRecord::Fuzz(Box::new(record));
-    super::emit::emit(&record, args.json, &args.out_dir, "fuzz", args.markdown)
+    let outputs = super::emit::Outputs::in_dir(&args.out_dir, "fuzz", args.markdown);
+    super::emit::emit(&record, args.json, &outputs)
 }

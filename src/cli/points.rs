@@ -150,9 +150,9 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
         Err(why) => {
             eprintln!(
                 "parity: points: {}",
-                crate::report::sanitize::terminal(&why.message)
+                crate::report::sanitize::terminal(&why.to_string())
             );
-            return Ok(why.exit_code().code());
+            return Ok(ExitCode::for_error(why.kind()).code());
         }
     };
     let functions: Vec<FunctionJson> = match &args.function {

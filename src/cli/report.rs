@@ -330,7 +330,7 @@ fn run_node_data(run: &RunRecord) -> Result<String, String> {
             continue; // generated slice modules and vmfb files have no source graph
         }
         let (module, _) = crate::run::slices::read_normalised(&compiler, Path::new(&m.source))
-            .map_err(|e| format!("node data for module `{}`: {}", m.name, e.message))?;
+            .map_err(|e| format!("node data for module `{}`: {e}", m.name))?;
         for f in module.functions.iter().filter(|f| f.public) {
             let ids = crate::bisect::node_ids::model_explorer_ids(f);
             let results = f

@@ -2,11 +2,10 @@
 //! points on IREE, as a continuous-batching server runs them; every request
 //! judged against the oracle and its solo run (docs/serving.md).
 
-use crate::report::{self, table::Colour, Json, Junit, Renderer, Terminal};
+use super::emit::Outputs;
 use crate::run::RunOptions;
 use crate::serve::TargetChoice;
-use parity_record::{AnyRecord, ExitCode};
-use std::io::Write;
+use parity_record::AnyRecord;
 use std::path::PathBuf;
 
 /// Arguments of `parity serve`.
@@ -14,15 +13,21 @@ use std::path::PathBuf;
 pub struct ServeArgs {
     /// The scenario file (`*scenario*.yaml`).
     scenario: PathBuf,
-    /// Write the JSON record (`parity.serving/1`) here.
+    /// Directory for serving.json, serving.html and serving-junit.xml.
+    #[arg(long, default_value = "reports")]
+    out_dir: PathBuf,
+    /// Write the JSON record (`parity.serving/1`) here instead of OUT_DIR/serving.json.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Write a JUnit XML report here (one test case per request).
+    /// Write the JUnit XML (one test case per request) here instead of OUT_DIR/serving-junit.xml.
     #[arg(long)]
     junit: Option<PathBuf>,
-    /// Write the HTML report (slots x steps timeline) here.
+    /// Write the HTML report (slots x steps timeline) here instead of OUT_DIR/serving.html.
     #[arg(long)]
     html: Option<PathBuf>,
+    /// Also write a Markdown summary here (under 1 MiB), e.g. "$GITHUB_STEP_SUMMARY".
+    #[arg(long)]
+    markdown: Option<PathBuf>,
     /// Compiled-artifact cache directory.
     #[arg(long, env = "PARITY_CACHE_DIR", default_value = ".parity-cache")]
     cache_dir: PathBuf,
@@ -41,7 +46,7 @@ pub struct ServeArgs {
     target_command: Option<String>,
 }
 
-/// Runs `parity serve`: prints the table, then writes the requested reports.
+/// Runs `parity serve`: prints the table, then writes the reports.
 pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
     let options = RunOptions {
         cache_dir: args.cache_dir,
@@ -58,31 +63,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         &options,
         &choice,
     )));
-    let mut stdout = std::io::stdout().lock();
-    let terminal = Terminal {
-        colour: Colour::detect(),
-        quiet: false,
+    let defaults = Outputs::in_dir(&args.out_dir, "serving", args.markdown);
+    let outputs = Outputs {
+        json: args.json.unwrap_or(defaults.json),
+        html: args.html.unwrap_or(defaults.html),
+        junit: args.junit.unwrap_or(defaults.junit),
+        markdown: defaults.markdown,
     };
-    let _ = stdout.write_all(&terminal.render(&record)?);
-    drop(stdout);
-    let jobs: Vec<(PathBuf, &dyn Renderer)> = [
-        args.json.map(|p| (p, &Json as &dyn Renderer)),
-        args.junit.map(|p| (p, &Junit as &dyn Renderer)),
-        args.html.map(|p| (p, &report::Html as &dyn Renderer)),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let failures: Vec<String> = jobs
-        .iter()
-        .filter_map(|(path, r)| report::write_report(path, *r, &record).err())
-        .map(|e| e.to_string())
-        .collect();
-    let written = if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(failures.join("; "))
-    };
-    let code: ExitCode = record.exit_code();
-    Ok(super::check::exit_with(code, written))
+    super::emit::emit(&record, false, &outputs)
 }

@@ -89,5 +89,6 @@ pub fn run(args: TokensArgs) -> anyhow::Result<i32> {
         }
     };
     let record = AnyRecord::Tokens(Box::new(record));
-    super::emit::emit(&record, args.json, &args.out_dir, "tokens", args.markdown)
+    let outputs = super::emit::Outputs::in_dir(&args.out_dir, "tokens", args.markdown);
+    super::emit::emit(&record, args.json, &outputs)
 }

@@ -82,6 +82,27 @@ pub fn text(r: &BisectRecord) -> String {
             );
         }
     }
+    if let Some(c) = &r.confirmation {
+        let _ = writeln!(
+            s,
+            "\nconfirmation (the region's end vs {}, budget {} ULP at max): as it is {}",
+            c.before.against,
+            c.budget_ulps,
+            ulps_text(&c.before)
+        );
+        for x in &c.candidates {
+            let _ = writeln!(
+                s,
+                "  {} #{:<4} {:<28} own {:>10.1}  with its result from the shadow: {}  [{}]",
+                if x.holds { "holds" } else { "fails" },
+                x.op_index,
+                x.op_name,
+                x.local_ulps,
+                ulps_text(&x.after),
+                x.loc
+            );
+        }
+    }
     if let Some(d) = &r.first_divergent_op {
         let _ = writeln!(
             s,
@@ -124,7 +145,7 @@ pub fn text(r: &BisectRecord) -> String {
         if d.evidence == Evidence::Inferred {
             let _ = writeln!(
                 s,
-                "  (inferred: no oracle tensor at this operation; the f64 shadow says its own error exceeds rounding)"
+                "  (inferred: no oracle tensor at this operation; the f64 shadow says its own error exceeds rounding, and the region's end matches the oracle once its result is the shadow's)"
             );
         }
     }

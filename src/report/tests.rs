@@ -334,3 +334,20 @@ fn serving_and_fuzz_snapshots() {
     let html = text(&Html, serving_leak());
     assert!(html.contains("batch_invariance") && html.contains("second"));
 }
+
+#[test]
+fn the_html_bisect_section_shows_the_confirmation_of_the_shadow() {
+    let html = text(&Html, samples::bisect_region());
+    assert!(
+        html.contains("Confirmation of the shadow's candidates"),
+        "confirmation heading"
+    );
+    assert!(html.contains("none holds, no operation named from the shadow"));
+    assert!(html.contains("<td>#2</td><td>stablehlo.sqrt</td><td>norm/sqrt</td>"));
+    let mut confirmed = samples::bisect_region();
+    if let Some(c) = confirmed.confirmation.as_mut() {
+        c.candidates[0].holds = true;
+        c.confirmed = Some(2);
+    }
+    assert!(text(&Html, confirmed).contains("confirmed: #2"));
+}

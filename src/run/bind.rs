@@ -149,7 +149,9 @@ fn load(
         }
     };
     let compiler = compiler.map_err(|m| ErrorRecord::execution(format!("module `{name}`: {m}")))?;
-    read_normalised(compiler, path).map(|(module, _)| module)
+    read_normalised(compiler, path)
+        .map(|(module, _)| module)
+        .map_err(|e| e.to_record())
 }
 
 /// Binds one stage's arguments from its module.

@@ -91,6 +91,11 @@ impl InputSources {
         self.store.provenance()
     }
 
+    /// Whether the oracle store lists a tensor of this name.
+    pub fn has_oracle(&self, name: &str) -> bool {
+        self.store.contains(name)
+    }
+
     /// An oracle tensor by name.
     pub fn oracle(&self, name: &str) -> Result<Tensor, InputError> {
         Ok(self.store.get(name)?)

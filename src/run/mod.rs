@@ -13,6 +13,7 @@ mod modules;
 mod provenance;
 pub mod slices;
 mod stage;
+pub(crate) mod stage_error;
 pub mod transform;
 
 /// The record types live in the `parity-record` crate; re-exported under

@@ -136,26 +136,77 @@ fn stage_at(spec: &Spec, p: &Pending<'_>, loc: parity_spec::Location) -> String 
     )
 }
 
+/// Why a module's MLIR cannot be read for slicing: the file (input), IREE
+/// rejecting it (execution, like a failed compile), or MLIR that IREE
+/// accepts but parity cannot read (input, naming the line).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadModuleError {
+    /// The file cannot be read (or decompressed).
+    #[error("cannot read {source_name}: {source}")]
+    Read {
+        /// The MLIR file.
+        source_name: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The IREE compiler cannot parse or normalise it.
+    #[error(transparent)]
+    Normalise(#[from] parity_iree::IreeError),
+    /// The normalised text is MLIR parity cannot read.
+    #[error("{source_name} (normalised by the IREE compiler): {source}")]
+    Parse {
+        /// The MLIR file.
+        source_name: String,
+        /// Where and why (line and column of the normalised text).
+        #[source]
+        source: parity_mlir::MlirError,
+    },
+}
+
+impl ReadModuleError {
+    /// Input (exit 2) or execution (exit 3).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ReadModuleError::Normalise(_) => ErrorKind::Execution,
+            ReadModuleError::Read { .. } | ReadModuleError::Parse { .. } => ErrorKind::Input,
+        }
+    }
+
+    /// As a record error (kind + message).
+    pub fn to_record(&self) -> ErrorRecord {
+        ErrorRecord {
+            kind: self.kind(),
+            message: self.to_string(),
+            location: None,
+        }
+    }
+}
+
 /// Reads an MLIR module, normalises it with the IREE compiler (generic form,
-/// calls inlined) and parses it; returns it with its source name. IREE
-/// rejecting the MLIR is an execution error (like a failed compile); MLIR that
-/// IREE accepts but parity cannot read is an input error naming the line.
+/// calls inlined) and parses it; returns it with its source name.
 pub fn read_normalised(
     compiler: &IreeCompiler,
     path: &std::path::Path,
-) -> Result<(parity_mlir::Module, String), ErrorRecord> {
+) -> Result<(parity_mlir::Module, String), ReadModuleError> {
     let source_name = path.display().to_string();
-    let bytes = parity_tensor::read_module_bytes(path)
-        .map_err(|e| ErrorRecord::input(format!("cannot read {source_name}: {e}")))?;
-    let normal = compiler
-        .normalize(&source_name, &bytes)
-        .map_err(|e| ErrorRecord::execution(e.to_string()))?;
-    let module = parity_mlir::parse(&normal).map_err(|e| {
-        ErrorRecord::input(format!(
-            "{source_name} (normalised by the IREE compiler): {e}"
-        ))
-    })?;
-    Ok((module, source_name))
+    let bytes = match parity_tensor::read_module_bytes(path) {
+        Ok(b) => b,
+        Err(source) => {
+            return Err(ReadModuleError::Read {
+                source_name,
+                source,
+            })
+        }
+    };
+    let normal = compiler.normalize(&source_name, &bytes)?;
+    match parity_mlir::parse(&normal) {
+        Ok(module) => Ok((module, source_name)),
+        Err(source) => Err(ReadModuleError::Parse {
+            source_name,
+            source,
+        }),
+    }
 }
 
 fn plan_module(
@@ -199,7 +250,7 @@ fn plan_module(
     };
     let parsed = compiler
         .map_err(|m| ErrorRecord::execution(m.to_string()))
-        .and_then(|c| read_normalised(c, path));
+        .and_then(|c| read_normalised(c, path).map_err(|e| e.to_record()));
     let (parsed, source_name) = match parsed {
         Ok(m) => m,
         Err(why) => {

@@ -7,8 +7,8 @@ use parity_compare::{
     TruthErrors, UlpDType, VerdictOptions,
 };
 use parity_record::{
-    Check, CriterionRecord, ElementRecord, ErrorKind, ErrorRecord, Mode, OutputMetrics,
-    OutputRecord, StageRecord, Status, TruthRecord,
+    Check, CriterionRecord, ElementRecord, ErrorKind, Mode, OutputMetrics, OutputRecord,
+    StageRecord, Status, TruthRecord,
 };
 use parity_spec::{Arg, MaskSource, OutputSpec, Spec, Stage};
 use parity_tensor::Tensor;
@@ -16,6 +16,16 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 pub use super::measure_error::MeasureError;
+use super::stage_error::{ArgumentError, SignatureMismatch, SpecPosition, StageAt, StageError};
+
+/// Why a stage's arguments were not gathered: an upstream it needs did not
+/// run (the stage is skipped), or an error.
+enum NotGathered {
+    /// Skipped, with the reason.
+    Skipped(String),
+    /// An input error.
+    Error(Box<StageError>),
+}
 
 /// A comparison's metrics, truth errors, and the oracle tensor and mask it used.
 type Measured = (
@@ -65,25 +75,20 @@ impl StageContext<'_> {
         };
         let args = match self.gather_args(stage, produced, unavailable) {
             Ok(args) => args,
-            Err((status, kind, message)) => {
-                rec.status = status;
-                match kind {
-                    Some(kind) => {
-                        let location = self.location(stage, &message);
-                        rec.error = Some(ErrorRecord {
-                            kind,
-                            message,
-                            location,
-                        })
-                    }
-                    None => rec.skipped_because = Some(message),
-                }
+            Err(NotGathered::Skipped(why)) => {
+                rec.status = Status::Skipped;
+                rec.skipped_because = Some(why);
+                return rec;
+            }
+            Err(NotGathered::Error(e)) => {
+                rec.status = Status::Error;
+                rec.error = Some(e.to_record());
                 return rec;
             }
         };
-        if let Err(message) = self.check_signature(stage, &args) {
+        if let Err(e) = self.check_signature(stage, &args) {
             rec.status = Status::Error;
-            rec.error = Some(ErrorRecord::input(message));
+            rec.error = Some(e.to_record());
             return rec;
         }
         let clock = Instant::now();
@@ -93,38 +98,31 @@ impl StageContext<'_> {
             Ok(r) => r,
             Err((kind, message)) => {
                 // An input error is the spec's fault: point at the function line.
-                let at = match kind {
-                    ErrorKind::Input => {
-                        format!(
-                            "{}: ",
-                            self.position(stage, Some(&stage.locations.function))
-                        )
-                    }
-                    ErrorKind::Execution => String::new(),
+                let position = (kind == ErrorKind::Input)
+                    .then(|| self.position(stage, Some(&stage.locations.function)));
+                let e = StageError::Invoke {
+                    at: self.at(stage, None),
+                    mode: self.mode,
+                    position,
+                    kind,
+                    message,
                 };
                 rec.status = Status::Error;
-                rec.error = Some(ErrorRecord {
-                    kind,
-                    message: format!(
-                        "{at}stage `{}` ({}, {}): {message}",
-                        stage.name,
-                        self.case,
-                        self.mode.name()
-                    ),
-                    location: None,
-                });
+                rec.error = Some(e.to_record());
                 return rec;
             }
         };
         if results.len() != stage.outputs.len() {
+            let e = StageError::Results {
+                at: self.at(stage, None),
+                mismatch: SignatureMismatch::ResultCount {
+                    function: stage.function.clone(),
+                    returns: results.len(),
+                    listed: stage.outputs.len(),
+                },
+            };
             rec.status = Status::Error;
-            rec.error = Some(ErrorRecord::input(format!(
-                "stage `{}`: function `{}` returned {} results but the spec lists {} outputs",
-                stage.name,
-                stage.function,
-                results.len(),
-                stage.outputs.len()
-            )));
+            rec.error = Some(e.to_record());
             return rec;
         }
         for (o, (spec_out, actual)) in stage.outputs.iter().zip(results).enumerate() {
@@ -151,18 +149,13 @@ impl StageContext<'_> {
         stage: &Stage,
         produced: &Produced,
         unavailable: &HashMap<String, String>,
-    ) -> Result<Vec<Tensor>, (Status, Option<ErrorKind>, String)> {
-        let input_err = |i: usize, m: String| {
-            (
-                Status::Error,
-                Some(ErrorKind::Input),
-                format!(
-                    "{}: stage `{}` ({}), argument {i}: {m}",
-                    self.position(stage, stage.locations.args.get(i)),
-                    stage.name,
-                    self.case
-                ),
-            )
+    ) -> Result<Vec<Tensor>, NotGathered> {
+        let input_err = |index: usize, source: ArgumentError| {
+            NotGathered::Error(Box::new(StageError::Argument {
+                at: self.at(stage, stage.locations.args.get(index)),
+                index,
+                source,
+            }))
         };
         let mut args = Vec::with_capacity(stage.args.len());
         for (i, arg) in stage.args.iter().enumerate() {
@@ -170,17 +163,17 @@ impl StageContext<'_> {
                 Arg::Oracle(name) => self
                     .sources
                     .oracle(name)
-                    .map_err(|e| input_err(i, e.to_string()))?,
+                    .map_err(|e| input_err(i, e.into()))?,
                 Arg::Weight(name) => self
                     .sources
                     .weight(name)
-                    .map_err(|e| input_err(i, e.to_string()))?,
+                    .map_err(|e| input_err(i, e.into()))?,
                 Arg::Literal {
                     dtype,
                     shape,
                     values,
                 } => Tensor::from_f64_as(*dtype, shape.clone(), values)
-                    .map_err(|e| input_err(i, e.to_string()))?,
+                    .map_err(|e| input_err(i, e.into()))?,
                 Arg::Stage { stage: up, output } => {
                     let upstream_oracle = || {
                         self.stages
@@ -189,7 +182,13 @@ impl StageContext<'_> {
                             .and_then(|s| s.outputs.iter().find(|o| &o.name == output))
                             .map(|o| o.oracle.clone())
                             .ok_or_else(|| {
-                                input_err(i, format!("unknown upstream `{up}.{output}`"))
+                                input_err(
+                                    i,
+                                    ArgumentError::UnknownUpstream {
+                                        stage: up.clone(),
+                                        output: output.clone(),
+                                    },
+                                )
                             })
                     };
                     match self.mode {
@@ -197,18 +196,16 @@ impl StageContext<'_> {
                             let name = upstream_oracle()?;
                             self.sources
                                 .oracle(&name)
-                                .map_err(|e| input_err(i, e.to_string()))?
+                                .map_err(|e| input_err(i, e.into()))?
                         }
                         Mode::Chained => match produced.get(&(up.clone(), output.clone())) {
                             Some(t) => t.clone(),
                             None => {
                                 let why =
                                     unavailable.get(up).map(String::as_str).unwrap_or("not run");
-                                return Err((
-                                    Status::Skipped,
-                                    None,
-                                    format!("upstream stage `{up}` {why}; needs `{up}.{output}`"),
-                                ));
+                                return Err(NotGathered::Skipped(format!(
+                                    "upstream stage `{up}` {why}; needs `{up}.{output}`"
+                                )));
                             }
                         },
                     }
@@ -219,66 +216,70 @@ impl StageContext<'_> {
         Ok(args)
     }
 
-    /// The structured location of a message that starts with the spec's
-    /// `file:line:col`, with the stage and case.
-    fn location(&self, stage: &Stage, message: &str) -> Option<Box<parity_record::Location>> {
-        let mut at = parity_record::Location::from_diagnostic(
-            &self.spec.path.display().to_string(),
-            message,
-        );
-        at.stage = Some(stage.name.clone());
-        at.case = Some(self.case.to_string());
-        Some(Box::new(at))
+    /// The stage and case, pointing at `loc` in the spec (the stage's own
+    /// position when None).
+    fn at(&self, stage: &Stage, loc: Option<&parity_spec::Location>) -> StageAt {
+        StageAt {
+            at: self.position(stage, loc),
+            stage: stage.name.clone(),
+            case: self.case.to_string(),
+        }
     }
 
     /// `file:line:col` of `loc` in the spec (the stage's own position when None).
-    fn position(&self, stage: &Stage, loc: Option<&parity_spec::Location>) -> String {
+    fn position(&self, stage: &Stage, loc: Option<&parity_spec::Location>) -> SpecPosition {
         let loc = loc.copied().unwrap_or(stage.location);
-        format!("{}:{}:{}", self.spec.path.display(), loc.line, loc.col)
+        SpecPosition {
+            file: self.spec.path.clone(),
+            line: loc.line,
+            col: loc.col,
+        }
     }
 
     /// Checks the gathered arguments, and the number of outputs the spec lists,
     /// against the compiled function's signature, before IREE sees them: a
     /// mismatch is an input error at the stage's (or argument's) position.
-    fn check_signature(&self, stage: &Stage, args: &[Tensor]) -> Result<(), String> {
+    fn check_signature(&self, stage: &Stage, args: &[Tensor]) -> Result<(), Box<StageError>> {
         let Some(sig) = self.modules.signature(&stage.module, &stage.function) else {
             return Ok(());
         };
         let function = format!("{}.{}", stage.module, stage.function);
-        let at = |loc: Option<&parity_spec::Location>, what: String| {
-            format!(
-                "{}: stage `{}` ({}): {what}",
-                self.position(stage, loc),
-                stage.name,
-                self.case
-            )
+        let at = |loc: Option<&parity_spec::Location>, mismatch: SignatureMismatch| {
+            Box::new(StageError::Signature {
+                at: self.at(stage, loc),
+                mismatch,
+            })
         };
         if sig.args.len() != args.len() {
             return Err(at(
                 Some(&stage.locations.function),
-                format!(
-                    "function `{function}` takes {} arguments but the stage passes {}",
-                    sig.args.len(),
-                    args.len()
-                ),
+                SignatureMismatch::ArgumentCount {
+                    function,
+                    takes: sig.args.len(),
+                    passes: args.len(),
+                },
             ));
         }
         for (i, (ty, arg)) in sig.args.iter().zip(args).enumerate() {
             if let Some(why) = ty.mismatch(arg.dtype(), arg.shape()) {
                 return Err(at(
                     stage.locations.args.get(i),
-                    format!("argument {i} of `{function}`: {why}"),
+                    SignatureMismatch::Argument {
+                        function,
+                        index: i,
+                        why,
+                    },
                 ));
             }
         }
         if sig.results.len() != stage.outputs.len() {
             return Err(at(
                 Some(&stage.locations.function),
-                format!(
-                    "function `{function}` returns {} results but the spec lists {} outputs",
-                    sig.results.len(),
-                    stage.outputs.len()
-                ),
+                SignatureMismatch::ResultCount {
+                    function,
+                    returns: sig.results.len(),
+                    listed: stage.outputs.len(),
+                },
             ));
         }
         Ok(())
@@ -303,18 +304,6 @@ impl StageContext<'_> {
             metrics: None,
             criteria: Vec::new(),
             error_map: None,
-        };
-        // Run-time name errors (a missing oracle, truth or mask tensor) point
-        // at the output's position in the spec.
-        let context = |m: String| {
-            format!(
-                "{}: stage `{}` ({}), output `{}` vs oracle `{}`: {m}",
-                self.position(stage, stage.locations.outputs.get(index)),
-                stage.name,
-                self.case,
-                spec_out.name,
-                spec_out.oracle
-            )
         };
         let criteria = spec_out
             .tolerance
@@ -357,15 +346,17 @@ impl StageContext<'_> {
                 }
                 out.metrics = Some(metrics_record(&metrics, truth.map(|(r, _)| r)));
             }
-            Err(e) => {
+            Err(source) => {
+                // Run-time name errors (a missing oracle, truth or mask
+                // tensor) point at the output's position in the spec.
+                let e = StageError::Output {
+                    at: self.at(stage, stage.locations.outputs.get(index)),
+                    output: spec_out.name.clone(),
+                    oracle: spec_out.oracle.clone(),
+                    source,
+                };
                 out.status = Status::Error;
-                let message = context(e.to_string());
-                let mut error = ErrorRecord::input(message.clone());
-                error.location = self.location(stage, &message).map(|mut at| {
-                    at.tensor = Some(spec_out.oracle.clone());
-                    at
-                });
-                out.error = Some(error);
+                out.error = Some(e.to_record());
             }
         }
         out

@@ -7,7 +7,9 @@
 //!   exceed the context (conservative: the last token's K/V are never
 //!   written, but a server cannot know in advance which token is last);
 //! - the prompt length must have a prefill bucket (and, text-only, an
-//!   `embed_text_p{P}`).
+//!   `embed_text_p{P}`; audio of a case that is not one of the spec's stage
+//!   cases, such as the audio-only prompt, the serving module's
+//!   `audio_merge_ple_p{P}_c{C}`).
 
 use super::engine::InProcess;
 use super::error::ServeError;
@@ -27,6 +29,8 @@ pub struct Prepared {
     pub audio_case: Option<String>,
     /// Prompt positions filled by audio soft tokens.
     pub audio_tokens: u64,
+    /// Clips of its audio (0: text-only).
+    pub clips: usize,
     /// Why it is refused, if it is.
     pub refusal: Option<String>,
 }
@@ -104,10 +108,16 @@ pub fn prepare(t: &InProcess, r: &Request) -> Result<Prepared, ServeError> {
     if refusal.is_none() {
         let prefill = format!("slot_prefill_p{p}_s{}", t.slots);
         let embed = format!("embed_text_p{p}");
+        // A stage case merges through the spec's `audio_merge_ple` stage; any
+        // other audio needs the serving module's own merge for its length.
+        let merge = format!("audio_merge_ple_p{p}_c{clips}");
         let missing = if !t.slot_module.has(&t.modules, &prefill) {
             Some(prefill)
         } else if !has_audio && !t.slot_module.has(&t.modules, &embed) {
             Some(embed)
+        } else if has_audio && t.spec.case(case).is_none() && !t.slot_module.has(&t.modules, &merge)
+        {
+            Some(merge)
         } else {
             None
         };
@@ -124,6 +134,7 @@ pub fn prepare(t: &InProcess, r: &Request) -> Result<Prepared, ServeError> {
         prompt_len: p,
         audio_case: has_audio.then(|| case.to_string()),
         audio_tokens,
+        clips,
         refusal,
     })
 }

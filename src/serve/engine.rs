@@ -14,9 +14,8 @@ use super::target::{Observed, ServingTarget};
 use crate::run::inputs::InputSources;
 use crate::run::{self, ModuleSet, RunOptions};
 use parity_record::{ErrorKind, RunRecord};
-use parity_spec::{Arg, Module, ModuleSource, Request, Scenario, Spec};
+use parity_spec::{Module, ModuleSource, Request, Scenario, Spec};
 use parity_tensor::Tensor;
-use std::collections::HashMap;
 
 /// The module name the serving module is loaded under.
 pub const SERVING: &str = "serving";
@@ -138,84 +137,6 @@ impl InProcess {
         args: &[Tensor],
     ) -> Result<Vec<Tensor>, ServeError> {
         slots::invoke(&self.modules, module, function, args)
-    }
-
-    /// The merged embeddings and dense PLE of a prepared request.
-    fn front_end(&mut self, p: &Prepared) -> Result<(Tensor, Tensor), ServeError> {
-        match &p.audio_case {
-            None => {
-                let sources = &self.sources;
-                let weight = |n: &str| sources.weight(n).map_err(|e| e.to_string());
-                self.slot_module
-                    .embed_text(&self.modules, &weight, p.prompt.clone())
-            }
-            Some(case) => self.audio_front_end(case),
-        }
-    }
-
-    /// Runs the spec's `audio_encode` then `audio_merge_ple` stages for `case`.
-    fn audio_front_end(&self, case: &str) -> Result<(Tensor, Tensor), ServeError> {
-        let c = self.spec.case(case).ok_or_else(|| {
-            ServeError::Convention(format!(
-                "{}: no stage case `{case}` for the audio path",
-                self.spec.path.display()
-            ))
-        })?;
-        let stages = self.spec.instantiate(c)?;
-        let mut outputs: HashMap<(String, String), Tensor> = HashMap::new();
-        for name in ["audio_encode", "audio_merge_ple"] {
-            let stage = stages.iter().find(|s| s.name == name).ok_or_else(|| {
-                ServeError::Convention(format!(
-                    "{}: no stage `{name}` (the audio path's front end)",
-                    self.spec.path.display()
-                ))
-            })?;
-            let mut args = Vec::with_capacity(stage.args.len());
-            for a in &stage.args {
-                let at = format!("stage `{name}` of case `{case}`");
-                let fail = |m: String| ServeError::Convention(format!("{at}: {m}"));
-                args.push(match a {
-                    Arg::Oracle(n) => self
-                        .sources
-                        .oracle(n)
-                        .map_err(|e| ServeError::inputs(&at, e))?,
-                    Arg::Weight(n) => self
-                        .sources
-                        .weight(n)
-                        .map_err(|e| ServeError::inputs(&at, e))?,
-                    Arg::Literal {
-                        dtype,
-                        shape,
-                        values,
-                    } => Tensor::from_f64_as(*dtype, shape.clone(), values)
-                        .map_err(|e| fail(e.to_string()))?,
-                    Arg::Stage { stage, output } => outputs
-                        .get(&(stage.clone(), output.clone()))
-                        .cloned()
-                        .ok_or_else(|| {
-                            fail(format!(
-                                "`{stage}.{output}` is not an audio front-end output"
-                            ))
-                        })?,
-                });
-            }
-            let res = self.invoke(&stage.module, &stage.function, &args)?;
-            for (o, t) in stage.outputs.iter().zip(res) {
-                outputs.insert((name.to_string(), o.name.clone()), t);
-            }
-        }
-        let mut get = |o: &str| {
-            outputs
-                .remove(&("audio_merge_ple".to_string(), o.to_string()))
-                .ok_or_else(|| {
-                    ServeError::Convention(format!(
-                        "stage `audio_merge_ple` of case `{case}` has no output `{o}`"
-                    ))
-                })
-        };
-        let emb = get("embeddings")?;
-        let ple = get("dense_ple")?;
-        Ok((emb, ple))
     }
 }
 

@@ -14,9 +14,11 @@ use super::error::ServeError;
 use super::target::{Observed, ServingTarget};
 use crate::run::{self, RunOptions};
 use crate::tokens::case::OracleCase;
+use crate::tokens::error::TokensError;
 use crate::tokens::session::Session;
 use parity_record::{ErrorRecord, ServingRecord, ServingRequestRecord, Status};
-use parity_spec::{RequestInput, Scenario};
+use parity_spec::{Case, RequestInput, Scenario, TokensSpec};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -98,6 +100,39 @@ pub fn execute_on(path: &Path, options: &RunOptions, choice: &TargetChoice) -> S
     finish(record)
 }
 
+/// The oracle's tokens and logits of `case`: a case of the spec's `tokens:`
+/// section, or another case of the oracle store (a serving-only case such
+/// as `audio_only`, a prompt no token-run case has), read by the same tensor
+/// names, with no truth logits and as many tokens as the store holds (up to
+/// the section's `max_new_tokens`; tokens past them are not judged). None:
+/// the store has no token oracle for the case.
+fn oracle_case(session: &Session<'_>, case: &str) -> Result<Option<OracleCase>, TokensError> {
+    if let Some(c) = session.tokens.case(case) {
+        return OracleCase::load(session, c).map(Some);
+    }
+    let c = Case {
+        name: case.to_string(),
+        vars: BTreeMap::new(),
+    };
+    let tokens_name =
+        TokensSpec::render(&session.tokens.oracle.tokens, &c).map_err(TokensError::Template)?;
+    if !session.sources.has_oracle(&tokens_name) {
+        return Ok(None);
+    }
+    let held = session.sources.oracle(&tokens_name)?.numel();
+    if held == 0 {
+        return Ok(None);
+    }
+    let mut tokens = session.tokens.clone();
+    tokens.oracle.truth_logits = None;
+    tokens.max_new_tokens = tokens.max_new_tokens.min(held);
+    let serving_only = Session {
+        tokens: &tokens,
+        ..*session
+    };
+    OracleCase::load(&serving_only, &c).map(Some)
+}
+
 fn serve(
     scenario: &Scenario,
     target: &mut InProcess,
@@ -145,12 +180,9 @@ fn serve(
         if let (true, Some(e)) = (o.error_is_input, &o.error) {
             record.errors.push(ErrorRecord::input(e.clone()));
         }
-        let oracle = match (
-            &session,
-            tokens.as_ref().and_then(|t| t.case(r.input.case())),
-        ) {
-            (Some(s), Some(c)) if p.refusal.is_none() => match OracleCase::load(s, c) {
-                Ok(x) => Some(x),
+        let oracle = match &session {
+            Some(s) if p.refusal.is_none() => match oracle_case(s, r.input.case()) {
+                Ok(x) => x,
                 Err(e) => {
                     record
                         .errors

@@ -8,6 +8,7 @@ pub mod checks;
 pub mod engine;
 pub mod error;
 mod execute;
+mod front_end;
 pub mod functions;
 pub mod scheduler;
 pub mod slots;

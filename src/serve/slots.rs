@@ -1,8 +1,9 @@
 //! The serving module's slot entry points on a loaded IREE module set, shared
 //! by parity's in-process engine and the loopback fixture server
-//! (crates/parity-server): `embed_text_p{P}`, `slot_prefill_p{P}_s{S}` into
-//! one slot, and `slot_decode_s{S}` over every slot at once, with the slots'
-//! KV caches and lengths ([`SlotCaches`]) carried from call to call.
+//! (crates/parity-server): `embed_text_p{P}`, `audio_merge_ple_p{P}_c{C}`
+//! (where the serving module has one), `slot_prefill_p{P}_s{S}` into one
+//! slot, and `slot_decode_s{S}` over every slot at once, with the slots' KV
+//! caches and lengths ([`SlotCaches`]) carried from call to call.
 
 use super::error::ServeError;
 use super::functions::Functions;
@@ -155,6 +156,46 @@ impl SlotModule {
         let emb = out.pop();
         emb.zip(ple)
             .ok_or_else(|| ServeError::Convention(format!("`{f}` returned no outputs")))
+    }
+
+    /// The serving module's own audio merge for a `p`-token prompt of
+    /// `clips` clips, `audio_merge_ple_p{P}_c{C}`, if it exports one: an
+    /// audio prompt whose length no merge of the audio module takes (the
+    /// audio-only prompt) is merged there. None: the audio module's merge.
+    pub fn audio_merge_function(
+        &self,
+        modules: &ModuleSet,
+        p: usize,
+        clips: usize,
+    ) -> Option<String> {
+        let f = format!("audio_merge_ple_p{p}_c{clips}");
+        self.has(modules, &f).then_some(f)
+    }
+
+    /// Calls the audio merge `function` (from [`SlotModule::audio_merge_function`]):
+    /// each activation by its name in the manifest (`tokens`, `audio_rows`,
+    /// `projected_audio`, `hard_audio`) from `input` -> (embeddings, dense PLE).
+    pub fn audio_merge(
+        &mut self,
+        modules: &ModuleSet,
+        source: WeightSource<'_>,
+        function: &str,
+        input: &mut dyn FnMut(&str) -> Option<Tensor>,
+    ) -> Result<(Tensor, Tensor), ServeError> {
+        let mut acts = Vec::new();
+        for a in &self.functions.get(function)?.args {
+            acts.push(input(&a.name).ok_or_else(|| {
+                ServeError::Convention(format!(
+                    "`{}.{function}` takes `{}`, which the audio front end does not produce",
+                    self.module, a.name
+                ))
+            })?);
+        }
+        let mut out = self.call(modules, source, function, acts)?;
+        let ple = out.pop();
+        let emb = out.pop();
+        emb.zip(ple)
+            .ok_or_else(|| ServeError::Convention(format!("`{function}` returned no outputs")))
     }
 
     /// Prefills a prompt's embeddings and dense PLE (`[1, P, ...]`) into

@@ -134,6 +134,10 @@ pub struct BisectRecord {
     pub checkpoints: Vec<CheckpointRecord>,
     /// Per-operation shadow errors in the region (when the shadow ran).
     pub shadow: Vec<ShadowRow>,
+    /// The confirmation probe of the shadow's candidates (when the shadow
+    /// flagged any): an `inferred` operation is named only when it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
     /// Variants built and run.
     pub probes: usize,
     /// One line per probe.
@@ -290,8 +294,53 @@ pub struct ShadowRow {
     /// The op alone in production precision on the shadow's inputs vs shadow (ULPs at max).
     #[serde(with = "crate::float::option")]
     pub local_ulps: Option<f64>,
-    /// The first operation whose local error exceeds the budget.
+    /// The operation the shadow names: the non-finite origin, or the first
+    /// operation over the local budget whose confirmation holds.
     pub flagged: bool,
+}
+
+/// The confirmation of the f64 shadow's candidates: the region run in
+/// production precision with one candidate's result replaced by the
+/// shadow's value (rounded to the result type), its end compared with the
+/// oracle tensor at the failing checkpoint. A candidate is confirmed when
+/// the end then matches the oracle within the budget and did not before.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// The budget the region's end is held to (ULPs at max of the budget dtype).
+    #[serde(with = "crate::float")]
+    pub budget_ulps: f64,
+    /// The region's end in production precision, nothing replaced, vs the oracle.
+    pub before: ValueMetrics,
+    /// Each candidate (operations whose own error exceeds the local budget),
+    /// in program order.
+    pub candidates: Vec<ConfirmationCandidate>,
+    /// The op index of the first candidate that holds, if any.
+    pub confirmed: Option<usize>,
+    /// Operations over the local budget past the probe's limit, not tried.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub untried: usize,
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
+}
+
+/// One candidate of the confirmation probe.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationCandidate {
+    /// Index of the operation.
+    pub op_index: usize,
+    /// e.g. `stablehlo.convert`.
+    pub op_name: String,
+    /// Its location.
+    pub loc: String,
+    /// Its own error (the op alone vs the shadow, ULPs at max).
+    #[serde(with = "crate::float")]
+    pub local_ulps: f64,
+    /// The region's end with this op's results taken from the shadow, vs the oracle.
+    pub after: ValueMetrics,
+    /// Whether the end matches the oracle within the budget (and did not before).
+    pub holds: bool,
 }
 
 /// Where a divergence was localised, as the run record holds it
@@ -346,6 +395,7 @@ impl BisectRecord {
             region: None,
             checkpoints: Vec::new(),
             shadow: Vec::new(),
+            confirmation: None,
             probes: 0,
             probe_log: Vec::new(),
             observer_effect: Vec::new(),

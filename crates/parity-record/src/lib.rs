@@ -36,9 +36,9 @@ pub use baseline::{
     Band, BaselineRecord, Change, Metric, MetricChange, OutputChange, BASELINE_SCHEMA,
 };
 pub use bisect::{
-    BisectRecord, CheckpointKind, CheckpointRecord, DivergentOp, Evidence, Localisation, OpMetrics,
-    Region, RegionOutcome, ReproducerCheck, ReproducerOutput, ShadowRow, Strategy, ValueMetrics,
-    VerdictSource, BISECT_SCHEMA,
+    BisectRecord, CheckpointKind, CheckpointRecord, Confirmation, ConfirmationCandidate,
+    DivergentOp, Evidence, Localisation, OpMetrics, Region, RegionOutcome, ReproducerCheck,
+    ReproducerOutput, ShadowRow, Strategy, ValueMetrics, VerdictSource, BISECT_SCHEMA,
 };
 pub use common::{ErrorKind, ErrorRecord, Location, Mode, Status};
 pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};

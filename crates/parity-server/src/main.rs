@@ -21,7 +21,7 @@ struct Cli {
 
 #[derive(clap::Args)]
 struct Common {
-    /// The spec whose audio stages and `tokens:` calls are served.
+    /// The spec whose weights and audio stages (`audio_encode`, `audio_merge_ple`) are served.
     #[arg(long, default_value = "stages.yaml")]
     spec: PathBuf,
     /// Compiled-artifact cache (default: $PARITY_CACHE_DIR, else ./.parity-cache).

@@ -2,8 +2,10 @@
 //! the serving module (slot entry points) loaded into one IREE runtime, the
 //! admission checks a request passes before anything runs, and each
 //! request's front end (the audio path, `audio_encode` then
-//! `audio_merge_ple` as the spec's stages call them; text-only prompts
-//! `embed_text_p{P}`), whose embeddings and dense PLE the slot prefill takes.
+//! `audio_merge_ple` as the spec's stages call them, or the serving module's
+//! own `audio_merge_ple_p{P}_c{C}` where it has one for the prompt's length;
+//! text-only prompts `embed_text_p{P}`), whose embeddings and dense PLE the
+//! slot prefill takes.
 
 use crate::artifacts::{weight, Artifacts, Call};
 use crate::error::ServerError;
@@ -33,6 +35,10 @@ pub struct Plan {
     audio: Option<(Tensor, Tensor)>,
     /// Template variables of the audio functions (clips, bucket).
     vars: BTreeMap<String, String>,
+    /// The serving module's own audio merge for this prompt length, when
+    /// it has one (`audio_merge_ple_p{P}_c{C}`: the audio-only prompt);
+    /// None: the spec's `audio_merge_ple`.
+    merge: Option<String>,
 }
 
 /// The modules, on the scheduler thread.
@@ -142,6 +148,7 @@ impl Model {
         }
         let placeholders = req.prompt.iter().filter(|&&t| t == AUDIO_TOKEN_ID).count();
         let mut vars = BTreeMap::new();
+        let mut merge = None;
         let audio = match (&req.audio, placeholders) {
             (None, 0) => {
                 if let Some(i) = req.prompt.iter().position(|&t| t >= AUDIO_VOCAB_OFFSET) {
@@ -177,10 +184,13 @@ impl Model {
                 if n != c * soft {
                     return Err(refused(format!("the prompt has {n} audio placeholders but {c} clip(s) expand to {} ({soft} per clip)", c * soft)));
                 }
-                let (name, args, _) = self.signature(&self.art.merge, &vars)?.ok_or_else(|| refused(format!("no compiled audio_merge_ple for {c} clip(s) of {f} frames")))?;
-                let len = args.first().cloned().flatten().and_then(|d| d.last().copied()).unwrap_or(0);
-                if len != p {
-                    return Err(refused(format!("`{name}` takes a prompt of {len} tokens, the request has {p}")));
+                merge = self.slots.audio_merge_function(&self.modules, p, c);
+                if merge.is_none() {
+                    let (name, args, _) = self.signature(&self.art.merge, &vars)?.ok_or_else(|| refused(format!("no compiled audio_merge_ple for {c} clip(s) of {f} frames")))?;
+                    let len = args.first().cloned().flatten().and_then(|d| d.last().copied()).unwrap_or(0);
+                    if len != p {
+                        return Err(refused(format!("`{name}` takes a prompt of {len} tokens, the request has {p}, and the serving module has no `audio_merge_ple_p{p}_c{c}`")));
+                    }
                 }
                 let mel = Tensor::from_f32(a.mel.shape.clone(), &mel).map_err(|e| refused(e.to_string()))?;
                 let bytes = mask.iter().map(|&m| u8::from(m)).collect();
@@ -209,6 +219,7 @@ impl Model {
             max_tokens: req.max_tokens,
             audio,
             vars,
+            merge,
         })
     }
 
@@ -267,6 +278,14 @@ impl Model {
         inputs.insert("mel".into(), mel.clone());
         inputs.insert("mel_mask".into(), mask.clone());
         self.invoke(&self.art.encode, &plan.vars, &mut inputs)?;
+        if let Some(f) = &plan.merge {
+            let art = Arc::clone(&self.art);
+            let source = |n: &str| weight_of(&art, n);
+            return self
+                .slots
+                .audio_merge(&self.modules, &source, f, &mut |n| inputs.get(n).cloned())
+                .map_err(server_error);
+        }
         self.invoke(&self.art.merge, &plan.vars, &mut inputs)?;
         let mut get = |name: &str| {
             inputs

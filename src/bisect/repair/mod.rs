@@ -12,6 +12,7 @@
 //! used only by the selected edit; it is searched on a log grid and refined.
 
 use super::edits::{self, Edit, EditKind};
+use super::error::BisectError;
 use super::measure::{value_metrics, CHECKPOINT_ULP_BUDGET};
 use super::probe::Prober;
 use super::Program;
@@ -89,18 +90,29 @@ pub fn search(
     feed: &[(ValueId, Tensor)],
     target: ValueId,
     expected: &Tensor,
-) -> Result<RepairOutcome, String> {
+) -> Result<RepairOutcome, BisectError> {
     let func = program.func;
     let req = SliceRequest {
         name: "repair".into(),
         from: feed.iter().map(|(v, _)| *v).collect(),
         to: vec![target],
     };
-    let (slice, infos) = emit_slices(prober.module, func, "parity_repair", &[req])
-        .map_err(|e| format!("slicing the region for the repair search: {e}"))?;
+    let (slice, infos) =
+        emit_slices(prober.module, func, "parity_repair", &[req]).map_err(|source| {
+            BisectError::Slice {
+                function: func.name.clone(),
+                source,
+            }
+        })?;
     let info = &infos[0];
-    let (head, sig, body) = split_function(&slice).ok_or("unexpected slice text")?;
-    let (blocks, ret) = op_blocks(func, &info.ops, body).ok_or("unexpected slice body")?;
+    let emitted = |problem: &str| BisectError::EmittedText {
+        what: "the repair search's slice",
+        problem: problem.to_string(),
+    };
+    let (head, sig, body) =
+        split_function(&slice).ok_or_else(|| emitted("no `@repair` function"))?;
+    let (blocks, ret) =
+        op_blocks(func, &info.ops, body).ok_or_else(|| emitted("its ops are not where parsed"))?;
     let edits = candidates(func, region, &blocks);
     let mut outcome = RepairOutcome {
         repairs: Vec::new(),
@@ -117,31 +129,43 @@ pub fn search(
     let compiled = prober
         .cache
         .get_or_compile(prober.compiler, &label, module.as_bytes(), &prober.options)
-        .map_err(|e| e.to_string())?;
+        .map_err(|source| BisectError::Compile {
+            label: label.clone(),
+            source,
+        })?;
     outcome.compile = t.elapsed();
     prober.probes += 1;
     let loaded = prober
         .runtime
         .load(&compiled.vmfb, &label)
-        .map_err(|e| e.to_string())?;
+        .map_err(|source| BisectError::Load {
+            label: label.clone(),
+            source,
+        })?;
     let mut args = vec![scalar(DType::I32, -1.0)?, scalar(DType::F32, 1.0)?];
     for (arg, _) in &info.args {
         match arg {
             SliceArg::From(i) => args.push(feed[*i].1.clone()),
             SliceArg::FuncArg(j) => {
-                return Err(format!("the region needs function argument {j}, not given"))
+                return Err(BisectError::MissingArgument {
+                    slice: "repair".into(),
+                    function: func.name.clone(),
+                    index: *j,
+                })
             }
         }
     }
     let t = Instant::now();
-    let mut score = |k: i64, s: f64| -> Result<f64, String> {
+    let mut score = |k: i64, s: f64| -> Result<f64, BisectError> {
         args[0] = scalar(DType::I32, k as f64)?;
         args[1] = scalar(DType::F32, s)?;
         let out = loaded
             .invoke("repair", &args)
-            .map_err(|e| format!("running the repair search: {e}"))?;
-        let m = value_metrics(func, target, &out[0], expected, "oracle", program.budget)
-            .map_err(|e| e.to_string())?;
+            .map_err(|source| BisectError::Invoke {
+                slice: "repair".into(),
+                source,
+            })?;
+        let m = value_metrics(func, target, &out[0], expected, "oracle", program.budget)?;
         Ok(if m.ulps_at_max.is_nan() {
             f64::INFINITY
         } else {
@@ -152,10 +176,7 @@ pub fn search(
     // here can be called a repair.
     let unedited = score(-1, 1.0)?;
     if unedited <= CHECKPOINT_ULP_BUDGET {
-        return Err(format!(
-            "the unedited region matches the oracle here ({unedited:.1} ULPs), so no edit can \
-             be told apart from it"
-        ));
+        return Err(BisectError::RepairBaseline { ulps: unedited });
     }
     let mut repairs = Vec::new();
     for (k, e) in edits.iter().enumerate() {
@@ -215,8 +236,11 @@ pub fn search(
     Ok(outcome)
 }
 
-fn scalar(dtype: DType, v: f64) -> Result<Tensor, String> {
-    Tensor::from_f64_as(dtype, vec![], &[v]).map_err(|e| e.to_string())
+fn scalar(dtype: DType, v: f64) -> Result<Tensor, BisectError> {
+    Tensor::from_f64_as(dtype, vec![], &[v]).map_err(|source| BisectError::Tensor {
+        what: "the repair search's selector or scale",
+        source,
+    })
 }
 
 /// An edit for people, with its fitted value.
@@ -284,7 +308,7 @@ fn candidates(
 /// apart), then a golden-section search in log space over the decade around
 /// the best grid point, down to a relative step of about 3e-6 (a few ULPs of
 /// f32): 34 + 28 runs.
-fn fit_scale(mut f: impl FnMut(f64) -> Result<f64, String>) -> Result<(f64, f64), String> {
+fn fit_scale<E>(mut f: impl FnMut(f64) -> Result<f64, E>) -> Result<(f64, f64), E> {
     let mut best = (1.0, f64::INFINITY);
     for sign in [1.0, -1.0] {
         for i in 0..=16 {
@@ -333,7 +357,7 @@ mod tests {
 
     #[test]
     fn a_scale_fit_finds_a_factor_of_a_thousand() {
-        let (s, u) = fit_scale(|s| Ok((s.log10() - 3.0).abs())).unwrap();
+        let (s, u) = fit_scale(|s| Ok::<_, ()>((s.log10() - 3.0).abs())).unwrap();
         assert!((s / 1000.0 - 1.0).abs() < 1e-3, "{s}");
         assert!(u < 1e-3);
     }

@@ -1,8 +1,17 @@
 //! The repair search's module: the region once, every edit beside the
 //! value it edits, chosen at run time by the selector argument.
 
+use super::super::error::BisectError;
 use super::edits::{self, text, Edit};
 use std::fmt::Write as _;
+
+/// A selector module that did not come out as planned.
+fn emitted(problem: &str) -> BisectError {
+    BisectError::EmittedText {
+        what: "the repair search's module",
+        problem: problem.to_string(),
+    }
+}
 
 /// The slice's ops as text blocks (op, its lines), in program order, and the
 /// trailing `func.return` line(s).
@@ -35,7 +44,7 @@ pub(super) fn selector_module(
     blocks: &[(usize, &str)],
     ret: &str,
     edits: &[Edit],
-) -> Result<String, String> {
+) -> Result<String, BisectError> {
     let mut out = String::from(head);
     let params = "%parity_sel: tensor<i32>, %parity_scale: tensor<f32>";
     let sig = if sig.contains("@repair()") {
@@ -56,14 +65,15 @@ pub(super) fn selector_module(
             continue;
         }
         let t = t.trim_end_matches('\n');
-        let name = text::result_name(t).ok_or("an edited op without a single result")?;
+        let name =
+            text::result_name(t).ok_or_else(|| emitted("an edited op without a single result"))?;
         let ty = &func.values[func.ops[o].results[0]].ty.text;
         let p = text::plain(name);
         let orig = format!("%parity_o{p}");
         let _ = writeln!(
             out,
             "{ind}{}",
-            text::rename_result(t, &orig).ok_or("renaming")?
+            text::rename_result(t, &orig).ok_or_else(|| emitted("renaming"))?
         );
         let shape = ty
             .strip_prefix("tensor<")
@@ -86,7 +96,9 @@ pub(super) fn selector_module(
                 stem: &stem,
                 indent: ind,
             };
-            let r = e.render(t, ty, &names).ok_or("rendering an edit")?;
+            let r = e
+                .render(t, ty, &names)
+                .ok_or_else(|| emitted("rendering an edit"))?;
             out.push_str(&r.lines);
             // The predicate as a tensor of the value's shape, compared
             // elementwise inside the dispatch: a scalar predicate per edit

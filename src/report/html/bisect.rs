@@ -4,7 +4,7 @@
 
 use super::esc::esc;
 use super::table::num;
-use parity_record::{BisectRecord, DivergentOp, Region, ValueMetrics};
+use parity_record::{BisectRecord, Confirmation, DivergentOp, Region, ValueMetrics};
 use std::fmt::Write as _;
 
 /// Writes a bisect record's section body.
@@ -88,6 +88,9 @@ pub fn section(out: &mut String, b: &BisectRecord) {
         }
         out.push_str("</tbody></table>");
     }
+    if let Some(c) = &b.confirmation {
+        confirmation(out, c);
+    }
     if !b.probe_log.is_empty() {
         let _ = write!(
             out,
@@ -108,6 +111,39 @@ pub fn section(out: &mut String, b: &BisectRecord) {
             esc(&cmds)
         );
     }
+}
+
+/// Writes the confirmation of the shadow's candidates: the region's end as it
+/// is and with each candidate's result taken from the shadow.
+fn confirmation(out: &mut String, c: &Confirmation) {
+    let _ = write!(
+        out,
+        "<h3>Confirmation of the shadow's candidates</h3><p>The region's end against {}, \
+         budget {} ULPs at max: {} ULPs as it is; {}.</p><table class=\"small\"><thead><tr>\
+         <th>op</th><th>name</th><th>location</th><th>own ULPs</th>\
+         <th>end ULPs with its result from the shadow</th><th>holds</th></tr></thead><tbody>",
+        esc(&c.before.against),
+        num(c.budget_ulps),
+        num(c.before.ulps_at_max),
+        match c.confirmed {
+            Some(o) => format!("confirmed: #{o}"),
+            None => "none holds, no operation named from the shadow".into(),
+        }
+    );
+    for x in &c.candidates {
+        let _ = write!(
+            out,
+            "<tr{}><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            if x.holds { "" } else { " class=\"fail\"" },
+            x.op_index,
+            esc(&x.op_name),
+            esc(&x.loc),
+            num(x.local_ulps),
+            num(x.after.ulps_at_max),
+            if x.holds { "yes" } else { "no" }
+        );
+    }
+    out.push_str("</tbody></table>");
 }
 
 /// Writes a localised region: its bounds and operations.
