@@ -151,8 +151,9 @@ fn the_first_nan_or_inf_from_finite_operands_is_named_with_nonfinite_evidence() 
     }
 }
 
-/// `x * 3.3 + sin(x)` where the oracle holds `x * 3.3 - sin(x)`: a wrong
-/// operation (add for subtract) that none of the repair edits undoes.
+/// `x * 3.3 + sin(x)` where the oracle holds `x * 3.3 + sin(x)^2`: a
+/// missing square, which none of the repair edits expresses (a wrong
+/// binary or unary op, a negate, a fitted scale or offset after an op).
 const WRONG_OP: &str = r#"
 func.func @wrong(%x: tensor<64xf32>) -> tensor<64xf32> {
   %k = stablehlo.constant dense<3.3> : tensor<64xf32>
@@ -172,7 +173,10 @@ fn a_semantic_fault_no_edit_repairs_stays_an_honest_region() {
     let spec = SPEC.replace("softplus", "wrong");
     std::fs::write(dir.path().join("stages.yaml"), spec).unwrap();
     let x: Vec<f32> = (0..64).map(|i| (i as f32 - 31.5) * 0.05).collect();
-    let out: Vec<f32> = x.iter().map(|&v| (v * 3.3 - v.sin()).tanh()).collect();
+    let out: Vec<f32> = x
+        .iter()
+        .map(|&v| (v * 3.3 + v.sin() * v.sin()).tanh())
+        .collect();
     for (name, data) in [("x", &x), ("out", &out)] {
         write_npy(
             dir.path().join(format!("oracle/{name}.npy")),

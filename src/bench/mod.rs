@@ -7,6 +7,7 @@
 //!   cold (empty artifact cache), warm, and after one public function of a
 //!   module was edited, with the cache entries each run added.
 
+pub mod bisect;
 pub mod gate;
 pub mod throughput;
 

@@ -289,6 +289,18 @@ pub enum BisectError {
         /// What is missing.
         problem: String,
     },
+    /// The repair search's region, unedited, already matches the oracle
+    /// within the checkpoint budget (the stage's own tolerance is tighter),
+    /// so no edit can be told apart from it (execution: nothing ran wrong,
+    /// but the search cannot be done).
+    #[error(
+        "the unedited region matches the oracle here ({ulps:.1} ULPs), so no edit can be told \
+         apart from it"
+    )]
+    RepairBaseline {
+        /// The unedited region's end against the oracle, ULPs at max.
+        ulps: f64,
+    },
     /// The reproducer directory cannot be created (execution).
     #[error("{}: {source}", dir.display())]
     CreateDir {
@@ -369,6 +381,7 @@ impl BisectError {
             | MissingArgument { .. }
             | Tensor { .. }
             | EmittedText { .. }
+            | RepairBaseline { .. }
             | CreateDir { .. }
             | WriteFile { .. }
             | Reproducer { .. } => ErrorKind::Execution,
@@ -454,7 +467,8 @@ impl BisectError {
             | Invoke { .. }
             | MissingArgument { .. }
             | Tensor { .. }
-            | EmittedText { .. } => Location::default(),
+            | EmittedText { .. }
+            | RepairBaseline { .. } => Location::default(),
         }
     }
 

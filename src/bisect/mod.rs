@@ -14,7 +14,9 @@
 //! 4. A reproducer directory with the smallest failing slice ([`repro`]).
 
 mod confirm;
+mod edits;
 mod error;
+pub mod inject;
 mod layout;
 mod matching;
 mod measure;
@@ -31,9 +33,8 @@ pub use parity_record::{BisectRecord, DivergentOp, Strategy, BISECT_SCHEMA};
 
 use crate::run::inputs::InputSources;
 use crate::run::{self, RunOptions};
-use measure::{
-    budget_dtype, loc_label, max_finite_abs, op_line, oracle_as, ulp_at, LOCAL_ULP_BUDGET,
-};
+pub use measure::loc_label;
+use measure::{budget_dtype, max_finite_abs, op_line, oracle_as, ulp_at, LOCAL_ULP_BUDGET};
 use oracle::OracleSearch;
 use parity_iree::{ArtifactCache, IreeCompiler, IreeRuntime};
 use parity_mlir::{Function, Module, SliceRequest, ValueId};
@@ -85,17 +86,25 @@ pub fn bisect_into_record(
 pub fn bisect_record(spec: &Spec, options: &BisectOptions, record: &RunRecord) -> BisectRecord {
     let mut report = BisectRecord::new();
     let Some(div) = record.first_divergence.clone() else {
-        if record.errors.is_empty() {
+        // A stage that could not run is not a stage that passed.
+        let stage_errors: Vec<_> = record
+            .stages
+            .iter()
+            .filter_map(|s| s.error.clone())
+            .collect();
+        if record.errors.is_empty() && stage_errors.is_empty() {
             report
                 .notes
                 .push("no stage diverges in isolated mode: nothing to bisect".into());
         } else {
             report.status = Status::Error;
-            report.errors.extend(record.errors.iter().map(|e| {
-                let mut e = e.clone();
-                e.message = format!("the run before bisecting: {}", e.message);
-                e
-            }));
+            report
+                .errors
+                .extend(record.errors.iter().chain(&stage_errors).map(|e| {
+                    let mut e = e.clone();
+                    e.message = format!("the run before bisecting: {}", e.message);
+                    e
+                }));
         }
         return report;
     };
@@ -644,6 +653,17 @@ fn localise(
     report.confirmation = outcome.confirmation;
     report.notes.extend(outcome.notes);
     match outcome.found {
+        Some(f)
+            if f.evidence == Evidence::NonFinite
+                && repaired_upstream(program, prober, &region, &feed, &expected, f.op, report) =>
+        {
+            report.notes.extend(f.note);
+            Ok(Localised::Region {
+                ops: region,
+                inputs: feed,
+                expected,
+            })
+        }
         Some(f) => {
             report.notes.extend(f.note);
             report.first_divergent_op =
@@ -710,6 +730,47 @@ fn localise(
     }
 }
 
+/// A non-finite origin is where the first NaN/Inf appears, not always the
+/// fault: a wrong op upstream (`x + max` for `x - max` before an exp) makes
+/// a later op overflow on operands the f64 shadow agrees with (the shadow
+/// replays the same wrong program, with more range). When an edit of
+/// another op makes the region match the oracle, that op is named with
+/// repair evidence (or, when the edits disagree, none: ambiguous) and the
+/// origin stays in the notes. Returns whether the origin was set aside.
+fn repaired_upstream(
+    program: &Program,
+    prober: &mut Prober,
+    region: &[usize],
+    feed: &[(ValueId, Tensor)],
+    expected: &[(ValueId, Tensor)],
+    origin: usize,
+    report: &mut BisectRecord,
+) -> bool {
+    if region.len() > repair::MAX_REGION_OPS {
+        return false;
+    }
+    let Ok(found) = repair::search(program, prober, region, feed, expected[0].0, &expected[0].1)
+    else {
+        return false;
+    };
+    if found.repairs.is_empty() || repair::claimed(&found) == Some(origin) {
+        return false;
+    }
+    // Edits elsewhere repair the region: the origin is in doubt. Name the
+    // repaired op when the search names one, else no op (ambiguous).
+    let notes = std::mem::take(&mut report.notes);
+    repaired(program, &found, report);
+    let repair_notes = std::mem::replace(&mut report.notes, notes);
+    report.notes.push(format!(
+        "the first NaN/Inf appears at #{origin} {}, from operands the f64 shadow agrees with; \
+         edits of other operations repair the region, so #{origin} may only overflow on what \
+         it is given and is not named for it",
+        program.func.ops[origin].name
+    ));
+    report.notes.extend(repair_notes);
+    true
+}
+
 /// Reads the repair search into the report: the op when every surviving
 /// edit is on one op (evidence `repair`), else the ranked list in a note.
 fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut BisectRecord) -> bool {
@@ -729,36 +790,43 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
             .collect::<Vec<_>>()
             .join("; ")
     };
-    let Some(first) = found.repairs.first() else {
+    if found.repairs.is_empty() {
         report.notes.push(format!(
             "repair search: none of {} edits (swapped operands, comparison directions, \
-             off-by-one slices and pads, integer offsets into converts, fitted splat \
-             constants) makes the region match \
-             the oracle",
+             wrong binary and unary ops, wrong dimensions, off-by-one slices and pads, \
+             integer offsets into converts, ops bypassed, negates, fitted splat constants, \
+             fitted scales and offsets after an op) makes the region match the oracle",
             found.tried
         ));
         return false;
-    };
-    let one_op = found.repairs.iter().all(|r| r.op == first.op);
-    if !one_op {
+    }
+    let Some(op) = repair::claimed(found) else {
         report.notes.push(format!(
             "repair search: {} of {} edits make the region match the oracle, on different \
              operations, so it does not name one (ambiguous): {}",
             found.repairs.len(),
             found.tried,
-            list(8)
+            list(32)
         ));
         return false;
-    }
+    };
+    let on = if found.repairs.iter().all(|r| r.op == op) {
+        "all on one operation".to_string()
+    } else {
+        format!(
+            "all acting at #{op} (an op inserted after another whose only user is #{op} acts \
+             at #{op}'s input)"
+        )
+    };
     report.notes.push(format!(
-        "repair search: {} of {} edits make the region match the oracle, all on one operation: {}",
+        "repair search: {} of {} edits make the region match the oracle, {on}: {}",
         found.repairs.len(),
         found.tried,
         list(4)
     ));
     report.first_divergent_op = Some(divergent_op(
         program,
-        first.op,
+        op,
         Evidence::Repair,
         Vec::new(),
         Vec::new(),

@@ -24,6 +24,20 @@ pub struct BenchArgs {
     /// Directory for the gate runs' artifact cache and edited module (default: a temporary one, removed after).
     #[arg(long)]
     work_dir: Option<PathBuf>,
+    /// Also run the bisect fault matrix on a bundled subject (`gemma3n`, the
+    /// default, or `basic`): seeded faults of every kind, bisect on each, a
+    /// table of outcomes, probes and wall time per kind.
+    #[arg(long, num_args = 0..=1, default_missing_value = "gemma3n")]
+    bisect: Option<String>,
+    /// Seeds per fault kind for `--bisect`.
+    #[arg(long, default_value_t = 2)]
+    bisect_seeds: u64,
+    /// Only these fault kinds for `--bisect` (default: all).
+    #[arg(long = "bisect-kind")]
+    bisect_kinds: Vec<String>,
+    /// Compiled-artifact cache for `--bisect`'s runs.
+    #[arg(long, env = "PARITY_CACHE_DIR", default_value = ".parity-cache")]
+    cache_dir: PathBuf,
     /// Path to libIREECompiler.so (default: EERIE_PYTHON, else the venv the build used or the checkout's .venv).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
     iree_compiler_lib: Option<PathBuf>,
@@ -33,6 +47,9 @@ pub struct BenchArgs {
 pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     let load = |_: ()| load_average().map_or("unknown".to_string(), |l| format!("{l:.2}"));
+    if args.elems == 0 {
+        return after_throughput(&args, &mut out);
+    }
     let (actual, expected) = throughput::make_pair(args.elems)
         .with_context(|| format!("cannot build a {}-element f32 pair", args.elems))?;
     let load_before = load(());
@@ -72,6 +89,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
             r.gbs(cpu) / read_cpu.max(1e-12),
             r.timings.all_ms()
         )?;
+    }
+    after_throughput(&args, &mut out)
+}
+
+/// The gate and bisect sections, when asked for.
+fn after_throughput(args: &BenchArgs, out: &mut impl Write) -> anyhow::Result<i32> {
+    let load = |_: ()| load_average().map_or("unknown".to_string(), |l| format!("{l:.2}"));
+    if let Some(subject) = &args.bisect {
+        bisect_matrix(args, subject, out)?;
     }
     let Some(spec_path) = &args.spec else {
         return Ok(0);
@@ -122,4 +148,65 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
         )?;
     }
     Ok(0)
+}
+
+/// `--bisect`: the fault matrix on a bundled subject, one row per fault, then
+/// the table per kind.
+fn bisect_matrix(args: &BenchArgs, subject: &str, out: &mut impl Write) -> anyhow::Result<()> {
+    use crate::bench::bisect as matrix;
+    use crate::bisect::inject::FaultKind;
+    let kinds: Vec<FaultKind> = if args.bisect_kinds.is_empty() {
+        FaultKind::ALL.to_vec()
+    } else {
+        args.bisect_kinds
+            .iter()
+            .map(|k| {
+                FaultKind::parse(k).with_context(|| {
+                    format!(
+                        "unknown fault kind `{k}` (one of: {})",
+                        FaultKind::ALL.map(|k| k.name()).join(", ")
+                    )
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    let root = std::env::current_dir().context("no current directory")?;
+    let lib = args.iree_compiler_lib.as_deref();
+    let prepared = matrix::prepare(matrix::bundled_subject(&root, subject)?, lib)?;
+    let temp;
+    let work = match &args.work_dir {
+        Some(dir) => dir.clone(),
+        None => {
+            temp = tempfile::tempdir().context("cannot create a temporary directory")?;
+            temp.path().to_path_buf()
+        }
+    };
+    writeln!(
+        out,
+        "\nbisect fault matrix: {subject}, {} kinds x {} seeds, load {}",
+        kinds.len(),
+        args.bisect_seeds,
+        load_average().map_or("unknown".to_string(), |l| format!("{l:.2}"))
+    )?;
+    let mut rows = Vec::new();
+    for kind in kinds {
+        for seed in 0..args.bisect_seeds {
+            let dir = work.join(format!("{}-{seed}", kind.name()));
+            let row = prepared.run_one(kind, seed, &dir, &args.cache_dir, lib);
+            writeln!(
+                out,
+                "{:<19} seed {seed}: {:<9} {:>3} probes {:>6.1}s  {} | {} | {}",
+                kind.name(),
+                row.outcome.name(),
+                row.probes,
+                row.wall.as_secs_f64(),
+                row.stage,
+                row.what,
+                row.said
+            )?;
+            rows.push(row);
+        }
+    }
+    writeln!(out, "\n{}", matrix::table(&rows))?;
+    Ok(())
 }

@@ -1,0 +1,364 @@
+//! Repair evidence: inside a region that neither the oracle nor the f64
+//! shadow narrows (a semantic fault: the shadow replays the same wrong
+//! program), edit the region one operation at a time with the mistakes ports
+//! make ([`super::edits`]), run every edited region on the oracle's inputs,
+//! and keep the edits that make the region's end match the oracle.
+//!
+//! One module, one compile: the region appears once, and every edit adds its
+//! edited value beside the original, chosen at run time by a selector
+//! argument (`select(selector == k, edited_k, original)`), so the module
+//! grows with the edits, not with edits x region. Fitted edits (a constant,
+//! or a scale or offset inserted after an op) share one scale argument,
+//! used only by the selected edit; it is searched on a log grid and refined.
+
+use super::edits::{self, Edit, EditKind};
+use super::error::BisectError;
+use super::measure::{value_metrics, CHECKPOINT_ULP_BUDGET};
+use super::probe::Prober;
+use super::Program;
+use parity_mlir::{emit_slices, SliceArg, SliceRequest, ValueId};
+use parity_tensor::{DType, Tensor};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+mod selector;
+use selector::{op_blocks, selector_module, split_function};
+
+/// Regions larger than this are not searched. The region is in the module
+/// once, so the module grows with the edits (bounded below), not with the
+/// region times the edits; the bound keeps one run of the region cheap
+/// enough for the fitted edits' few thousand runs.
+pub const MAX_REGION_OPS: usize = 400;
+
+/// Enumerated (not fitted) edits at most.
+const MAX_EDITS: usize = 1000;
+
+/// Fitted edits at most (each costs about a hundred runs of the region).
+const MAX_FITTED: usize = 200;
+
+/// One surviving edit.
+pub struct Repair {
+    /// The op it is reported on (index into the function's ops).
+    pub op: usize,
+    /// The kind of edit.
+    pub kind: EditKind,
+    /// What the edit is, for people.
+    pub edit: String,
+    /// The region's end against the oracle after the edit, in ULPs at max.
+    pub ulps: f64,
+    /// The ops the edit can be said to act at: the op itself; for an op
+    /// inserted after an op whose result has one user, that user too (an op
+    /// missing after P is an op missing before P's only user).
+    pub places: Vec<usize>,
+}
+
+/// The op every surviving edit acts at: the op all of them are reported on,
+/// else the earliest op all their places share.
+pub fn claimed(found: &RepairOutcome) -> Option<usize> {
+    let first = found.repairs.first()?;
+    if found.repairs.iter().all(|r| r.op == first.op) {
+        return Some(first.op);
+    }
+    // The places of one edit are a chain of ops each the only user of the
+    // one before, through ops the edit commutes with: shared places are
+    // equivalent positions of one fix. The earliest is where it applies.
+    first
+        .places
+        .iter()
+        .copied()
+        .filter(|p| found.repairs.iter().all(|r| r.places.contains(p)))
+        .min()
+}
+
+/// What the search found.
+pub struct RepairOutcome {
+    /// Edits that make the region match, best first.
+    pub repairs: Vec<Repair>,
+    /// Candidates tried (enumerated edits plus fitted ones).
+    pub tried: usize,
+    /// Compile time of the search module (zero when cached).
+    pub compile: Duration,
+    /// Time of the runs.
+    pub runs: Duration,
+}
+
+/// Searches repairs of `region` whose end `target` should equal `expected`.
+pub fn search(
+    program: &Program,
+    prober: &mut Prober,
+    region: &[usize],
+    feed: &[(ValueId, Tensor)],
+    target: ValueId,
+    expected: &Tensor,
+) -> Result<RepairOutcome, BisectError> {
+    let func = program.func;
+    let req = SliceRequest {
+        name: "repair".into(),
+        from: feed.iter().map(|(v, _)| *v).collect(),
+        to: vec![target],
+    };
+    let (slice, infos) =
+        emit_slices(prober.module, func, "parity_repair", &[req]).map_err(|source| {
+            BisectError::Slice {
+                function: func.name.clone(),
+                source,
+            }
+        })?;
+    let info = &infos[0];
+    let emitted = |problem: &str| BisectError::EmittedText {
+        what: "the repair search's slice",
+        problem: problem.to_string(),
+    };
+    let (head, sig, body) =
+        split_function(&slice).ok_or_else(|| emitted("no `@repair` function"))?;
+    let (blocks, ret) =
+        op_blocks(func, &info.ops, body).ok_or_else(|| emitted("its ops are not where parsed"))?;
+    let edits = candidates(func, region, &blocks);
+    let mut outcome = RepairOutcome {
+        repairs: Vec::new(),
+        tried: edits.len(),
+        compile: Duration::ZERO,
+        runs: Duration::ZERO,
+    };
+    if edits.is_empty() {
+        return Ok(outcome);
+    }
+    let module = selector_module(func, head, sig, &blocks, ret, &edits)?;
+    let label = format!("{}[repair search]", prober.source_name);
+    let t = Instant::now();
+    let compiled = prober
+        .cache
+        .get_or_compile(prober.compiler, &label, module.as_bytes(), &prober.options)
+        .map_err(|source| BisectError::Compile {
+            label: label.clone(),
+            source,
+        })?;
+    outcome.compile = t.elapsed();
+    prober.probes += 1;
+    let loaded = prober
+        .runtime
+        .load(&compiled.vmfb, &label)
+        .map_err(|source| BisectError::Load {
+            label: label.clone(),
+            source,
+        })?;
+    let mut args = vec![scalar(DType::I32, -1.0)?, scalar(DType::F32, 1.0)?];
+    for (arg, _) in &info.args {
+        match arg {
+            SliceArg::From(i) => args.push(feed[*i].1.clone()),
+            SliceArg::FuncArg(j) => {
+                return Err(BisectError::MissingArgument {
+                    slice: "repair".into(),
+                    function: func.name.clone(),
+                    index: *j,
+                })
+            }
+        }
+    }
+    let t = Instant::now();
+    let mut score = |k: i64, s: f64| -> Result<f64, BisectError> {
+        args[0] = scalar(DType::I32, k as f64)?;
+        args[1] = scalar(DType::F32, s)?;
+        let out = loaded
+            .invoke("repair", &args)
+            .map_err(|source| BisectError::Invoke {
+                slice: "repair".into(),
+                source,
+            })?;
+        let m = value_metrics(func, target, &out[0], expected, "oracle", program.budget)?;
+        Ok(if m.ulps_at_max.is_nan() {
+            f64::INFINITY
+        } else {
+            m.ulps_at_max
+        })
+    };
+    // Selector -1 is the region unedited: it must still fail, or nothing
+    // here can be called a repair.
+    let unedited = score(-1, 1.0)?;
+    if unedited <= CHECKPOINT_ULP_BUDGET {
+        return Err(BisectError::RepairBaseline { ulps: unedited });
+    }
+    let mut repairs = Vec::new();
+    for (k, e) in edits.iter().enumerate() {
+        let (u, s) = if e.kind.fitted() {
+            let (s, u) = fit_scale(|s| score(k as i64, s))?;
+            (u, Some(s))
+        } else {
+            (score(k as i64, 1.0)?, None)
+        };
+        let identity = match (e.kind, s) {
+            (EditKind::ScaleConstant | EditKind::InsertScale, Some(s)) => (s - 1.0).abs() <= 1e-6,
+            _ => false,
+        };
+        if u <= CHECKPOINT_ULP_BUDGET && !identity {
+            let mut places = vec![e.named];
+            match e.change {
+                edits::Change::After(after) if e.kind != EditKind::ScaleConstant => {
+                    places.extend(edits::upstream_places(func, e.op));
+                    places.extend(edits::downstream_places(func, e.op, after));
+                }
+                // convert(x + k) is convert(x) + k.
+                _ if e.kind == EditKind::ConvertOffset => {
+                    places.extend(edits::downstream_places(func, e.op, edits::AfterOp::Offset))
+                }
+                _ => {}
+            }
+            places.extend(edits::decision_partner(func, e));
+            repairs.push(Repair {
+                op: e.named,
+                kind: e.kind,
+                edit: describe(e, s),
+                ulps: u,
+                places,
+            });
+        }
+    }
+    outcome.runs = t.elapsed();
+    prober.log.push(format!(
+        "probe {}: repair search ({} edits, {} fitted, in one module of {} lines: compile {:.2}s{}, runs {:.2}s)",
+        prober.probes,
+        edits.len(),
+        edits.iter().filter(|e| e.kind.fitted()).count(),
+        module.lines().count(),
+        outcome.compile.as_secs_f64(),
+        if matches!(compiled.outcome, parity_iree::CacheOutcome::Hit) { " (cached)" } else { "" },
+        outcome.runs.as_secs_f64()
+    ));
+    // Best first: residual (to the ULP), then the simpler edit.
+    repairs.sort_by(|a, b| {
+        a.ulps
+            .round()
+            .total_cmp(&b.ulps.round())
+            .then(a.kind.simplicity().cmp(&b.kind.simplicity()))
+            .then(a.ulps.total_cmp(&b.ulps))
+    });
+    outcome.repairs = repairs;
+    Ok(outcome)
+}
+
+fn scalar(dtype: DType, v: f64) -> Result<Tensor, BisectError> {
+    Tensor::from_f64_as(dtype, vec![], &[v]).map_err(|source| BisectError::Tensor {
+        what: "the repair search's selector or scale",
+        source,
+    })
+}
+
+/// An edit for people, with its fitted value.
+fn describe(e: &Edit, s: Option<f64>) -> String {
+    match (e.kind, s) {
+        (EditKind::ScaleConstant, Some(s)) => {
+            let v = e
+                .what
+                .rsplit(" = ")
+                .next()
+                .and_then(|x| x.parse::<f64>().ok())
+                .unwrap_or(f64::NAN);
+            format!(
+                "{} (used here) should be about {:.4e} (x{s:.4})",
+                e.what,
+                v * s
+            )
+        }
+        (EditKind::InsertScale, Some(s)) => format!("its result times {s:.4e} (a missing scale)"),
+        (EditKind::InsertOffset, Some(s)) => format!("its result plus {s:.4e} (a missing add)"),
+        _ => e.what.clone(),
+    }
+}
+
+/// The candidate edits: every edit of every region op, and the fitted splat
+/// constants the region uses (reported on their first consumer), bounded.
+fn candidates(
+    func: &parity_mlir::Function,
+    region: &[usize],
+    blocks: &[(usize, &str)],
+) -> Vec<Edit> {
+    let constant = edits::constant_ops(func);
+    let in_region: BTreeSet<usize> = region.iter().copied().collect();
+    let mut plain = Vec::new();
+    let mut fitted = Vec::new();
+    for &(o, t) in blocks {
+        let named = if in_region.contains(&o) {
+            None
+        } else if constant[o] {
+            match edits::consumer(func, o, &constant, |k| in_region.contains(&k)) {
+                Some(n) => Some(n),
+                None => continue,
+            }
+        } else {
+            continue;
+        };
+        for e in edits::edits_of(func, o, t, &constant, named) {
+            if e.kind.fitted() {
+                fitted.push(e);
+            } else {
+                plain.push(e);
+            }
+        }
+    }
+    plain.truncate(MAX_EDITS);
+    // Constants first (the likeliest wrong values), then inserted scales,
+    // then offsets, each in program order.
+    fitted.sort_by_key(|e| (e.kind.simplicity(), e.kind, e.op));
+    fitted.truncate(MAX_FITTED);
+    plain.extend(fitted);
+    plain
+}
+
+/// Minimises `f` over scales: a signed log grid (1e-4 .. 1e4, half a decade
+/// apart), then a golden-section search in log space over the decade around
+/// the best grid point, down to a relative step of about 3e-6 (a few ULPs of
+/// f32): 34 + 28 runs.
+fn fit_scale<E>(mut f: impl FnMut(f64) -> Result<f64, E>) -> Result<(f64, f64), E> {
+    let mut best = (1.0, f64::INFINITY);
+    for sign in [1.0, -1.0] {
+        for i in 0..=16 {
+            let s = sign * 10f64.powf(-4.0 + 0.5 * i as f64);
+            let u = f(s)?;
+            if u < best.1 {
+                best = (s, u);
+            }
+        }
+    }
+    let sign = best.0.signum();
+    let at = |x: f64| sign * 10f64.powf(x);
+    let (mut lo, mut hi) = (best.0.abs().log10() - 0.5, best.0.abs().log10() + 0.5);
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut a, mut b) = (hi - g * (hi - lo), lo + g * (hi - lo));
+    let (mut ua, mut ub) = (f(at(a))?, f(at(b))?);
+    for _ in 0..26 {
+        for (x, u) in [(a, ua), (b, ub)] {
+            if u < best.1 {
+                best = (at(x), u);
+            }
+        }
+        if ua < ub {
+            hi = b;
+            (b, ub) = (a, ua);
+            a = hi - g * (hi - lo);
+            ua = f(at(a))?;
+        } else {
+            lo = a;
+            (a, ua) = (b, ub);
+            b = lo + g * (hi - lo);
+            ub = f(at(b))?;
+        }
+    }
+    for (x, u) in [(a, ua), (b, ub)] {
+        if u < best.1 {
+            best = (at(x), u);
+        }
+    }
+    Ok(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scale_fit_finds_a_factor_of_a_thousand() {
+        let (s, u) = fit_scale(|s| Ok::<_, ()>((s.log10() - 3.0).abs())).unwrap();
+        assert!((s / 1000.0 - 1.0).abs() < 1e-3, "{s}");
+        assert!(u < 1e-3);
+    }
+}
