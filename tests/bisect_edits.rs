@@ -21,17 +21,7 @@ fn run(subject: &str, cases: &[(FaultKind, u64)]) -> Vec<Row> {
     for &(kind, seed) in cases {
         let dir = work.path().join(format!("{}-{seed}", kind.name()));
         let row = prepared.run_one(kind, seed, &dir, &cache, None);
-        let _ = writeln!(
-            std::io::stderr(),
-            "{subject} {} seed {seed}: {} in {} probes, {:.1}s: {} | {} | {}",
-            kind.name(),
-            row.outcome.name(),
-            row.probes,
-            row.wall.as_secs_f64(),
-            row.stage,
-            row.what,
-            row.said
-        );
+        let _ = writeln!(std::io::stderr(), "{subject} {}", row.line());
         rows.push(row);
     }
     let _ = writeln!(std::io::stderr(), "{}", table(&rows));
@@ -110,7 +100,6 @@ func.func @window(%x: tensor<16xf32>) -> tensor<14xf32> {
 "#;
 
 fn window_subject(dir: &std::path::Path) -> parity::bench::bisect::Subject {
-    use parity_tensor::{write_npy, Tensor};
     std::fs::write(dir.join("model.mlir"), WINDOW).unwrap();
     std::fs::write(
         dir.join("stages.yaml"),
@@ -153,25 +142,7 @@ stages:
             }
         })
         .collect();
-    let oracle = dir.join("oracle");
-    std::fs::create_dir_all(&oracle).unwrap();
-    write_npy(
-        oracle.join("x.npy"),
-        &Tensor::from_f32(vec![16], &x).unwrap(),
-    )
-    .unwrap();
-    write_npy(
-        oracle.join("out.npy"),
-        &Tensor::from_f32(vec![14], &out).unwrap(),
-    )
-    .unwrap();
-    std::fs::write(
-        oracle.join("manifest.json"),
-        r#"{"schema": "parity.oracle-manifest/1", "tensors": {
-            "x": {"file": "x.npy", "dtype": "f32", "shape": [16]},
-            "out": {"file": "out.npy", "dtype": "f32", "shape": [14]}}}"#,
-    )
-    .unwrap();
+    common::write_f32_store(&dir.join("oracle"), &[("x", &x), ("out", &out)]);
     parity::bench::bisect::Subject {
         name: "window".into(),
         spec: parity_spec::Spec::load(dir.join("stages.yaml")).unwrap(),

@@ -57,20 +57,7 @@ fn write_subject(dir: &Path) {
             ((y.max(0.0) + (-y.abs()).exp().ln_1p()) / 4.0) as f32
         })
         .collect();
-    for (name, data) in [("x", &x), ("out", &out)] {
-        write_npy(
-            oracle.join(format!("{name}.npy")),
-            &Tensor::from_f32(vec![64], data).unwrap(),
-        )
-        .unwrap();
-    }
-    std::fs::write(
-        oracle.join("manifest.json"),
-        r#"{"schema": "parity.oracle-manifest/1", "tensors": {
-            "x": {"file": "x.npy", "dtype": "f32", "shape": [64]},
-            "out": {"file": "out.npy", "dtype": "f32", "shape": [64]}}}"#,
-    )
-    .unwrap();
+    common::write_f32_store(&oracle, &[("x", &x), ("out", &out)]);
 }
 
 fn bisect(dir: &Path, strategy: &str) -> (Value, String) {

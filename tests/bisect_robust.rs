@@ -53,7 +53,6 @@ fn write_subject(dir: &Path) {
     std::fs::write(dir.join("model.mlir"), MODEL).unwrap();
     std::fs::write(dir.join("stages.yaml"), SPEC).unwrap();
     let oracle = dir.join("oracle");
-    std::fs::create_dir_all(&oracle).unwrap();
     let x: Vec<f32> = (0..64)
         .map(|i| ((i * 37 % 64) as f32 - 31.5) / 7.0)
         .collect();
@@ -63,23 +62,7 @@ fn write_subject(dir: &Path) {
         .enumerate()
         .map(|(i, &v)| (v * 3.3 + (i as f32 * 0.1f32).sin()) * 0.5)
         .collect();
-    write_npy(
-        oracle.join("x.npy"),
-        &Tensor::from_f32(vec![64], &x).unwrap(),
-    )
-    .unwrap();
-    write_npy(
-        oracle.join("out.npy"),
-        &Tensor::from_f32(vec![64], &out).unwrap(),
-    )
-    .unwrap();
-    std::fs::write(
-        oracle.join("manifest.json"),
-        r#"{"schema": "parity.oracle-manifest/1", "tensors": {
-            "x": {"file": "x.npy", "dtype": "f32", "shape": [64]},
-            "out": {"file": "out.npy", "dtype": "f32", "shape": [64]}}}"#,
-    )
-    .unwrap();
+    common::write_f32_store(&oracle, &[("x", &x), ("out", &out)]);
 }
 
 #[test]

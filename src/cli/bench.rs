@@ -193,17 +193,7 @@ fn bisect_matrix(args: &BenchArgs, subject: &str, out: &mut impl Write) -> anyho
         for seed in 0..args.bisect_seeds {
             let dir = work.join(format!("{}-{seed}", kind.name()));
             let row = prepared.run_one(kind, seed, &dir, &args.cache_dir, lib);
-            writeln!(
-                out,
-                "{:<19} seed {seed}: {:<9} {:>3} probes {:>6.1}s  {} | {} | {}",
-                kind.name(),
-                row.outcome.name(),
-                row.probes,
-                row.wall.as_secs_f64(),
-                row.stage,
-                row.what,
-                row.said
-            )?;
+            writeln!(out, "{}", row.line())?;
             rows.push(row);
         }
     }

@@ -186,3 +186,28 @@ pub fn invariant<'a>(r: &'a serde_json::Value, name: &str) -> &'a serde_json::Va
         .find(|i| i["name"] == name)
         .unwrap_or_else(|| panic!("no invariant {name}: {r:#}"))
 }
+
+/// Writes a one-case oracle store of f32 tensors into `dir`: `NAME.npy` per
+/// tensor and the `manifest.json` that lists them.
+pub fn write_f32_store(dir: &Path, tensors: &[(&str, &[f32])]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut listed = serde_json::Map::new();
+    for (name, data) in tensors {
+        let file = format!("{name}.npy");
+        parity_tensor::write_npy(
+            dir.join(&file),
+            &parity_tensor::Tensor::from_f32(vec![data.len()], data).unwrap(),
+        )
+        .unwrap();
+        listed.insert(
+            name.to_string(),
+            serde_json::json!({"file": file, "dtype": "f32", "shape": [data.len()]}),
+        );
+    }
+    let manifest = serde_json::json!({"schema": "parity.oracle-manifest/1", "tensors": listed});
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+}

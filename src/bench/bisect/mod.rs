@@ -116,6 +116,24 @@ pub struct Row {
     pub wall: Duration,
 }
 
+impl Row {
+    /// One line for people: kind, seed, outcome, probes, wall time, the
+    /// stage, what was injected and what bisect said.
+    pub fn line(&self) -> String {
+        format!(
+            "{:<19} seed {}: {:<9} {:>3} probes {:>6.1}s  {} | {} | {}",
+            self.kind.name(),
+            self.seed,
+            self.outcome.name(),
+            self.probes,
+            self.wall.as_secs_f64(),
+            self.stage,
+            self.what,
+            self.said
+        )
+    }
+}
+
 /// Normalises the subject's module (every selected stage must run one module).
 pub fn prepare(subject: Subject, compiler_lib: Option<&Path>) -> Result<Prepared, MatrixError> {
     let setup = |m: String| MatrixError::Setup(m);
