@@ -27,14 +27,7 @@ pub fn downstream_places(func: &Function, o: usize, after: AfterOp) -> Vec<usize
             .results
             .first()
             .is_some_and(|&v| func.values[v].ty.is_float());
-        let layout = matches!(
-            op.name.as_str(),
-            "stablehlo.broadcast_in_dim"
-                | "stablehlo.reshape"
-                | "stablehlo.transpose"
-                | "stablehlo.slice"
-                | "stablehlo.convert"
-        );
+        let layout = moves_values(&op.name);
         let linear = match op.name.as_str() {
             "stablehlo.multiply" | "stablehlo.dot_general" | "stablehlo.convolution" => true,
             "stablehlo.divide" => op.operands.first() == Some(&r),
@@ -79,14 +72,7 @@ pub fn upstream_places(func: &Function, o: usize) -> Vec<usize> {
     let mut at = o;
     loop {
         let op = &func.ops[at];
-        let layout = matches!(
-            op.name.as_str(),
-            "stablehlo.broadcast_in_dim"
-                | "stablehlo.reshape"
-                | "stablehlo.transpose"
-                | "stablehlo.slice"
-                | "stablehlo.convert"
-        );
+        let layout = moves_values(&op.name);
         let Some(&x) = op.operands.first() else { break };
         if !layout || !func.values[x].ty.is_float() || func.users(x) != [at] {
             break;
@@ -128,4 +114,17 @@ fn constant_op(func: &Function, o: usize) -> bool {
         .iter()
         .chain(&op.captures)
         .all(|&v| func.op_of(v).is_some_and(|p| constant_op(func, p)))
+}
+
+/// Ops that move or widen values without arithmetic between them: a scale
+/// or offset commutes with them (convert: up to rounding).
+fn moves_values(name: &str) -> bool {
+    matches!(
+        name,
+        "stablehlo.broadcast_in_dim"
+            | "stablehlo.reshape"
+            | "stablehlo.transpose"
+            | "stablehlo.slice"
+            | "stablehlo.convert"
+    )
 }
