@@ -88,6 +88,9 @@ struct CompileWorkerArgs {
     /// The compiler library the parent process loaded.
     #[arg(long)]
     compiler_lib: Option<std::path::PathBuf>,
+    /// Compile without MLIR's thread pool (unless `PARITY_COMPILE_THREADS=many`).
+    #[arg(long)]
+    single_threaded: bool,
 }
 
 /// Parses the command line, runs the subcommand, and returns the exit code.
@@ -116,7 +119,10 @@ pub fn main() -> i32 {
         Command::Oracle(command) => oracle::run(command),
         Command::Bench(args) => bench::run(args),
         Command::CompileWorker(args) => {
-            return crate::run::compile_pool::serve(args.compiler_lib.as_deref())
+            return crate::run::compile_pool::serve(
+                args.compiler_lib.as_deref(),
+                args.single_threaded,
+            )
         }
     };
     match result {

@@ -12,7 +12,8 @@
 //! Request `{"source_name", "target_backend", "flags", "mlir_bytes"}` + MLIR;
 //! answer `{"vmfb_bytes": n}` + vmfb, or `{"error": "..."}` (the compiler's
 //! bounded diagnostics). A child that dies fails only the job it held; the
-//! next job gets a fresh child.
+//! next job gets a fresh child. Children compile without MLIR's own thread
+//! pool unless `$PARITY_COMPILE_THREADS` is `many` ([`COMPILE_THREADS_ENV`]).
 //!
 //! Only a process that is the `parity` binary can re-execute itself: the CLI
 //! calls [`enable_child_processes`] first thing. Elsewhere (the library used
@@ -28,6 +29,14 @@ use std::sync::{Mutex, OnceLock};
 
 /// Env var capping the number of compiler processes at once (default: cores).
 pub const COMPILE_JOBS_ENV: &str = "PARITY_COMPILE_JOBS";
+
+/// Env var: `many` leaves MLIR's thread pool on in the compiler children;
+/// `one` (the default) turns it off (`--mlir-disable-threading`). Several
+/// children already keep the cores busy, and MLIR's threads on top of them
+/// cost CPU and wall time; single-threaded, a child's artifacts are also the
+/// same bytes from one compile to the next, which with threads on they were
+/// not (docs/performance.md, "Compiler threads in the children").
+pub const COMPILE_THREADS_ENV: &str = "PARITY_COMPILE_THREADS";
 
 /// The hidden subcommand a compiler child runs.
 pub const WORKER_SUBCOMMAND: &str = "__compile";
@@ -70,6 +79,11 @@ struct Answer {
     vmfb_bytes: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+/// Whether the compiler children run MLIR without its thread pool.
+fn children_single_threaded() -> bool {
+    std::env::var(COMPILE_THREADS_ENV).map_or(true, |v| v.trim() != "many")
 }
 
 /// How many compiler processes run at once.
@@ -155,10 +169,15 @@ struct Worker {
 
 impl Worker {
     fn spawn(exe: &Path, library: &Path) -> Result<Worker, String> {
-        let mut child = Command::new(exe)
+        let mut command = Command::new(exe);
+        command
             .arg(WORKER_SUBCOMMAND)
             .arg("--compiler-lib")
-            .arg(library)
+            .arg(library);
+        if children_single_threaded() {
+            command.arg("--single-threaded");
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -295,10 +314,15 @@ fn read_payload(input: &mut impl Read, n: usize) -> std::io::Result<Vec<u8>> {
 /// Returns the process exit code: 0 when stdin closed, 3 when the compiler
 /// could not be loaded (the first request is answered with why), 2 on a
 /// malformed request.
-pub fn serve(library: Option<&Path>) -> i32 {
+pub fn serve(library: Option<&Path>, single_threaded: bool) -> i32 {
     let mut input = BufReader::new(std::io::stdin().lock());
     let mut output = std::io::BufWriter::new(std::io::stdout().lock());
     let compiler = IreeCompiler::load(library);
+    if let (true, Ok(c)) = (single_threaded, &compiler) {
+        if !c.disable_threading() {
+            eprintln!("parity __compile: MLIR's threading could not be turned off");
+        }
+    }
     loop {
         let request = match receive::<Request>(&mut input) {
             Ok(r) => r,

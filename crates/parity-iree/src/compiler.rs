@@ -167,6 +167,39 @@ impl IreeCompiler {
 }
 
 impl IreeCompiler {
+    /// Turns MLIR's own thread pool off for every later compile of this
+    /// process (`--mlir-disable-threading`, a process-wide option): for a
+    /// compile process that runs beside others on few cores. Output is the
+    /// same either way (the vmfb does not depend on the threading). Returns
+    /// whether threading is now off: process-wide options are set once, so
+    /// not after a [`IreeCompiler::normalize`] in this process.
+    pub fn disable_threading(&self) -> bool {
+        self.global_flags(&["--mlir-disable-threading"])
+    }
+
+    /// Sets the process-wide options once: the printing flags
+    /// [`IreeCompiler::normalize`] needs (they change only how IR is printed)
+    /// and `extra`. Returns whether `extra` took effect.
+    fn global_flags(&self, extra: &[&str]) -> bool {
+        let mut took = false;
+        let threading_off = *GLOBAL_FLAGS.get_or_init(|| {
+            let mut inner = self.inner.clone();
+            let flags = [
+                "parity",
+                "--mlir-print-op-generic",
+                "--mlir-print-debuginfo",
+                "--mlir-print-local-scope",
+            ]
+            .iter()
+            .chain(extra)
+            .map(|s| s.to_string())
+            .collect();
+            took = inner.setup_global_cl(flags).is_ok();
+            took && !extra.is_empty()
+        });
+        took || (threading_off && !extra.is_empty())
+    }
+
     /// Parses MLIR (pretty or generic form, text or bytecode), inlines every call
     /// and drops the private functions left unused, and prints the module back in
     /// MLIR's generic form with every location inline
@@ -182,22 +215,9 @@ impl IreeCompiler {
             source_name: source_name.to_string(),
             diagnostics: diagnostics_text(&e, source_name),
         };
-        PRINT_FLAGS_SET.get_or_init(|| {
-            let mut inner = self.inner.clone();
-            // Already set (by an embedding application) is fine: the output is
-            // then checked for generic form below.
-            let _ = inner.setup_global_cl(
-                [
-                    "parity",
-                    "--mlir-print-op-generic",
-                    "--mlir-print-debuginfo",
-                    "--mlir-print-local-scope",
-                ]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            );
-        });
+        // Already set (by an embedding application, or without threading
+        // first) is fine: the output is checked for generic form below.
+        self.global_flags(&[]);
         let session = self.inner.create_session();
         let source = session.create_source_from_buf(mlir).map_err(fail)?;
         let mut invocation = session.create_invocation();
@@ -229,8 +249,9 @@ impl IreeCompiler {
     }
 }
 
-/// Set once the process-wide printing flags for [`IreeCompiler::normalize`] are in place.
-static PRINT_FLAGS_SET: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+/// Whether this process set the compiler's process-wide flags (once only),
+/// and with MLIR's threading off.
+static GLOBAL_FLAGS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
 /// Held for the duration of every compilation; see [`IreeCompiler::compile`].
 static COMPILE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
