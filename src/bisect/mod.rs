@@ -148,6 +148,19 @@ pub(crate) struct Program<'a> {
     budget: DType,
     /// The spec's `checkpoints:` map for this case: (oracle tensor, point).
     mapped: Vec<(String, String)>,
+    /// The failing stage output bisect starts from, judged by its spec
+    /// criteria when a repair makes it match ([`repair::search`]).
+    start: StartOutput<'a>,
+}
+
+/// The failing stage output bisect starts from.
+pub(crate) struct StartOutput<'a> {
+    /// Its value in the function.
+    pub value: ValueId,
+    /// Its spec entry (tolerance, mask, ULP dtype).
+    pub spec: &'a parity_spec::OutputSpec,
+    /// The spec, for its per-dtype default tolerances.
+    pub whole: &'a Spec,
 }
 
 impl Program<'_> {
@@ -320,16 +333,17 @@ fn bisect_stage(
         });
     }
     // Start from the earliest failing stage output (program order).
-    let start_name = stage
+    let (start_spec, start_value) = stage
         .outputs
         .iter()
         .zip(&outputs)
         .filter(|(o, _)| statuses.get(&o.name) == Some(&false))
         .min_by_key(|(_, &v)| func.op_of(v).unwrap_or(usize::MAX))
-        .map(|(o, _)| o.name.clone())
+        .map(|(o, &v)| (o, v))
         .ok_or_else(|| BisectError::NoFailingOutput {
             stage: stage_name.to_string(),
         })?;
+    let start_name = start_spec.name.clone();
     report.output = Some(start_name.clone());
     let program = Program {
         func,
@@ -348,6 +362,11 @@ fn bisect_stage(
                     .map(|name| (name, c.point.clone()))
             })
             .collect(),
+        start: StartOutput {
+            value: start_value,
+            spec: start_spec,
+            whole: spec,
+        },
     };
 
     let runtime = IreeRuntime::new(&spec.subject.driver).map_err(BisectError::Runtime)?;
@@ -795,17 +814,19 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
             "repair search: none of {} edits (swapped operands, comparison directions, \
              wrong binary and unary ops, wrong dimensions, off-by-one slices and pads, \
              integer offsets into converts, ops bypassed, negates, fitted splat constants, \
-             fitted scales and offsets after an op) makes the region match the oracle",
-            found.tried
+             fitted scales and offsets after an op) makes the region match the oracle \
+             ({})",
+            found.tried, found.judged_by
         ));
         return false;
     }
     let Some(op) = repair::claimed(found) else {
         report.notes.push(format!(
-            "repair search: {} of {} edits make the region match the oracle, on different \
-             operations, so it does not name one (ambiguous): {}",
+            "repair search: {} of {} edits make the region match the oracle ({}), on \
+             different operations, so it does not name one (ambiguous): {}",
             found.repairs.len(),
             found.tried,
+            found.judged_by,
             list(32)
         ));
         return false;
@@ -819,9 +840,10 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
         )
     };
     report.notes.push(format!(
-        "repair search: {} of {} edits make the region match the oracle, {on}: {}",
+        "repair search: {} of {} edits make the region match the oracle ({}), {on}: {}",
         found.repairs.len(),
         found.tried,
+        found.judged_by,
         list(4)
     ));
     report.first_divergent_op = Some(divergent_op(

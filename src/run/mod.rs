@@ -33,7 +33,7 @@ use std::time::Instant;
 pub use module_set::ModuleSet;
 pub use modules::{compile_all, load_compiler, Compiled, CompilerUnavailable, ModuleError};
 pub use parity_record::RUN_RECORD_SCHEMA;
-pub use stage::{criteria_records, metrics_record};
+pub use stage::{criteria_records, metrics_record, output_compare_options, output_criteria};
 
 /// What to run and where to keep compiled artifacts.
 #[derive(Clone, Debug)]

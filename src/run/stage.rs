@@ -11,7 +11,7 @@ use parity_record::{
     StageRecord, Status, TruthRecord,
 };
 use parity_spec::{Arg, MaskSource, OutputSpec, Spec, Stage};
-use parity_tensor::Tensor;
+use parity_tensor::{DType, Tensor};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -304,11 +304,7 @@ impl StageContext<'_> {
             criteria: Vec::new(),
             error_map: None,
         };
-        let criteria = spec_out
-            .tolerance
-            .clone()
-            .or_else(|| self.spec.tolerances.get(&actual.dtype()).cloned())
-            .unwrap_or_else(|| default_tolerance(actual.dtype()));
+        let criteria = output_criteria(self.spec, spec_out, actual.dtype());
         match self.measure(spec_out, actual, args, &criteria) {
             Ok((metrics, truth, compared)) => {
                 let truth_errors = truth.as_ref().map(|(_, errors)| *errors);
@@ -390,12 +386,7 @@ impl StageContext<'_> {
                 )?)
             }
         };
-        let options = CompareOptions {
-            ulp_dtype: spec_out.ulp_dtype.and_then(UlpDType::from_dtype),
-            assert_padded_zero: spec_out.mask.as_ref().is_some_and(|m| m.assert_zero),
-            equal_nan: spec_out.equal_nan,
-            ..CompareOptions::for_criteria(criteria, actual.dtype())
-        };
+        let options = output_compare_options(spec_out, criteria, actual.dtype());
         let metrics = compare(actual, &expected, mask.as_ref(), &options)?;
         let truth = match &spec_out.truth {
             None => None,
@@ -524,5 +515,29 @@ pub fn metrics_record(m: &Metrics, vs_f64: Option<TruthRecord>) -> OutputMetrics
         first_violation: m.first_violation.as_ref().map(element),
         worst: m.worst.iter().map(element).collect(),
         vs_f64,
+    }
+}
+
+/// The criteria an output is judged by: its own tolerance, else the spec's
+/// default for the production dtype, else the built-in table's.
+pub fn output_criteria(spec: &Spec, out: &OutputSpec, dtype: DType) -> Vec<Criterion> {
+    out.tolerance
+        .clone()
+        .or_else(|| spec.tolerances.get(&dtype).cloned())
+        .unwrap_or_else(|| default_tolerance(dtype))
+}
+
+/// How an output is compared under `criteria` (its ULP dtype, NaN rule and
+/// padded-zero check; the mask is the caller's).
+pub fn output_compare_options(
+    out: &OutputSpec,
+    criteria: &[Criterion],
+    dtype: DType,
+) -> CompareOptions {
+    CompareOptions {
+        ulp_dtype: out.ulp_dtype.and_then(UlpDType::from_dtype),
+        assert_padded_zero: out.mask.as_ref().is_some_and(|m| m.assert_zero),
+        equal_nan: out.equal_nan,
+        ..CompareOptions::for_criteria(criteria, dtype)
     }
 }

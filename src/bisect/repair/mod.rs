@@ -16,6 +16,7 @@ use super::error::BisectError;
 use super::measure::{value_metrics, CHECKPOINT_ULP_BUDGET};
 use super::probe::Prober;
 use super::Program;
+use parity_compare::{compare, evaluate_with, CompareOptions, Criterion, VerdictOptions};
 use parity_mlir::{emit_slices, SliceArg, SliceRequest, ValueId};
 use parity_tensor::{DType, Tensor};
 use std::collections::BTreeSet;
@@ -80,6 +81,8 @@ pub struct RepairOutcome {
     pub compile: Duration,
     /// Time of the runs.
     pub runs: Duration,
+    /// What "match" meant: the stage output's criteria, or the budget.
+    pub judged_by: String,
 }
 
 /// Searches repairs of `region` whose end `target` should equal `expected`.
@@ -119,6 +122,7 @@ pub fn search(
         tried: edits.len(),
         compile: Duration::ZERO,
         runs: Duration::ZERO,
+        judged_by: String::new(),
     };
     if edits.is_empty() {
         return Ok(outcome);
@@ -156,7 +160,19 @@ pub fn search(
         }
     }
     let t = Instant::now();
-    let mut score = |k: i64, s: f64| -> Result<f64, BisectError> {
+    let accept = Acceptance::new(program, target);
+    outcome.judged_by = match &accept {
+        Acceptance::Budget => {
+            format!("within {CHECKPOINT_ULP_BUDGET} ULPs at the oracle's largest magnitude")
+        }
+        Acceptance::Criteria { criteria, .. } => format!(
+            "within output `{}`'s tolerance ({} criteria, vs_f64 left out)",
+            program.start.spec.name,
+            criteria.len()
+        ),
+    };
+    // (ULPs at max, whether the region's end is accepted as matching).
+    let mut score = |k: i64, s: f64| -> Result<(f64, bool), BisectError> {
         args[0] = scalar(DType::I32, k as f64)?;
         args[1] = scalar(DType::F32, s)?;
         let out = loaded
@@ -166,31 +182,34 @@ pub fn search(
                 source,
             })?;
         let m = value_metrics(func, target, &out[0], expected, "oracle", program.budget)?;
-        Ok(if m.ulps_at_max.is_nan() {
+        let ulps = if m.ulps_at_max.is_nan() {
             f64::INFINITY
         } else {
             m.ulps_at_max
-        })
+        };
+        Ok((ulps, accept.accepts(&out[0], expected, ulps)))
     };
     // Selector -1 is the region unedited: it must still fail, or nothing
     // here can be called a repair.
-    let unedited = score(-1, 1.0)?;
-    if unedited <= CHECKPOINT_ULP_BUDGET {
+    let (unedited, passes) = score(-1, 1.0)?;
+    if passes {
         return Err(BisectError::RepairBaseline { ulps: unedited });
     }
     let mut repairs = Vec::new();
     for (k, e) in edits.iter().enumerate() {
-        let (u, s) = if e.kind.fitted() {
-            let (s, u) = fit_scale(|s| score(k as i64, s))?;
-            (u, Some(s))
+        let (u, s, passes) = if e.kind.fitted() {
+            let (s, _) = fit_scale(|s| score(k as i64, s).map(|(u, _)| u))?;
+            let (u, passes) = score(k as i64, s)?;
+            (u, Some(s), passes)
         } else {
-            (score(k as i64, 1.0)?, None)
+            let (u, passes) = score(k as i64, 1.0)?;
+            (u, None, passes)
         };
         let identity = match (e.kind, s) {
             (EditKind::ScaleConstant | EditKind::InsertScale, Some(s)) => (s - 1.0).abs() <= 1e-6,
             _ => false,
         };
-        if u <= CHECKPOINT_ULP_BUDGET && !identity {
+        if passes && !identity {
             let mut places = vec![e.named];
             match e.change {
                 edits::Change::After(after) if e.kind != EditKind::ScaleConstant => {
@@ -234,6 +253,70 @@ pub fn search(
     });
     outcome.repairs = repairs;
     Ok(outcome)
+}
+
+/// When the region's end counts as matching the oracle: within the stage
+/// output's own criteria when the end is the failing stage output, its
+/// spec has no mask (the padded region is not the repair's to match) and
+/// some criterion needs no f64 truth (`vs_f64` is left out: the truth
+/// judges production, not an edit); else within the checkpoint budget
+/// ([`CHECKPOINT_ULP_BUDGET`] ULPs at the oracle's largest magnitude).
+enum Acceptance {
+    Criteria {
+        criteria: Vec<Criterion>,
+        options: CompareOptions,
+        allow_empty: bool,
+    },
+    Budget,
+}
+
+impl Acceptance {
+    fn new(program: &Program, target: ValueId) -> Acceptance {
+        let start = &program.start;
+        if start.value != target || start.spec.mask.is_some() {
+            return Acceptance::Budget;
+        }
+        let dtype = program.func.values[target]
+            .ty
+            .element()
+            .and_then(|e| e.parse::<DType>().ok())
+            .unwrap_or(DType::F32);
+        let criteria: Vec<Criterion> = crate::run::output_criteria(start.whole, start.spec, dtype)
+            .into_iter()
+            .filter(|c| !matches!(c, Criterion::VsF64 { .. }))
+            .collect();
+        if criteria.is_empty() {
+            return Acceptance::Budget;
+        }
+        let options = crate::run::output_compare_options(start.spec, &criteria, dtype);
+        Acceptance::Criteria {
+            criteria,
+            options,
+            allow_empty: start.spec.allow_empty,
+        }
+    }
+
+    fn accepts(&self, actual: &Tensor, expected: &Tensor, ulps: f64) -> bool {
+        match self {
+            Acceptance::Budget => ulps <= CHECKPOINT_ULP_BUDGET,
+            Acceptance::Criteria {
+                criteria,
+                options,
+                allow_empty,
+                ..
+            } => compare(actual, expected, None, options).is_ok_and(|m| {
+                evaluate_with(
+                    criteria,
+                    &m,
+                    None,
+                    &VerdictOptions {
+                        allow_empty: *allow_empty,
+                    },
+                )
+                .passed
+            }),
+        }
+    }
 }
 
 fn scalar(dtype: DType, v: f64) -> Result<Tensor, BisectError> {
