@@ -16,8 +16,9 @@ use super::error::BisectError;
 use super::measure::{value_metrics, CHECKPOINT_ULP_BUDGET};
 use super::probe::Prober;
 use super::Program;
-use parity_compare::{compare, evaluate_with, CompareOptions, Criterion, VerdictOptions};
+use parity_compare::{compare, evaluate_with, CompareOptions, Criterion, Mask, VerdictOptions};
 use parity_mlir::{emit_slices, SliceArg, SliceRequest, ValueId};
+use parity_spec::MaskSource;
 use parity_tensor::{DType, Tensor};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -198,8 +199,20 @@ pub fn search(
     let mut repairs = Vec::new();
     for (k, e) in edits.iter().enumerate() {
         let (u, s, passes) = if e.kind.fitted() {
-            let (s, _) = fit_scale(|s| score(k as i64, s).map(|(u, _)| u))?;
-            let (u, passes) = score(k as i64, s)?;
+            let (mut s, _) = fit_scale(|s| score(k as i64, s).map(|(u, _)| u))?;
+            let (mut u, mut passes) = score(k as i64, s)?;
+            // A fit is close, not exact; a missing `/ 64` or `* 3` is a
+            // simple number. When the fit misses the output's criteria,
+            // the simple numbers next to it are tried too.
+            if !passes && e.kind != EditKind::InsertOffset {
+                for c in simple_scales_near(s) {
+                    let (cu, cp) = score(k as i64, c)?;
+                    if cp {
+                        (s, u, passes) = (c, cu, true);
+                        break;
+                    }
+                }
+            }
             (u, Some(s), passes)
         } else {
             let (u, passes) = score(k as i64, 1.0)?;
@@ -256,15 +269,16 @@ pub fn search(
 }
 
 /// When the region's end counts as matching the oracle: within the stage
-/// output's own criteria when the end is the failing stage output, its
-/// spec has no mask (the padded region is not the repair's to match) and
-/// some criterion needs no f64 truth (`vs_f64` is left out: the truth
-/// judges production, not an edit); else within the checkpoint budget
-/// ([`CHECKPOINT_ULP_BUDGET`] ULPs at the oracle's largest magnitude).
+/// output's own criteria, under its mask as the run applied it, when the
+/// end is the failing stage output and some criterion needs no f64 truth
+/// (`vs_f64` is left out: the truth judges production, not an edit); else
+/// within the checkpoint budget ([`CHECKPOINT_ULP_BUDGET`] ULPs at the
+/// oracle's largest magnitude).
 enum Acceptance {
     Criteria {
         criteria: Vec<Criterion>,
         options: CompareOptions,
+        mask: Option<Mask>,
         allow_empty: bool,
     },
     Budget,
@@ -273,9 +287,29 @@ enum Acceptance {
 impl Acceptance {
     fn new(program: &Program, target: ValueId) -> Acceptance {
         let start = &program.start;
-        if start.value != target || start.spec.mask.is_some() {
+        if start.value != target {
             return Acceptance::Budget;
         }
+        // The output's mask, built as the run builds it; a mask that cannot
+        // be built here leaves the budget.
+        let mask = match &start.spec.mask {
+            None => None,
+            Some(m) => {
+                let tensor = match &m.source {
+                    MaskSource::Oracle(name) => program.store.get(name).ok(),
+                    MaskSource::Arg(i) => program.args.get(*i).cloned(),
+                };
+                let shape = program.func.values[target].ty.shape();
+                match (tensor, shape) {
+                    (Some(t), Some(shape)) => match Mask::new(&t, m.axes.clone(), m.padded, &shape)
+                    {
+                        Ok(mask) => Some(mask),
+                        Err(_) => return Acceptance::Budget,
+                    },
+                    _ => return Acceptance::Budget,
+                }
+            }
+        };
         let dtype = program.func.values[target]
             .ty
             .element()
@@ -292,6 +326,7 @@ impl Acceptance {
         Acceptance::Criteria {
             criteria,
             options,
+            mask,
             allow_empty: start.spec.allow_empty,
         }
     }
@@ -302,9 +337,9 @@ impl Acceptance {
             Acceptance::Criteria {
                 criteria,
                 options,
+                mask,
                 allow_empty,
-                ..
-            } => compare(actual, expected, None, options).is_ok_and(|m| {
+            } => compare(actual, expected, mask.as_ref(), options).is_ok_and(|m| {
                 evaluate_with(
                     criteria,
                     &m,
@@ -317,6 +352,32 @@ impl Acceptance {
             }),
         }
     }
+}
+
+/// Simple scales within 2% of a fitted one: an integer, one over an
+/// integer, a power of two, or the square root (or its inverse) of an
+/// integer, up to 4096; nearest first.
+fn simple_scales_near(s: f64) -> Vec<f64> {
+    let (sign, a) = (s.signum(), s.abs());
+    if !(a.is_finite() && a > 0.0) {
+        return Vec::new();
+    }
+    let mut c = vec![
+        a.round(),
+        1.0 / (1.0 / a).round(),
+        2f64.powi(a.log2().round() as i32),
+        (a * a).round().sqrt(),
+        1.0 / (1.0 / (a * a)).round().sqrt(),
+    ];
+    c.retain(|x| {
+        x.is_finite()
+            && *x > 0.0
+            && (1.0 / 4096.0..=4096.0).contains(x)
+            && ((x - a) / a).abs() <= 0.02
+    });
+    c.sort_by(|x, y| (x - a).abs().total_cmp(&(y - a).abs()));
+    c.dedup();
+    c.into_iter().map(|x| sign * x).collect()
 }
 
 fn scalar(dtype: DType, v: f64) -> Result<Tensor, BisectError> {
@@ -437,6 +498,18 @@ fn fit_scale<E>(mut f: impl FnMut(f64) -> Result<f64, E>) -> Result<(f64, f64), 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn simple_scales_near_a_fit_are_the_numbers_ports_drop() {
+        assert_eq!(simple_scales_near(0.015_624_3)[0], 1.0 / 64.0);
+        assert_eq!(simple_scales_near(-2.998)[0], -3.0);
+        assert_eq!(simple_scales_near(0.3372)[0], 1.0 / 3.0);
+        assert_eq!(simple_scales_near(0.125_000_1)[0], 0.125);
+        let r = simple_scales_near(0.0883);
+        assert!((r[0] - 1.0 / 128f64.sqrt()).abs() < 1e-12, "{r:?}");
+        // Nothing simple within 2%.
+        assert!(simple_scales_near(0.42).is_empty());
+    }
 
     #[test]
     fn a_scale_fit_finds_a_factor_of_a_thousand() {
