@@ -7,8 +7,6 @@
 
 mod common;
 
-use common::parity;
-use serde_json::Value;
 use std::path::Path;
 
 /// Meant: 3x + x²; the port subtracts.
@@ -68,18 +66,8 @@ fn a_bf16_oracle_within_the_stage_tolerance_accepts_the_right_repair() {
         .fold(0.0f32, f32::max);
     assert!(worst > 1e-3 && worst < 0.04, "{worst}");
 
-    let json = dir.path().join("bisect.json");
-    let o = parity(
-        dir.path(),
-        &["bisect", "stages.yaml", "--json", json.to_str().unwrap()],
-    );
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(o.status.code(), Some(1), "{text}");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (code, text, report) = common::bisect_in(dir.path(), "stages.yaml", &[]);
+    assert_eq!(code, 1, "{text}");
     let op = &report["first_divergent_op"];
     assert_eq!(op["evidence"], "repair", "{text}");
     assert_eq!(op["op_name"], "stablehlo.subtract", "{text}");

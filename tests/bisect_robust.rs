@@ -69,26 +69,8 @@ fn write_subject(dir: &Path) {
 fn the_f64_shadow_compiles_transcendentals_computed_in_the_graph() {
     let dir = tempfile::tempdir().unwrap();
     write_subject(dir.path());
-    let json = dir.path().join("bisect.json");
-    let o = parity(
-        dir.path(),
-        &[
-            "bisect",
-            "stages.yaml",
-            "--json",
-            json.to_str().unwrap(),
-            "--repro-dir",
-            dir.path().join("repro").to_str().unwrap(),
-        ],
-    );
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "bisect localises the fault\n{stdout}\n{stderr}"
-    );
+    let (code, stdout, report) = common::bisect_in(dir.path(), "stages.yaml", &[]);
+    assert_eq!(code, 1, "bisect localises the fault\n{stdout}");
     let op = &report["first_divergent_op"];
     assert_eq!(op["op_name"], "stablehlo.reduce_precision", "{stdout}");
     assert_eq!(op["evidence"], "inferred", "{stdout}");
@@ -166,23 +148,12 @@ fn a_deliberate_precision_drop_flagged_by_the_shadow_is_not_claimed_when_the_fau
     assert!(faulty.contains("dot_general %xn"));
     std::fs::write(&model, faulty).unwrap();
     std::fs::write(dir.path().join("stages-negated.yaml"), NEGATED_SPEC).unwrap();
-    let json = dir.path().join("bisect.json");
-    let o = parity(
+    let (code, stdout, report) = common::bisect_in(
         dir.path(),
-        &[
-            "bisect",
-            "stages-negated.yaml",
-            "--strategy",
-            "mark-all",
-            "--json",
-            json.to_str().unwrap(),
-            "--repro-dir",
-            dir.path().join("repro").to_str().unwrap(),
-        ],
+        "stages-negated.yaml",
+        &["--strategy", "mark-all"],
     );
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(1), "still a divergence\n{stdout}");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(code, 1, "still a divergence\n{stdout}");
     // The shadow flags the final convert (its own error is bf16 rounding) ...
     let c = &report["confirmation"];
     let candidates = c["candidates"].as_array().unwrap();

@@ -211,3 +211,30 @@ pub fn write_f32_store(dir: &Path, tensors: &[(&str, &[f32])]) {
     )
     .unwrap();
 }
+
+/// `parity bisect SPEC --json DIR/bisect.json --repro-dir DIR/repro` plus
+/// `extra` in `dir`: (exit code, stdout then stderr, the bisect record).
+pub fn bisect_in(dir: &Path, spec: &str, extra: &[&str]) -> (i32, String, serde_json::Value) {
+    let json = dir.join("bisect.json");
+    let repro = dir.join("repro");
+    let mut args = vec![
+        "bisect",
+        spec,
+        "--json",
+        json.to_str().unwrap(),
+        "--repro-dir",
+        repro.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = parity(dir, &args);
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let record = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (o.status.code().unwrap_or(-1), text, record)
+}

@@ -181,8 +181,7 @@ impl IreeCompiler {
     /// [`IreeCompiler::normalize`] needs (they change only how IR is printed)
     /// and `extra`. Returns whether `extra` took effect.
     fn global_flags(&self, extra: &[&str]) -> bool {
-        let mut took = false;
-        let threading_off = *GLOBAL_FLAGS.get_or_init(|| {
+        let extra_set = *GLOBAL_FLAGS.get_or_init(|| {
             let mut inner = self.inner.clone();
             let flags = [
                 "parity",
@@ -194,10 +193,9 @@ impl IreeCompiler {
             .chain(extra)
             .map(|s| s.to_string())
             .collect();
-            took = inner.setup_global_cl(flags).is_ok();
-            took && !extra.is_empty()
+            inner.setup_global_cl(flags).is_ok() && !extra.is_empty()
         });
-        took || (threading_off && !extra.is_empty())
+        extra_set && !extra.is_empty()
     }
 
     /// Parses MLIR (pretty or generic form, text or bytecode), inlines every call
@@ -249,8 +247,8 @@ impl IreeCompiler {
     }
 }
 
-/// Whether this process set the compiler's process-wide flags (once only),
-/// and with MLIR's threading off.
+/// Set once the compiler's process-wide flags are (once only per process):
+/// whether they included extra flags (MLIR's threading off).
 static GLOBAL_FLAGS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
 /// Held for the duration of every compilation; see [`IreeCompiler::compile`].
