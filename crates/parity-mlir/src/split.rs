@@ -122,6 +122,13 @@ impl SplitModule<'_> {
         Some(self.functions[i].text.lines().count())
     }
 
+    /// `function`'s own text as written (generic form), None when the module
+    /// has no function of that name.
+    pub fn function_text(&self, function: &str) -> Option<&str> {
+        let i = *self.by_name.get(function)?;
+        Some(self.functions[i].text)
+    }
+
     /// A standalone module (generic form) holding `function`, every function
     /// it references, transitively, and every other top-level operation of the
     /// module (those first, then the functions, each in source order), inside
