@@ -325,7 +325,7 @@ fn plan_groups(
         .iter()
         .map(|(f, _)| split.op_count(f).unwrap_or(1))
         .collect();
-    let lines: Vec<HashSet<u64>> = missing
+    let lines: Vec<HashSet<String>> = missing
         .iter()
         .map(|(f, _)| split.function_text(f).map(line_shapes).unwrap_or_default())
         .collect();
@@ -334,7 +334,7 @@ fn plan_groups(
     let mut order: Vec<usize> = (0..missing.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(cost[i]));
     let mut load = vec![0usize; n];
-    let mut seen: Vec<HashSet<u64>> = vec![HashSet::new(); n];
+    let mut seen: Vec<HashSet<String>> = vec![HashSet::new(); n];
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); n];
     for i in order {
         let new_in = |g: usize| lines[i].iter().filter(|h| !seen[g].contains(*h)).count();
@@ -351,7 +351,7 @@ fn plan_groups(
                 .unwrap_or(0),
         };
         load[g] += cost[i];
-        seen[g].extend(lines[i].iter().copied());
+        seen[g].extend(lines[i].iter().cloned());
         members[g].push(i);
     }
     members
@@ -364,28 +364,28 @@ fn plan_groups(
         .collect()
 }
 
-/// A function's lines as the compiler sees their shape: each line hashed
-/// (FNV-1a) without its value names (`%12`, `%arg0`) and its location, so
+/// A function's lines as the compiler sees their shape: each line without
+/// its value names (`%12`, `%arg0`) and its location, so
 /// `%7 = "stablehlo.add"(%5, %6) : (tensor<4xf32>, ...)` in two functions
 /// is one line.
-fn line_shapes(text: &str) -> HashSet<u64> {
+fn line_shapes(text: &str) -> HashSet<String> {
     text.lines()
         .map(|line| {
             let line = line.rfind(" loc(").map_or(line, |at| &line[..at]);
-            let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-            let mut bytes = line.trim().bytes().peekable();
-            while let Some(b) = bytes.next() {
-                hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-                if b == b'%' {
-                    while bytes
+            let mut shape = String::with_capacity(line.len());
+            let mut chars = line.trim().chars().peekable();
+            while let Some(c) = chars.next() {
+                shape.push(c);
+                if c == '%' {
+                    while chars
                         .next_if(|c| {
-                            c.is_ascii_alphanumeric() || matches!(c, b'_' | b'#' | b'$' | b'.')
+                            c.is_ascii_alphanumeric() || matches!(c, '_' | '#' | '$' | '.')
                         })
                         .is_some()
                     {}
                 }
             }
-            hash
+            shape
         })
         .collect()
 }
