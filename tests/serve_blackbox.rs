@@ -232,17 +232,7 @@ fn parity_serve(scenario: &str, target: &[&str]) -> (i32, String, serde_json::Va
         dir.path().to_str().expect("utf8"),
     ];
     args.extend_from_slice(target);
-    let out = common::parity(&repo(), &args);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let record = std::fs::read_to_string(&json)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(serde_json::Value::Null);
-    (out.status.code().unwrap_or(-1), text, record)
+    common::parity_with_record(&repo(), &args, &json)
 }
 
 fn statuses(record: &serde_json::Value) -> Vec<(String, String)> {

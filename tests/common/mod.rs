@@ -226,13 +226,24 @@ pub fn bisect_in(dir: &Path, spec: &str, extra: &[&str]) -> (i32, String, serde_
         repro.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let o = parity(dir, &args);
+    parity_with_record(dir, &args, &json)
+}
+
+/// `parity ARGS` in `cwd`, then the JSON record it was told to write at
+/// `json`: (exit code, stdout then stderr, the record or Null when it is
+/// missing or not JSON).
+pub fn parity_with_record(
+    cwd: &Path,
+    args: &[&str],
+    json: &Path,
+) -> (i32, String, serde_json::Value) {
+    let o = parity(cwd, args);
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    let record = std::fs::read_to_string(&json)
+    let record = std::fs::read_to_string(json)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or(serde_json::Value::Null);
