@@ -55,14 +55,16 @@ pub fn emit_slices(
     reqs: &[SliceRequest],
 ) -> Result<(String, Vec<SliceInfo>), MlirError> {
     let mut text = String::new();
+    // A comment ends at the line's end: names are escaped (a quoted name
+    // may hold a newline), so the comment stays one line.
     let source = module
         .name
         .as_deref()
-        .map_or(String::new(), |m| format!("@{m}::"));
+        .map_or(String::new(), |m| format!("@{}::", m.escape_debug()));
     let _ = writeln!(
         text,
         "// Slices of {source}@{}, cut by parity-mlir.",
-        func.name
+        func.name.escape_debug()
     );
     let _ = writeln!(text, "module {} {{", symbol(module_name));
     let mut infos = Vec::with_capacity(reqs.len());
