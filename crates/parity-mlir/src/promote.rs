@@ -241,7 +241,7 @@ fn promote_dense_body(
 
 /// Re-encodes a little-endian hex blob of narrow floats as f64s (a splat stays one element).
 fn promote_hex_blob(hex: &str, element: Element) -> Result<String, String> {
-    if hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !hex.len().is_multiple_of(2) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!("malformed hex data `0x{}`", truncate(hex)));
     }
     let data: Vec<u8> = (0..hex.len())
@@ -250,7 +250,7 @@ fn promote_hex_blob(hex: &str, element: Element) -> Result<String, String> {
         .collect();
     let width = element.narrow.bytes();
     let per_element = width * if element.complex { 2 } else { 1 };
-    if data.is_empty() || data.len() % per_element != 0 {
+    if data.is_empty() || !data.len().is_multiple_of(per_element) {
         return Err(format!(
             "hex data of {} bytes is not a whole number of {per_element}-byte elements",
             data.len()
