@@ -5,6 +5,7 @@
 use crate::elem::{Elem, UlpKey};
 use crate::histogram::UlpHistogram;
 use crate::kernel_hist::RunHist;
+use crate::metrics::Simd;
 pub(crate) use crate::topk::{Hit, TopK};
 use crate::ulp::key_f32_bits;
 
@@ -17,10 +18,12 @@ pub(crate) const BLOCK: usize = 256;
 
 /// Each f64 sum is kept as `LANES` partial sums: element `i` (flat index)
 /// adds into lane `i % LANES`, in increasing `i`. A fixed assignment, so
-/// every path (scalar, vector, serial, parallel) performs the same
-/// additions in the same order and results are bit-identical; and four
+/// every path (scalar, AVX2, AVX-512, serial, parallel) performs the same
+/// additions in the same order and results are bit-identical; and eight
 /// independent chains, so a sum is not bound by the latency of one add.
-pub(crate) const LANES: usize = 4;
+/// Eight is one AVX-512 vector of f64 (two AVX2 vectors), so the AVX-512
+/// path adds eight elements with one instruction per sum.
+pub(crate) const LANES: usize = 8;
 
 /// Partial sums of one quantity, one per lane (see [`LANES`]).
 pub(crate) type Lanes = [f64; LANES];
@@ -28,7 +31,7 @@ pub(crate) type Lanes = [f64; LANES];
 /// The total of a lane array, always added in the same order.
 #[inline]
 pub(crate) fn lane_total(l: &Lanes) -> f64 {
-    (l[0] + l[1]) + (l[2] + l[3])
+    ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
 }
 
 #[inline(always)]
@@ -161,8 +164,8 @@ pub(crate) struct Kernel<A, E, U> {
     pub equal_nan: bool,
     pub assert_zero: bool,
     pub top_k: usize,
-    /// The CPU has AVX2 and FMA: f32 pairs take the vector path (same results).
-    pub avx2: bool,
+    /// The vector path f32 pairs take (same results on every path).
+    pub simd: Simd,
 }
 
 impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
@@ -343,8 +346,14 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         walk(&mut acc, start, end, mask, |acc, s, t, pad| match pad {
             Pad::Const(true) => self.padded_run(acc, a, s, t),
             #[cfg(target_arch = "x86_64")]
-            Pad::Const(false) if Self::F32_PATH && self.avx2 => {
-                // SAFETY: `avx2` is set only when the CPU has AVX2, FMA and POPCNT.
+            Pad::Const(false) if Self::F32_PATH && self.simd == Simd::Avx512 => {
+                // SAFETY: `Avx512` is chosen only when the CPU has AVX-512
+                // F, BW, DQ and VL, AVX2, FMA and POPCNT.
+                unsafe { self.segment_avx512(acc, &mut hist, a, e, s, t) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Pad::Const(false) if Self::F32_PATH && self.simd == Simd::Avx2 => {
+                // SAFETY: `Avx2` is chosen only when the CPU has AVX2, FMA and POPCNT.
                 unsafe { self.segment_avx2(acc, &mut hist, a, e, s, t) }
             }
             Pad::Const(false) => self.segment(acc, &mut hist, a, e, s, t, |_| false),

@@ -1,9 +1,10 @@
 //! The AVX2 path for f32 against f32 (ULPs in f32, or none), unpadded runs:
-//! eight elements a step, two vectors of four f64 whose lane `k` is the
-//! sums' lane `k` (see [`crate::kernel::LANES`]), so every lane sees the same
-//! additions in the same order as on the scalar path and results stay
-//! bit-identical. A group of eight with a NaN or an infinity goes through the
-//! scalar `Kernel::segment` with the running sums handed over.
+//! eight elements a step. The f64 work keeps each sum as two vectors of
+//! four f64, lanes 0-3 and 4-7 of the sums (see [`crate::kernel::LANES`]):
+//! element `k` of a group of eight adds into lane `k`, so every lane sees
+//! the same additions in the same order as on the scalar path and results
+//! stay bit-identical. A group of eight with a NaN or an infinity goes
+//! through the scalar `Kernel::segment` with the running sums handed over.
 //!
 //! What the profile asked for (docs/performance.md), per group of eight:
 //! - **Histogram:** distances 0 to 3 ([`SMALL`]) are counted in one vector
@@ -17,16 +18,17 @@
 //!   (or a violation) is read again, in flat order (`offer_range`,
 //!   `count_violations`, `first_violation`), which offers the lists a
 //!   superset of what the scalar path offers them: same lists.
-//! - **Two passes over a block** (it is in L1 by then): the integer work
-//!   (finiteness, bitwise equality, ULP distances), then the f64 work; each
-//!   pass has few enough live vector registers that no sum is spilled to
-//!   the stack (one pass doing both spilled several, every group).
+//! - **Three passes over a block** (it is in L1 by then): the integer work
+//!   (finiteness, bitwise equality, ULP distances), then the f64 work of
+//!   lanes 0-3 and of lanes 4-7; each pass has few enough live vector
+//!   registers that no sum is spilled to the stack (one pass doing both
+//!   spilled several, every group).
 //! - **a², e², a·e** are fused multiply-adds: a product of two f32 values is
 //!   exact in f64 (48 significant bits), so `fma(a, a, s)` rounds once, as
 //!   `s + a * a` does. (d² is not exact, so it keeps a multiply and an add.)
 
 use crate::elem::{Elem, UlpKey};
-use crate::kernel::{Acc, Hit, Kernel, Lanes, Sums};
+use crate::kernel::{Acc, Hit, Kernel, Sums, LANES};
 use crate::kernel_hist::{RunHist, EXACT_LIMIT, LOG_BASE, QUEUE, SMALL, SPARE};
 use std::arch::x86_64::*;
 
@@ -39,7 +41,7 @@ const _: () = assert!(BLOCK_GROUPS <= 255 && BLOCK_GROUPS <= QUEUE);
 // The packed counters' table (`one_at`) has a lane for each of 0..SMALL.
 const _: () = assert!(SMALL == 4);
 
-/// The five lane sums as vectors.
+/// Half of the five lane sums as vectors: lanes 0-3 or 4-7.
 #[derive(Clone, Copy)]
 struct VecSums {
     abs: __m256d,
@@ -52,9 +54,9 @@ struct VecSums {
 impl VecSums {
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn load(s: &Sums) -> VecSums {
-        // SAFETY: `l` is four f64; unaligned load.
-        let v = |l: &Lanes| unsafe { _mm256_loadu_pd(l.as_ptr()) };
+    fn load(s: &Sums, half: usize) -> VecSums {
+        // SAFETY: lanes 4 * half..4 * half + 4 of eight; unaligned load.
+        let v = |l: &[f64; LANES]| unsafe { _mm256_loadu_pd(l[4 * half..][..4].as_ptr()) };
         VecSums {
             abs: v(&s.sum_abs),
             sq: v(&s.sum_sq),
@@ -66,9 +68,11 @@ impl VecSums {
 
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn store(&self, s: &mut Sums) {
-        // SAFETY: `l` is four f64; unaligned store.
-        let v = |l: &mut Lanes, x: __m256d| unsafe { _mm256_storeu_pd(l.as_mut_ptr(), x) };
+    fn store(&self, s: &mut Sums, half: usize) {
+        // SAFETY: lanes 4 * half..4 * half + 4 of eight; unaligned store.
+        let v = |l: &mut [f64; LANES], x: __m256d| unsafe {
+            _mm256_storeu_pd(l[4 * half..][..4].as_mut_ptr(), x)
+        };
         v(&mut s.sum_abs, self.abs);
         v(&mut s.sum_sq, self.sq);
         v(&mut s.sum_aa, self.aa);
@@ -92,8 +96,9 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         start: usize,
         end: usize,
     ) {
-        // Up to a multiple of four on the scalar path, so vector lane k is sum lane k.
-        let head = start.next_multiple_of(4).min(end);
+        // Up to a multiple of eight on the scalar path, so that element k of
+        // a group is sum lane k.
+        let head = start.next_multiple_of(LANES).min(end);
         if head > start {
             self.segment(acc, hist, a, e, start, head, |_| false);
         }
@@ -110,7 +115,6 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         let one_at = _mm256_setr_epi32(1, 1 << 8, 1 << 16, 1 << 24, 0, 0, 0, 0);
         let rtol = _mm256_set1_pd(self.rtol);
         let mut s = acc.s;
-        let mut v = VecSums::load(&s);
         let mut max_abs = _mm256_set1_pd(s.max_abs);
         let mut max_excess = _mm256_set1_pd(s.max_excess);
         let mut equal = 0u64;
@@ -158,22 +162,19 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                     n_big += (_mm256_testz_si256(dist, not_small) == 0) as usize;
                 }
             }
-            // Then the f64 work on the groups before it, a second pass over
-            // the block (in L1): fewer live vector registers than one pass
-            // doing both, so none of the sums is spilled.
-            for gi in g..stop {
-                let (pa, pe) = (
-                    ra.as_ptr().wrapping_add(gi * 32),
-                    re.as_ptr().wrapping_add(gi * 32),
-                );
-                // Element k, then element k + 4, into lane k: in flat order.
-                for h in 0..2 {
+            // Then the f64 work on the groups before it: lanes 0-3, then
+            // lanes 4-7, passes over the block (in L1) with fewer live
+            // vector registers than one pass doing both, so none of the
+            // sums is spilled.
+            for h in 0..2 {
+                let mut v = VecSums::load(&s, h);
+                for gi in g..stop {
                     // SAFETY: gi < groups and both slices hold 32 * groups
                     // bytes: bytes 16h..16h + 16 of the group; unaligned loads.
                     let (a4, e4) = unsafe {
                         (
-                            _mm256_cvtps_pd(_mm_loadu_ps(pa.add(16 * h).cast())),
-                            _mm256_cvtps_pd(_mm_loadu_ps(pe.add(16 * h).cast())),
+                            _mm256_cvtps_pd(_mm_loadu_ps(ra.as_ptr().add(gi * 32 + 16 * h).cast())),
+                            _mm256_cvtps_pd(_mm_loadu_ps(re.as_ptr().add(gi * 32 + 16 * h).cast())),
                         )
                     };
                     let d = _mm256_sub_pd(a4, e4);
@@ -189,6 +190,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                     block_abs = _mm256_max_pd(block_abs, ad);
                     block_excess = _mm256_max_pd(block_excess, x);
                 }
+                v.store(&mut s, h);
             }
             if n_big > 0 {
                 max_big = max_big.max(count_queued(hist, n_big));
@@ -220,15 +222,12 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             g = g_end;
             if stop < g_end {
                 // Hand the running state to the scalar kernel for these eight.
-                v.store(&mut s);
                 acc.s = s;
-                self.scalar_group(acc, hist, a, e, head + stop * 8);
+                self.scalar_group(acc, hist, a, e, head + stop * 8, 8);
                 s = acc.s;
-                v = VecSums::load(&s);
                 g = stop + 1;
             }
         }
-        v.store(&mut s);
         s.max_abs = s.max_abs.max(hmax_pd(max_abs));
         s.max_excess = s.max_excess.max(hmax_pd(max_excess));
         if U::ENABLED {
@@ -252,12 +251,20 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
 }
 
 impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
-    /// Elements `g0..g0 + 8` on the scalar path. Kept out of line so the
+    /// Elements `g0..g0 + n` on the scalar path. Kept out of line so the
     /// vector loop's registers are not spilled on its (common) path.
     #[cold]
     #[inline(never)]
-    fn scalar_group(&self, acc: &mut Acc, hist: &mut RunHist, a: &[u8], e: &[u8], g0: usize) {
-        self.segment(acc, hist, a, e, g0, g0 + 8, |_| false);
+    pub(crate) fn scalar_group(
+        &self,
+        acc: &mut Acc,
+        hist: &mut RunHist,
+        a: &[u8],
+        e: &[u8],
+        g0: usize,
+        n: usize,
+    ) {
+        self.segment(acc, hist, a, e, g0, g0 + n, |_| false);
     }
 
     /// Offers elements `from..to` (all finite, whole groups of eight) to both
@@ -267,7 +274,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     #[cold]
     #[inline(never)]
     #[target_feature(enable = "avx2")]
-    fn offer_range(&self, acc: &mut Acc, a: &[u8], e: &[u8], from: usize, to: usize) {
+    pub(crate) fn offer_range(&self, acc: &mut Acc, a: &[u8], e: &[u8], from: usize, to: usize) {
         let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
         let rtol = _mm256_set1_pd(self.rtol);
         let groups = a[from * 4..to * 4]
@@ -317,7 +324,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     #[cold]
     #[inline(never)]
     #[target_feature(enable = "avx2")]
-    fn count_violations(&self, a: &[u8], e: &[u8], from: usize, to: usize) -> u64 {
+    pub(crate) fn count_violations(&self, a: &[u8], e: &[u8], from: usize, to: usize) -> u64 {
         let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
         let (atol, rtol) = (_mm256_set1_pd(self.atol), _mm256_set1_pd(self.rtol));
         let mut violations = 0;
@@ -344,7 +351,14 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     /// finite), tested as the scalar path tests it.
     #[cold]
     #[inline(never)]
-    fn first_violation(&self, acc: &mut Acc, a: &[u8], e: &[u8], from: usize, to: usize) {
+    pub(crate) fn first_violation(
+        &self,
+        acc: &mut Acc,
+        a: &[u8],
+        e: &[u8],
+        from: usize,
+        to: usize,
+    ) {
         let pairs = a[from * 4..to * 4]
             .chunks_exact(4)
             .zip(e[from * 4..to * 4].chunks_exact(4));
@@ -369,7 +383,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
 /// the largest distance.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn count_queued(hist: &mut RunHist, n: usize) -> u32 {
+pub(crate) fn count_queued(hist: &mut RunHist, n: usize) -> u32 {
     let mut max = _mm256_setzero_si256();
     for i in 0..n.min(QUEUE) {
         let group = hist.queued(n)[i];

@@ -1,6 +1,6 @@
 //! The kernel's per-run ULP histogram: eight interleaved copies of u32
 //! counters, folded into the run's [`crate::UlpHistogram`] once at its end,
-//! and the AVX2 path's queue of groups with a large distance.
+//! and the vector paths' queue of groups with a large distance.
 
 use crate::histogram::{slot, EXACT_MAX, LOG_MIN, SLOTS};
 use crate::kernel::{Acc, CHUNK};
@@ -17,7 +17,8 @@ const _: () = assert!(SPARE as usize >= SLOTS);
 /// Copies of the counters; element `t` counts in copy `t % COPIES`.
 const COPIES: usize = 8;
 
-/// Groups of eight the AVX2 path may queue before [`RunHist::take_queued`].
+/// Groups of eight the AVX2 path may queue before its block's end (the
+/// AVX-512 path queues groups of sixteen as two of eight).
 pub(crate) const QUEUE: usize = 32;
 
 // A run covers at most one chunk, so a u32 counter cannot overflow.
@@ -74,6 +75,14 @@ impl RunHist {
     #[inline(always)]
     pub(crate) fn queue_slot(&mut self, i: usize) -> &mut [u32; 8] {
         &mut self.queue[i % QUEUE]
+    }
+
+    /// Where the AVX-512 path writes a group of sixteen's distances: slots
+    /// `2i` and `2i + 1` of the queue, as eight-element groups.
+    #[inline(always)]
+    pub(crate) fn queue_pair(&mut self, i: usize) -> &mut [[u32; 8]; 2] {
+        let (pairs, _) = self.queue.as_chunks_mut::<2>();
+        &mut pairs[i % (QUEUE / 2)]
     }
 
     /// The first `n` queued groups (at most [`QUEUE`]).

@@ -3,6 +3,7 @@
 
 use crate::elem::{Elem, UlpKey};
 use crate::kernel::{Acc, Hit, Kernel, BLOCK, LANES};
+use crate::metrics::Simd;
 
 use std::cell::Cell;
 
@@ -16,20 +17,32 @@ pub(crate) fn use_reference() -> bool {
 }
 
 thread_local! {
-    static SCALAR_ONLY: Cell<bool> = const { Cell::new(false) };
+    static SIMD_CAP: Cell<Simd> = const { Cell::new(Simd::Avx512) };
 }
 
-/// Whether this thread's comparisons stay off the vector (AVX2) path.
-pub(crate) fn scalar_only() -> bool {
-    SCALAR_ONLY.with(Cell::get)
+/// The widest vector path this thread's comparisons may take.
+pub(crate) fn simd_cap() -> Simd {
+    SIMD_CAP.with(Cell::get)
+}
+
+/// Runs `f` with this thread's comparisons (serial ones) on paths no wider
+/// than `cap`.
+pub(crate) fn with_simd<T>(cap: Simd, f: impl FnOnce() -> T) -> T {
+    SIMD_CAP.with(|r| r.set(cap));
+    let out = f();
+    SIMD_CAP.with(|r| r.set(Simd::Avx512));
+    out
+}
+
+/// Runs `f` with this thread's comparisons (serial ones) on the AVX2 path
+/// at most (the scalar kernel on a CPU without AVX2).
+pub(crate) fn with_avx2<T>(f: impl FnOnce() -> T) -> T {
+    with_simd(Simd::Avx2, f)
 }
 
 /// Runs `f` with this thread's comparisons (serial ones) on the scalar blocked kernel.
 pub(crate) fn with_scalar<T>(f: impl FnOnce() -> T) -> T {
-    SCALAR_ONLY.with(|r| r.set(true));
-    let out = f();
-    SCALAR_ONLY.with(|r| r.set(false));
-    out
+    with_simd(Simd::Scalar, f)
 }
 
 /// Runs `f` with this thread's comparisons (serial ones) on the reference kernel.

@@ -1,9 +1,9 @@
 //! The pure comparison engine: two tensors (and a mask) in, metrics and a verdict out.
 //!
 //! [`compare`] makes one pass over both tensors' bytes (rayon over fixed
-//! 256K-element chunks, each f64 sum split into four lanes by flat index,
+//! 256K-element chunks, each f64 sum split into eight lanes by flat index,
 //! merged in chunk order, so results do not depend on the thread count or
-//! on whether the AVX2 path runs) and returns [`Metrics`]; [`evaluate`] applies a list of
+//! on which of the scalar, AVX2 and AVX-512 paths runs) and returns [`Metrics`]; [`evaluate`] applies a list of
 //! [`Criterion`] to them and returns a [`Verdict`] with, per criterion, the
 //! loosest setting that would have passed. Conventions:
 //! - NaN never equals NaN (PyTorch `assert_close`): NaN on both sides at the
@@ -30,6 +30,8 @@ pub mod histogram;
 mod kernel;
 #[cfg(target_arch = "x86_64")]
 mod kernel_avx2;
+#[cfg(target_arch = "x86_64")]
+mod kernel_avx512;
 mod kernel_hist;
 #[cfg(test)]
 mod kernel_reference;
@@ -44,7 +46,7 @@ pub use criterion::Criterion;
 pub use error::{CompareError, MaskError};
 pub use histogram::{UlpBucket, UlpHistogram};
 pub use mask::Mask;
-pub use metrics::{compare, CompareOptions, ElementDiff, Metrics, MAX_TOP_K};
+pub use metrics::{compare, CompareOptions, ElementDiff, Metrics, Simd, MAX_TOP_K};
 pub use ulp::{ulp_distance, UlpDType};
 pub use verdict::{
     default_rtol_atol, default_tolerance, evaluate, evaluate_with, CriterionResult, TruthErrors,

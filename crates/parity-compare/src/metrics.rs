@@ -35,6 +35,54 @@ pub struct CompareOptions {
     pub assert_padded_zero: bool,
     /// Use rayon for tensors larger than one chunk (results are identical either way).
     pub parallel: bool,
+    /// The widest vector path the kernel may take, if the CPU has it
+    /// ([`Simd::available`]); results are identical on every path, so this
+    /// only matters to benchmarks.
+    pub simd: Simd,
+}
+
+/// The comparison kernel's paths for f32 pairs, narrowest first. Every
+/// path makes the same additions in the same order: results are identical,
+/// bit for bit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Simd {
+    /// The scalar blocked kernel.
+    Scalar,
+    /// AVX2, FMA and POPCNT (`kernel_avx2.rs`).
+    Avx2,
+    /// Those and AVX-512 F, BW, DQ and VL (`kernel_avx512.rs`).
+    #[default]
+    Avx512,
+}
+
+impl Simd {
+    /// The widest path this CPU has.
+    pub fn available() -> Simd {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if !(has!("avx2") && has!("fma") && has!("popcnt")) {
+                return Simd::Scalar;
+            }
+            if has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") {
+                return Simd::Avx512;
+            }
+            Simd::Avx2
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            Simd::Scalar
+        }
+    }
+
+    /// Its name in tables: `scalar`, `AVX2` or `AVX-512`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Simd::Scalar => "scalar",
+            Simd::Avx2 => "AVX2",
+            Simd::Avx512 => "AVX-512",
+        }
+    }
 }
 
 impl Default for CompareOptions {
@@ -49,6 +97,7 @@ impl Default for CompareOptions {
             equal_nan: false,
             assert_padded_zero: false,
             parallel: true,
+            simd: Simd::Avx512,
         }
     }
 }
@@ -271,7 +320,7 @@ fn run<A: Elem, E: Elem, U: UlpKey>(
         equal_nan: o.equal_nan,
         assert_zero: o.assert_padded_zero,
         top_k: o.top_k,
-        avx2: has_avx2(),
+        simd: simd(o.simd),
     };
     let view = mask.map(|m| MaskView {
         shape: m.target_shape(),
@@ -295,23 +344,13 @@ fn run<A: Elem, E: Elem, U: UlpKey>(
     total
 }
 
-/// Whether the AVX2 kernel may run: the CPU has AVX2 and FMA (and, in tests, this
-/// thread has not asked for the scalar kernel).
-fn has_avx2() -> bool {
+/// The path the kernel takes: the widest the CPU has, capped at `cap`
+/// (and, in tests, at what this thread asked for: `kernel_reference::with_simd`).
+fn simd(cap: Simd) -> Simd {
+    let path = Simd::available().min(cap);
     #[cfg(test)]
-    if crate::kernel_reference::scalar_only() {
-        return false;
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-            && std::arch::is_x86_feature_detected!("popcnt")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    let path = path.min(crate::kernel_reference::simd_cap());
+    path
 }
 
 fn finish(acc: Acc, shape: &[usize], o: &CompareOptions, ulp: Option<UlpDType>) -> Metrics {

@@ -1,10 +1,11 @@
 //! The kernel against the original element-by-element kernel (kept in
 //! `kernel_reference`): identical `Metrics`, bit for bit, for every dtype
 //! pair and ULP dtype, with NaN/Inf/±0/subnormals, masked and unmasked; and
-//! the vector (AVX2) path against the scalar one and against parallel runs.
+//! the vector paths (AVX-512 and AVX2, whichever the CPU has) against the
+//! scalar one and against parallel runs.
 
-use crate::kernel_reference::{with_reference, with_scalar};
-use crate::{compare, CompareOptions, Mask, Metrics, UlpDType};
+use crate::kernel_reference::{with_avx2, with_reference, with_scalar};
+use crate::{compare, CompareOptions, Mask, Metrics, Simd, UlpDType};
 use parity_tensor::{DType, Tensor};
 use proptest::prelude::*;
 
@@ -288,7 +289,7 @@ proptest! {
         ulp in prop_oneof![Just(None), Just(Some(UlpDType::F32))],
     ) {
         // Two chunks and a ragged tail; odd widths make runs start off a
-        // multiple of four, so the vector path's scalar head and tail run.
+        // multiple of eight, so the vector paths' scalar heads and tails run.
         let rows = (2 * crate::kernel::CHUNK + extra) / cols + 1;
         let n = rows * cols;
         let (a, e) = f32_pairs(seed, n, rare);
@@ -301,6 +302,13 @@ proptest! {
         let opts = CompareOptions { top_k, ulp_dtype: ulp, parallel: false, ..CompareOptions::default() };
         let vector = compare(&at, &et, m, &opts).unwrap();
         let scalar = with_scalar(|| compare(&at, &et, m, &opts).unwrap());
+        let avx2 = with_avx2(|| compare(&at, &et, m, &opts).unwrap());
+        prop_assert_eq!(exact(&vector), exact(&avx2));
+        // The public cap takes the same paths.
+        for simd in [Simd::Scalar, Simd::Avx2] {
+            let capped = compare(&at, &et, m, &CompareOptions { simd, ..opts.clone() }).unwrap();
+            prop_assert_eq!(exact(&vector), exact(&capped));
+        }
         let reference = with_reference(|| compare(&at, &et, m, &opts).unwrap());
         let par = compare(&at, &et, m, &CompareOptions { parallel: true, ..opts.clone() }).unwrap();
         let again = compare(&at, &et, m, &CompareOptions { parallel: true, ..opts }).unwrap();
@@ -335,7 +343,9 @@ fn top_k_lists_that_change_in_every_block_match_the_scalar_kernel() {
         };
         let vector = compare(&at, &et, None, &opts).unwrap();
         let scalar = with_scalar(|| compare(&at, &et, None, &opts).unwrap());
+        let avx2 = with_avx2(|| compare(&at, &et, None, &opts).unwrap());
         let reference = with_reference(|| compare(&at, &et, None, &opts).unwrap());
+        assert_eq!(exact(&vector), exact(&avx2));
         assert_eq!(exact(&vector), exact(&scalar));
         assert_eq!(exact(&vector), exact(&reference));
         // The worst are the first `top_k` elements at the largest distance.
@@ -379,7 +389,9 @@ fn violations_at_the_allclose_boundary_match_the_scalar_kernel() {
         };
         let vector = compare(&at, &et, None, &opts).unwrap();
         let scalar = with_scalar(|| compare(&at, &et, None, &opts).unwrap());
+        let avx2 = with_avx2(|| compare(&at, &et, None, &opts).unwrap());
         let reference = with_reference(|| compare(&at, &et, None, &opts).unwrap());
+        assert_eq!(exact(&vector), exact(&avx2), "atol {atol} rtol {rtol}");
         assert_eq!(exact(&vector), exact(&scalar), "atol {atol} rtol {rtol}");
         assert_eq!(exact(&vector), exact(&reference), "atol {atol} rtol {rtol}");
         // The K + 1 elements, and only they.
