@@ -4,7 +4,7 @@
 
 use super::Timings;
 use parity_compare::baseline::par_sum_f32_bytes;
-use parity_compare::{compare, CompareOptions};
+use parity_compare::{compare, CompareOptions, Simd};
 use parity_tensor::{ByteLengthMismatch, Tensor};
 use std::hint::black_box;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct ThroughputRow {
     /// What was timed.
-    pub case: &'static str,
+    pub case: String,
     /// Bytes of input read per run (both tensors).
     pub bytes: u64,
     /// The runs.
@@ -37,47 +37,49 @@ pub fn make_pair(elems: usize) -> Result<(Tensor, Tensor), ByteLengthMismatch> {
     ))
 }
 
-/// Times the memory read (all threads) and `compare` (parallel and serial)
-/// on `actual` against `expected`, `reps` times each, interleaved so that
-/// a change in the machine's load hits every case alike.
+/// Times the memory read (all threads) and `compare` (parallel and serial,
+/// on the widest vector path the CPU has; and parallel on the AVX2 path
+/// too when that one is AVX-512) on `actual` against `expected`, `reps`
+/// times each, interleaved so that a change in the machine's load hits
+/// every case alike.
 pub fn measure(actual: &Tensor, expected: &Tensor, reps: usize) -> Vec<ThroughputRow> {
     let bytes = (actual.bytes().len() + expected.bytes().len()) as u64;
     let read = || {
         let (a, e) = (black_box(actual.bytes()), black_box(expected.bytes()));
         black_box(par_sum_f32_bytes(a) + par_sum_f32_bytes(e));
     };
-    let cmp = |parallel: bool| {
+    let cmp = |parallel: bool, simd: Simd| {
         move || {
             let opts = CompareOptions {
                 parallel,
+                simd,
                 ..CompareOptions::default()
             };
             black_box(compare(black_box(actual), black_box(expected), None, &opts).ok());
         }
     };
-    let mut rows = vec![
-        ThroughputRow {
-            case: "memory read (sum, all threads)",
-            bytes,
-            timings: Timings::default(),
-        },
-        ThroughputRow {
-            case: "compare (parallel)",
-            bytes,
-            timings: Timings::default(),
-        },
-        ThroughputRow {
-            case: "compare (serial)",
-            bytes,
-            timings: Timings::default(),
-        },
-    ];
+    let best = Simd::available();
+    let mut cases = vec![(true, best), (false, best)];
+    if best == Simd::Avx512 {
+        cases.push((true, Simd::Avx2));
+    }
+    let row = |case: String| ThroughputRow {
+        case,
+        bytes,
+        timings: Timings::default(),
+    };
+    let mut rows = vec![row("memory read (sum, all threads)".to_string())];
+    for &(parallel, simd) in &cases {
+        let how = if parallel { "parallel" } else { "serial" };
+        rows.push(row(format!("compare ({how}, {})", simd.label())));
+    }
     // Touch everything once so that no case pays first-touch page faults.
     read();
     for _ in 0..reps.max(1) {
         rows[0].timings.time(read);
-        rows[1].timings.time(cmp(true));
-        rows[2].timings.time(cmp(false));
+        for (r, &(parallel, simd)) in rows[1..].iter_mut().zip(&cases) {
+            r.timings.time(cmp(parallel, simd));
+        }
     }
     rows
 }
@@ -93,7 +95,12 @@ mod tests {
         assert_eq!(m.count, 1000);
         assert!(m.max_ulp.unwrap() <= 3 && m.max_ulp.unwrap() >= 1);
         let rows = measure(&a, &e, 2);
-        assert_eq!(rows.len(), 3);
+        let best = Simd::available();
+        assert_eq!(rows.len(), 3 + (best == Simd::Avx512) as usize);
+        assert_eq!(
+            rows[1].case,
+            format!("compare (parallel, {})", best.label())
+        );
         for r in &rows {
             assert_eq!(r.bytes, 8000);
             assert_eq!(r.timings.runs.len(), 2);

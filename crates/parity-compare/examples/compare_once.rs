@@ -6,9 +6,10 @@
 //! 0 to 255 ULPs from the oracle instead of 0 to 3, so most distances miss
 //! the histogram's vector path. A third argument REPS times that many more
 //! serial runs and prints the fastest (a quick A/B of the kernel; `parity
-//! bench` is the full table). docs/performance.md has the figures.
+//! bench` is the full table); a fourth, `par`, makes those runs and the
+//! read they are set beside parallel. docs/performance.md has the figures.
 
-use parity_compare::baseline::{near_pair, sum_f32_bytes};
+use parity_compare::baseline::{near_pair, par_sum_f32_bytes, sum_f32_bytes};
 use parity_compare::{compare, CompareOptions};
 use parity_tensor::Tensor;
 use std::hint::black_box;
@@ -21,6 +22,7 @@ fn main() {
         .unwrap_or(1usize << 20);
     let far = args.next().is_some_and(|s| s == "far");
     let reps: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let parallel = args.next().is_some_and(|s| s == "par");
     let (mut a, e) = near_pair(elems);
     if far {
         for (i, (x, y)) in a.iter_mut().zip(&e).enumerate() {
@@ -36,7 +38,7 @@ fn main() {
         std::process::exit(2);
     };
     let opts = CompareOptions {
-        parallel: false,
+        parallel,
         ..CompareOptions::default()
     };
     if reps > 0 {
@@ -49,17 +51,23 @@ fn main() {
         let (mut read, mut best) = (f64::INFINITY, f64::INFINITY);
         for _ in 0..reps {
             read = read.min(time(&mut || {
-                black_box(sum_f32_bytes(black_box(at.bytes())) + sum_f32_bytes(et.bytes()));
+                let sum = if parallel {
+                    par_sum_f32_bytes
+                } else {
+                    sum_f32_bytes
+                };
+                black_box(sum(black_box(at.bytes())) + sum(et.bytes()));
             }));
             best = best.min(time(&mut || {
                 black_box(compare(black_box(&at), black_box(&et), None, &opts).ok());
             }));
         }
         println!(
-            "fastest of {reps}: {:.2} ms, {:.2} ns an element, {:.2} GB/s; serial read {:.2} GB/s; ratio {:.2}",
+            "fastest of {reps}: {:.2} ms, {:.2} ns an element, {:.2} GB/s; {} read {:.2} GB/s; ratio {:.2}",
             best * 1e3,
             best * 1e9 / elems as f64,
             (8 * elems) as f64 / best / 1e9,
+            if parallel { "parallel" } else { "serial" },
             (8 * elems) as f64 / read / 1e9,
             read / best
         );
