@@ -202,22 +202,9 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             }
             max_abs = _mm256_max_pd(max_abs, block_abs);
             max_excess = _mm256_max_pd(max_excess, block_excess);
-            let (from, to) = (head + g * 8, head + stop * 8);
-            let (top_abs, top_excess) = (hmax_pd(block_abs), hmax_pd(block_excess));
-            if top_abs > acc.worst.floor() || top_excess > acc.excess.floor() {
-                self.offer_range(acc, a, e, from, to);
-            }
-            // A violation has |a - e| > fl(atol + r) >= atol and >= r (r =
-            // rtol |e|, rounded): so |a - e| > atol and the excess
-            // fl(|a - e| - r) > 0. A block where neither maximum says so
-            // has none; any other is counted again (`count_violations`).
-            if top_abs > self.atol && top_excess > 0.0 {
-                let violations = self.count_violations(a, e, from, to);
-                s.allclose_violations += violations;
-                if violations > 0 && acc.first.is_none() {
-                    self.first_violation(acc, a, e, from, to);
-                }
-            }
+            let top = (hmax_pd(block_abs), hmax_pd(block_excess));
+            let range = (head + g * 8, head + stop * 8);
+            self.block_end(acc, &mut s, a, e, range, top);
             clean += stop - g;
             g = g_end;
             if stop < g_end {
@@ -230,23 +217,71 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         }
         s.max_abs = s.max_abs.max(hmax_pd(max_abs));
         s.max_excess = s.max_excess.max(hmax_pd(max_excess));
-        if U::ENABLED {
-            let mut counts = [0u64; SMALL as usize];
-            for (n, &c) in counts.iter_mut().zip(&small) {
-                *n = hsum_epi32(c);
+        let counts = small.map(|c| hsum_epi32(c));
+        acc.s = s;
+        self.finish(acc, hist, counts, max_big, 8 * clean as u64, equal);
+        if body < end {
+            self.segment(acc, hist, a, e, body, end, |_| false);
+        }
+    }
+}
+
+impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
+    /// What a vector path does at a block's end, for the elements
+    /// `range` (all finite, whole groups of eight) whose largest |a - e|
+    /// and allclose excess are `top`: offers them to the top-K lists when
+    /// a maximum beats a list's floor, and counts their allclose
+    /// violations when one may be there.
+    #[inline]
+    pub(crate) fn block_end(
+        &self,
+        acc: &mut Acc,
+        s: &mut Sums,
+        a: &[u8],
+        e: &[u8],
+        (from, to): (usize, usize),
+        (top_abs, top_excess): (f64, f64),
+    ) {
+        if top_abs > acc.worst.floor() || top_excess > acc.excess.floor() {
+            // SAFETY: only the vector paths call this, on a CPU with AVX2.
+            unsafe { self.offer_range(acc, a, e, from, to) };
+        }
+        // A violation has |a - e| > fl(atol + r) >= atol and >= r (r =
+        // rtol |e|, rounded): so |a - e| > atol and the excess
+        // fl(|a - e| - r) > 0. A block where neither maximum says so
+        // has none; any other is counted again (`count_violations`).
+        if top_abs > self.atol && top_excess > 0.0 {
+            // SAFETY: as above.
+            let violations = unsafe { self.count_violations(a, e, from, to) };
+            s.allclose_violations += violations;
+            if violations > 0 && acc.first.is_none() {
+                self.first_violation(acc, a, e, from, to);
             }
+        }
+    }
+
+    /// What a vector path adds to `acc.s` and `hist` at its end: `clean`
+    /// elements all finite, `equal` of them equal bit for bit, `counts[d]`
+    /// at each small distance d, `max_big` the largest queued distance.
+    #[inline]
+    pub(crate) fn finish(
+        &self,
+        acc: &mut Acc,
+        hist: &mut RunHist,
+        counts: [u64; SMALL as usize],
+        max_big: u32,
+        clean: u64,
+        equal: u64,
+    ) {
+        let s = &mut acc.s;
+        if U::ENABLED {
             hist.add_small(&counts);
             let top_small = counts.iter().rposition(|&c| c > 0).unwrap_or(0);
             s.max_ulp = s.max_ulp.max(max_big.max(top_small as u32) as u64);
         }
-        let clean = 8 * clean as u64;
         s.count += clean;
         s.numeric += clean;
         s.bitwise_mismatches += clean - equal;
-        acc.s = s;
-        if body < end {
-            self.segment(acc, hist, a, e, body, end, |_| false);
-        }
     }
 }
 
@@ -274,7 +309,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     #[cold]
     #[inline(never)]
     #[target_feature(enable = "avx2")]
-    pub(crate) fn offer_range(&self, acc: &mut Acc, a: &[u8], e: &[u8], from: usize, to: usize) {
+    fn offer_range(&self, acc: &mut Acc, a: &[u8], e: &[u8], from: usize, to: usize) {
         let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
         let rtol = _mm256_set1_pd(self.rtol);
         let groups = a[from * 4..to * 4]
@@ -324,7 +359,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     #[cold]
     #[inline(never)]
     #[target_feature(enable = "avx2")]
-    pub(crate) fn count_violations(&self, a: &[u8], e: &[u8], from: usize, to: usize) -> u64 {
+    fn count_violations(&self, a: &[u8], e: &[u8], from: usize, to: usize) -> u64 {
         let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
         let (atol, rtol) = (_mm256_set1_pd(self.atol), _mm256_set1_pd(self.rtol));
         let mut violations = 0;
@@ -351,14 +386,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     /// finite), tested as the scalar path tests it.
     #[cold]
     #[inline(never)]
-    pub(crate) fn first_violation(
-        &self,
-        acc: &mut Acc,
-        a: &[u8],
-        e: &[u8],
-        from: usize,
-        to: usize,
-    ) {
+    fn first_violation(&self, acc: &mut Acc, a: &[u8], e: &[u8], from: usize, to: usize) {
         let pairs = a[from * 4..to * 4]
             .chunks_exact(4)
             .zip(e[from * 4..to * 4].chunks_exact(4));

@@ -214,23 +214,12 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             }
             max_abs = _mm512_max_pd(max_abs, block_abs);
             max_excess = _mm512_max_pd(max_excess, block_excess);
-            let (from, to) = (head + g * STEP, head + stop * STEP);
-            let (top_abs, top_excess) = (
+            let top = (
                 _mm512_reduce_max_pd(block_abs),
                 _mm512_reduce_max_pd(block_excess),
             );
-            if top_abs > acc.worst.floor() || top_excess > acc.excess.floor() {
-                self.offer_range(acc, a, e, from, to);
-            }
-            // A violation needs |a - e| > atol and a positive excess (see
-            // the AVX2 path); any other block is counted again.
-            if top_abs > self.atol && top_excess > 0.0 {
-                let violations = self.count_violations(a, e, from, to);
-                s.allclose_violations += violations;
-                if violations > 0 && acc.first.is_none() {
-                    self.first_violation(acc, a, e, from, to);
-                }
-            }
+            let range = (head + g * STEP, head + stop * STEP);
+            self.block_end(acc, &mut s, a, e, range, top);
             clean += stop - g;
             g = g_end;
             if stop < g_end {
@@ -246,34 +235,21 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         v.store(&mut s);
         s.max_abs = s.max_abs.max(_mm512_reduce_max_pd(max_abs));
         s.max_excess = s.max_excess.max(_mm512_reduce_max_pd(max_excess));
-        if U::ENABLED {
-            let mut counts = [0u64; SMALL as usize];
-            for (n, &c) in counts.iter_mut().zip(&small) {
-                *n = hsum_epi32(c);
-            }
-            hist.add_small(&counts);
-            let top_small = counts.iter().rposition(|&c| c > 0).unwrap_or(0);
-            s.max_ulp = s.max_ulp.max(max_big.max(top_small as u32) as u64);
-        }
-        let clean = (STEP * clean) as u64;
-        s.count += clean;
-        s.numeric += clean;
-        s.bitwise_mismatches += clean - equal;
+        let counts = small.map(|c| hsum_epi32(c));
         acc.s = s;
+        self.finish(acc, hist, counts, max_big, (STEP * clean) as u64, equal);
         if body < end {
             self.segment(acc, hist, a, e, body, end, |_| false);
         }
     }
 }
 
-/// Sum of sixteen u32 lanes, in u64.
+/// Sum of sixteen u32 lanes: at most one run's elements, below 2^32
+/// (`kernel_hist` asserts a chunk fits a u32 counter).
 #[target_feature(enable = "avx512f")]
 #[inline]
 fn hsum_epi32(v: __m512i) -> u64 {
-    let mut l = [0u32; 16];
-    // SAFETY: `l` is 64 bytes.
-    unsafe { _mm512_storeu_si512(l.as_mut_ptr().cast(), v) };
-    l.iter().map(|&x| x as u64).sum()
+    _mm512_reduce_add_epi32(v) as u32 as u64
 }
 
 /// f32 ULP distances of sixteen finite pairs, as `ulp_dist8` on the AVX2
