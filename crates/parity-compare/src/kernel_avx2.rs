@@ -232,6 +232,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     /// and allclose excess are `top`: offers them to the top-K lists when
     /// a maximum beats a list's floor, and counts their allclose
     /// violations when one may be there.
+    #[target_feature(enable = "avx2")]
     #[inline]
     pub(crate) fn block_end(
         &self,
@@ -243,16 +244,14 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         (top_abs, top_excess): (f64, f64),
     ) {
         if top_abs > acc.worst.floor() || top_excess > acc.excess.floor() {
-            // SAFETY: only the vector paths call this, on a CPU with AVX2.
-            unsafe { self.offer_range(acc, a, e, from, to) };
+            self.offer_range(acc, a, e, from, to);
         }
         // A violation has |a - e| > fl(atol + r) >= atol and >= r (r =
         // rtol |e|, rounded): so |a - e| > atol and the excess
         // fl(|a - e| - r) > 0. A block where neither maximum says so
         // has none; any other is counted again (`count_violations`).
         if top_abs > self.atol && top_excess > 0.0 {
-            // SAFETY: as above.
-            let violations = unsafe { self.count_violations(a, e, from, to) };
+            let violations = self.count_violations(a, e, from, to);
             s.allclose_violations += violations;
             if violations > 0 && acc.first.is_none() {
                 self.first_violation(acc, a, e, from, to);
