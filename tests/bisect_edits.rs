@@ -78,6 +78,25 @@ fn every_kind_the_basic_example_has_is_named_exactly() {
     }
 }
 
+#[test]
+fn an_extra_negate_before_an_odd_chain_is_ambiguous_between_equivalent_fixes() {
+    // Seed 2 of extra-op: a negate after proj_bf16's convert. Bypassing it,
+    // or negating later through the linear ops after it, computes the same
+    // function, so bisect names no op, lists the right one, and shows the
+    // repairs agree on perturbed inputs where the unedited region does not.
+    let rows = run("basic", &[(FaultKind::ExtraOp, 2)]);
+    let row = &rows[0];
+    assert_eq!(
+        row.outcome,
+        Outcome::Ambiguous,
+        "{} -> {}",
+        row.what,
+        row.said
+    );
+    assert!(row.named.is_none(), "{}", row.said);
+    assert_eq!(row.equivalent, Some(true), "{}", row.said);
+}
+
 /// A hand-written stage with a pad, two slices and a comparison (what
 /// examples/basic lacks): a difference over a window of 3,
 /// `d[i] = x[i+1] - x[i-2]` (x zero-padded), then `d > 0 ? d : d/2 + 1`.

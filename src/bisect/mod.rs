@@ -809,6 +809,9 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
             .collect::<Vec<_>>()
             .join("; ")
     };
+    if !found.repairs.is_empty() {
+        report.repair = Some(repair_record(program, found));
+    }
     if found.repairs.is_empty() {
         report.notes.push(format!(
             "repair search: none of {} edits (swapped operands, comparison directions, \
@@ -829,6 +832,9 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
             found.judged_by,
             list(32)
         ));
+        if let Some(eq) = &found.equivalence {
+            report.notes.push(equivalence_note(program, found, eq));
+        }
         return false;
     };
     let on = if found.repairs.iter().all(|r| r.op == op) {
@@ -854,6 +860,78 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
         Vec::new(),
     ));
     true
+}
+
+/// The repair search for the record.
+fn repair_record(program: &Program, found: &repair::RepairOutcome) -> parity_record::RepairSearch {
+    let func = program.func;
+    parity_record::RepairSearch {
+        tried: found.tried,
+        judged_by: found.judged_by.clone(),
+        candidates: found
+            .repairs
+            .iter()
+            .map(|r| parity_record::RepairCandidate {
+                op_index: r.op,
+                op_name: func.ops[r.op].name.clone(),
+                loc: loc_label(&func.ops[r.op].loc),
+                edit: r.edit.clone(),
+                ulps: r.ulps,
+            })
+            .collect(),
+        claimed: repair::claimed(found),
+        equivalence: found.equivalence.clone(),
+    }
+}
+
+/// What the equivalence check of ambiguous repairs says, and what would
+/// separate them.
+fn equivalence_note(
+    program: &Program,
+    found: &repair::RepairOutcome,
+    eq: &parity_record::Equivalence,
+) -> String {
+    let ops: BTreeSet<usize> = found.repairs.iter().map(|r| r.op).collect();
+    let (first, last) = (
+        ops.first().copied().unwrap_or(0),
+        ops.last().copied().unwrap_or(0),
+    );
+    let span = format!(
+        "an oracle tensor between {} and {}",
+        op_line(program.func, first),
+        op_line(program.func, last)
+    );
+    if !eq.unedited_differs {
+        return format!(
+            "equivalence of the repairs: not shown; on {} perturbed copies of the region's \
+             inputs the unedited region matches the first repair too, so those inputs do \
+             not exercise the fault",
+            eq.inputs
+        );
+    }
+    if eq.differ.is_empty() {
+        format!(
+            "equivalence of the repairs: all {} compute the same function on {} perturbed \
+             copies of the region's inputs (each float element times a factor in [0.5, 1.5]), \
+             where the unedited region does not: no oracle tensor at the region's end, in \
+             this case or another, can tell them apart; {span} can",
+            found.repairs.len(),
+            eq.inputs
+        )
+    } else {
+        let differ: Vec<String> = eq
+            .differ
+            .iter()
+            .map(|&i| format!("#{}", found.repairs[i].op))
+            .collect();
+        format!(
+            "equivalence of the repairs: not the same function: on {} perturbed copies of the \
+             region's inputs, the repairs at {} differ from the first; the oracle's tensors at \
+             the region's end in another case can separate them, and so can {span}",
+            eq.inputs,
+            differ.join(", ")
+        )
+    }
 }
 
 fn divergent_op(

@@ -17,7 +17,7 @@ mod input;
 mod invariants;
 mod malformed;
 pub mod regress;
-mod seed;
+pub(crate) mod seed;
 pub mod strategy;
 #[cfg(test)]
 mod tests;

@@ -351,3 +351,23 @@ fn the_html_bisect_section_shows_the_confirmation_of_the_shadow() {
     }
     assert!(text(&Html, confirmed).contains("confirmed: #2"));
 }
+
+#[test]
+fn the_html_bisect_section_lists_ambiguous_repairs_and_their_equivalence() {
+    let html = text(&Html, samples::bisect_ambiguous());
+    assert!(html.contains("<h3>Repair search</h3>"), "heading");
+    assert!(
+        html.contains("compute one function on 3 perturbed inputs"),
+        "the equivalence verdict"
+    );
+    assert!(html.contains(
+        "<tr><td>#1</td><td>stablehlo.tanh</td><td>act/tanh</td><td>negated</td><td>1.0000</td><td>yes</td></tr>"
+    ));
+    let mut split = samples::bisect_ambiguous();
+    if let Some(eq) = split.repair.as_mut().and_then(|r| r.equivalence.as_mut()) {
+        (eq.agree, eq.differ) = (vec![0], vec![1]);
+    }
+    let html = text(&Html, split);
+    assert!(html.contains("1 of them differ from the first on 3 perturbed inputs"));
+    assert!(html.contains("<td>negated</td><td>1.0000</td><td>no</td>"));
+}

@@ -138,6 +138,12 @@ pub struct BisectRecord {
     /// flagged any): an `inferred` operation is named only when it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<Confirmation>,
+    /// The repair search, when it ran and some edit made the region match:
+    /// its surviving edits, the op they name (if they name one) and, when
+    /// they act at several operations, whether they compute the same
+    /// function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repair: Option<RepairSearch>,
     /// Variants built and run.
     pub probes: usize,
     /// One line per probe.
@@ -396,6 +402,7 @@ impl BisectRecord {
             checkpoints: Vec::new(),
             shadow: Vec::new(),
             confirmation: None,
+            repair: None,
             probes: 0,
             probe_log: Vec::new(),
             observer_effect: Vec::new(),
@@ -466,5 +473,67 @@ impl ReproducerOutput {
     /// Whether this result is beyond its threshold.
     pub fn fails(&self) -> bool {
         self.nonfinite > 0 || self.max_abs > self.threshold
+    }
+}
+
+/// The repair search's survivors (docs/bisect.md, "repair").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RepairSearch {
+    /// Edits tried (enumerated plus fitted).
+    pub tried: usize,
+    /// What "match" meant: the stage output's criteria, or the ULP budget.
+    pub judged_by: String,
+    /// The edits that make the region's end match the oracle, best first.
+    pub candidates: Vec<RepairCandidate>,
+    /// The op every candidate acts at, when there is one (evidence `repair`);
+    /// none when they act at several operations (ambiguous).
+    pub claimed: Option<usize>,
+    /// When no op is claimed: the candidates run on perturbed copies of the
+    /// oracle's inputs and compared with the first one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equivalence: Option<Equivalence>,
+}
+
+/// One surviving edit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RepairCandidate {
+    /// The op it is reported on.
+    pub op_index: usize,
+    /// e.g. `stablehlo.multiply`.
+    pub op_name: String,
+    /// Its location.
+    pub loc: String,
+    /// The edit, for people (with its fitted value).
+    pub edit: String,
+    /// The region's end against the oracle after the edit, in ULPs at max.
+    #[serde(with = "crate::float")]
+    pub ulps: f64,
+}
+
+/// Whether ambiguous repairs compute the same function: each candidate and
+/// the unedited region run on perturbed copies of the oracle's inputs (every
+/// float element times its own factor in [0.5, 1.5], seeded; integers and
+/// booleans kept), and compared with the first candidate's result by the
+/// same acceptance as the search.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Equivalence {
+    /// Perturbed inputs run.
+    pub inputs: usize,
+    /// Candidates (indices into `candidates`) whose result matched the first
+    /// candidate's on every perturbed input (the first included).
+    pub agree: Vec<usize>,
+    /// Candidates that differed from the first on some perturbed input.
+    pub differ: Vec<usize>,
+    /// Whether the unedited region differed from the first candidate on some
+    /// perturbed input: without that, the inputs do not exercise the fault
+    /// and agreement says nothing.
+    pub unedited_differs: bool,
+}
+
+impl Equivalence {
+    /// The candidates are the same function as far as these inputs can
+    /// tell, and the inputs exercise the fault.
+    pub fn holds(&self) -> bool {
+        self.differ.is_empty() && self.unedited_differs
     }
 }

@@ -37,8 +37,9 @@ pub use baseline::{
 };
 pub use bisect::{
     BisectRecord, CheckpointKind, CheckpointRecord, Confirmation, ConfirmationCandidate,
-    DivergentOp, Evidence, Localisation, OpMetrics, Region, RegionOutcome, ReproducerCheck,
-    ReproducerOutput, ShadowRow, Strategy, ValueMetrics, VerdictSource, BISECT_SCHEMA,
+    DivergentOp, Equivalence, Evidence, Localisation, OpMetrics, Region, RegionOutcome,
+    RepairCandidate, RepairSearch, ReproducerCheck, ReproducerOutput, ShadowRow, Strategy,
+    ValueMetrics, VerdictSource, BISECT_SCHEMA,
 };
 pub use common::{ErrorKind, ErrorRecord, Location, Mode, Status};
 pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};

@@ -309,6 +309,41 @@ pub fn bisect_region() -> BisectRecord {
     b
 }
 
+/// A bisect record whose repair search found equivalent fixes on two
+/// operations (ambiguous: no op named).
+pub fn bisect_ambiguous() -> BisectRecord {
+    let mut b = bisect_region();
+    b.confirmation = None;
+    let candidate = |op_index: usize, op_name: &str, loc: &str, edit: &str| RepairCandidate {
+        op_index,
+        op_name: op_name.into(),
+        loc: loc.into(),
+        edit: edit.into(),
+        ulps: 1.0,
+    };
+    b.repair = Some(RepairSearch {
+        tried: 10,
+        judged_by: "within output `y`'s tolerance (1 criteria, vs_f64 left out)".into(),
+        candidates: vec![
+            candidate(
+                0,
+                "stablehlo.negate",
+                "act/neg",
+                "bypassed: operand 0 (%arg0) used instead of its result",
+            ),
+            candidate(1, "stablehlo.tanh", "act/tanh", "negated"),
+        ],
+        claimed: None,
+        equivalence: Some(Equivalence {
+            inputs: 3,
+            agree: vec![0, 1],
+            differ: vec![],
+            unedited_differs: true,
+        }),
+    });
+    b
+}
+
 /// A failing `parity compare`.
 pub fn compare_fail() -> CompareRecord {
     let source = |file: &str| TensorSource {

@@ -16,6 +16,7 @@ fn every_sample_round_trips() {
     round_trip(samples::failing_run().into());
     round_trip(samples::bisect_op().into());
     round_trip(samples::bisect_region().into());
+    round_trip(samples::bisect_ambiguous().into());
     round_trip(samples::compare_fail().into());
 }
 

@@ -114,6 +114,9 @@ pub struct Row {
     pub probes: usize,
     /// Wall time of the bisect run (the stage's run included).
     pub wall: Duration,
+    /// For an ambiguous answer: whether the repairs were shown to compute
+    /// the same function (docs/bisect.md, "equivalence").
+    pub equivalent: Option<bool>,
 }
 
 impl Row {
@@ -205,6 +208,7 @@ impl Prepared {
             answers: Vec::new(),
             probes: 0,
             wall: Duration::ZERO,
+            equivalent: None,
         };
         let fns: Vec<&str> = self.functions.iter().map(|(_, f)| f.as_str()).collect();
         let exclude = |f: &parity_mlir::Function, o: usize| {
@@ -375,20 +379,28 @@ fn classify(injected: &Injected, record: &bisect::BisectRecord, row: &mut Row) {
         row.said = format!("#{} {} ({:?})", op.op_index, op.op_name, op.evidence);
         return;
     }
-    let notes = record.notes.join(" ");
-    let listed = injected
-        .answers
-        .iter()
-        .any(|a| notes.contains(&format!("#{} ", a.op_index)));
-    row.outcome = if notes.contains("ambiguous") && listed {
-        Outcome::Ambiguous
-    } else {
-        Outcome::Region
+    // No op claimed: ambiguous when the repair search listed a right op.
+    let listed = record
+        .repair
+        .as_ref()
+        .filter(|r| r.claimed.is_none())
+        .filter(|r| r.candidates.iter().any(|c| right(c.op_index)));
+    row.outcome = match listed {
+        Some(r) => {
+            row.equivalent = Some(r.equivalence.as_ref().is_some_and(|e| e.holds()));
+            Outcome::Ambiguous
+        }
+        None => Outcome::Region,
     };
     row.said = format!(
-        "{} ({} ops)",
+        "{} ({} ops){}",
         row.outcome.name(),
-        record.region.as_ref().map_or(0, |r| r.ops)
+        record.region.as_ref().map_or(0, |r| r.ops),
+        match row.equivalent {
+            Some(true) => ", the repairs are one function",
+            Some(false) => ", the repairs are not shown equivalent",
+            None => "",
+        }
     );
 }
 

@@ -71,18 +71,21 @@ pub const GEMMA3N_STAGES: [&str; 4] = [
     "conformer_1_attention",
 ];
 
-/// Per kind: counts of each outcome, median probes and wall time.
+/// Per kind: counts of each outcome (`equiv`: ambiguous answers whose
+/// repairs were shown to compute the same function), median probes and wall
+/// time.
 pub fn table(rows: &[Row]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7}",
+        "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7}",
         "subject",
         "kind",
         "n",
         "exact",
         "ambig",
+        "equiv",
         "region",
         "wrong",
         "crash",
@@ -109,12 +112,13 @@ pub fn table(rows: &[Row]) -> String {
             };
             let _ = writeln!(
                 out,
-                "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7.0} {:>7.1}",
+                "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7.0} {:>7.1}",
                 s,
                 kind.name(),
                 rs.len(),
                 count(Outcome::Exact),
                 count(Outcome::Ambiguous),
+                rs.iter().filter(|r| r.equivalent == Some(true)).count(),
                 count(Outcome::Region),
                 count(Outcome::Wrong),
                 count(Outcome::Crash),

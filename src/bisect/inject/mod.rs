@@ -6,6 +6,7 @@
 //! exp made to overflow).
 
 use super::edits::{AfterOp, Change, Edit};
+use crate::fuzz::seed::mix;
 use parity_mlir::{Function, Module};
 use std::fmt;
 
@@ -148,14 +149,6 @@ pub struct Injected {
     pub answers: Vec<Answer>,
     /// Why those are the right answers.
     pub why: String,
-}
-
-/// A deterministic 64-bit mix (splitmix64) of the seed.
-fn mix(seed: u64) -> u64 {
-    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// One eligible place: the function, the edit, and a value for fitted edits.

@@ -18,6 +18,7 @@ use super::probe::Prober;
 use super::Program;
 use parity_compare::{compare, evaluate_with, CompareOptions, Criterion, Mask, VerdictOptions};
 use parity_mlir::{emit_slices, SliceArg, SliceRequest, ValueId};
+use parity_record::Equivalence;
 use parity_spec::MaskSource;
 use parity_tensor::{DType, Tensor};
 use std::collections::BTreeSet;
@@ -52,6 +53,10 @@ pub struct Repair {
     /// inserted after an op whose result has one user, that user too (an op
     /// missing after P is an op missing before P's only user).
     pub places: Vec<usize>,
+    /// Its selector value in the search module.
+    select: i64,
+    /// Its fitted scale (1 for an enumerated edit).
+    scale: f64,
 }
 
 /// The op every surviving edit acts at: the op all of them are reported on,
@@ -84,6 +89,9 @@ pub struct RepairOutcome {
     pub runs: Duration,
     /// What "match" meant: the stage output's criteria, or the budget.
     pub judged_by: String,
+    /// When the repairs act at several operations: whether they compute
+    /// the same function on perturbed inputs.
+    pub equivalence: Option<Equivalence>,
 }
 
 /// Searches repairs of `region` whose end `target` should equal `expected`.
@@ -124,6 +132,7 @@ pub fn search(
         compile: Duration::ZERO,
         runs: Duration::ZERO,
         judged_by: String::new(),
+        equivalence: None,
     };
     if edits.is_empty() {
         return Ok(outcome);
@@ -174,21 +183,14 @@ pub fn search(
     };
     // (ULPs at max, whether the region's end is accepted as matching).
     let mut score = |k: i64, s: f64| -> Result<(f64, bool), BisectError> {
-        args[0] = scalar(DType::I32, k as f64)?;
-        args[1] = scalar(DType::F32, s)?;
-        let out = loaded
-            .invoke("repair", &args)
-            .map_err(|source| BisectError::Invoke {
-                slice: "repair".into(),
-                source,
-            })?;
-        let m = value_metrics(func, target, &out[0], expected, "oracle", program.budget)?;
+        let out = run_edit(&loaded, &mut args, k, s)?;
+        let m = value_metrics(func, target, &out, expected, "oracle", program.budget)?;
         let ulps = if m.ulps_at_max.is_nan() {
             f64::INFINITY
         } else {
             m.ulps_at_max
         };
-        Ok((ulps, accept.accepts(&out[0], expected, ulps)))
+        Ok((ulps, accept.accepts(&out, expected, ulps)))
     };
     // Selector -1 is the region unedited: it must still fail, or nothing
     // here can be called a repair.
@@ -242,6 +244,8 @@ pub fn search(
                 edit: describe(e, s),
                 ulps: u,
                 places,
+                select: k as i64,
+                scale: s.unwrap_or(1.0),
             });
         }
     }
@@ -265,7 +269,127 @@ pub fn search(
             .then(a.ulps.total_cmp(&b.ulps))
     });
     outcome.repairs = repairs;
+    if outcome.repairs.len() > 1 && claimed(&outcome).is_none() {
+        let t = Instant::now();
+        let ulps = |out: &Tensor, reference: &Tensor| {
+            value_metrics(func, target, out, reference, "repair", program.budget).map(|m| {
+                if m.ulps_at_max.is_nan() {
+                    f64::INFINITY
+                } else {
+                    m.ulps_at_max
+                }
+            })
+        };
+        let eq = equivalence(&outcome.repairs, &accept, &mut args, ulps, |args, k, s| {
+            run_edit(&loaded, args, k, s)
+        })?;
+        outcome.runs += t.elapsed();
+        prober.log.push(format!(
+            "probe {}: the {} repairs on {} perturbed inputs: {} agree with the first, {} differ; \
+             the unedited region {} ({:.2}s)",
+            prober.probes,
+            outcome.repairs.len(),
+            eq.inputs,
+            eq.agree.len(),
+            eq.differ.len(),
+            if eq.unedited_differs {
+                "differs"
+            } else {
+                "does not differ"
+            },
+            t.elapsed().as_secs_f64()
+        ));
+        outcome.equivalence = Some(eq);
+    }
     Ok(outcome)
+}
+
+/// Perturbed inputs the equivalence check runs.
+pub const EQUIVALENCE_INPUTS: usize = 3;
+
+/// Runs the search module with edit `k` (-1: none) at scale `s`.
+fn run_edit(
+    loaded: &parity_iree::LoadedModule,
+    args: &mut [Tensor],
+    k: i64,
+    s: f64,
+) -> Result<Tensor, BisectError> {
+    args[0] = scalar(DType::I32, k as f64)?;
+    args[1] = scalar(DType::F32, s)?;
+    let mut out = loaded
+        .invoke("repair", args)
+        .map_err(|source| BisectError::Invoke {
+            slice: "repair".into(),
+            source,
+        })?;
+    Ok(out.swap_remove(0))
+}
+
+/// Whether the surviving repairs compute the same function: each one, and
+/// the unedited region, on [`EQUIVALENCE_INPUTS`] perturbed copies of the
+/// region's inputs (`args[2..]`: every float element times its own factor in
+/// [0.5, 1.5], seeded; signs, zeros, infinities, integers and booleans kept,
+/// so masks and domains survive), judged against the first repair's result
+/// by the search's own acceptance. Repairs that agree on every input are
+/// the same fix as far as any oracle tensor at the region's end can tell.
+fn equivalence(
+    repairs: &[Repair],
+    accept: &Acceptance,
+    args: &mut [Tensor],
+    ulps: impl Fn(&Tensor, &Tensor) -> Result<f64, BisectError>,
+    mut run: impl FnMut(&mut [Tensor], i64, f64) -> Result<Tensor, BisectError>,
+) -> Result<Equivalence, BisectError> {
+    let original: Vec<Tensor> = args[2..].to_vec();
+    let mut same = vec![true; repairs.len()];
+    let mut unedited_differs = false;
+    for input in 0..EQUIVALENCE_INPUTS {
+        for (j, t) in original.iter().enumerate() {
+            args[2 + j] = perturbed(t, input as u64 * 1000 + j as u64)?;
+        }
+        let first = run(args, repairs[0].select, repairs[0].scale)?;
+        let matches = |out: &Tensor| -> Result<bool, BisectError> {
+            Ok(accept.accepts(out, &first, ulps(out, &first)?))
+        };
+        for (r, same) in repairs.iter().zip(same.iter_mut()).skip(1) {
+            if *same {
+                *same = matches(&run(args, r.select, r.scale)?)?;
+            }
+        }
+        if !unedited_differs {
+            unedited_differs = !matches(&run(args, -1, 1.0)?)?;
+        }
+    }
+    args[2..].clone_from_slice(&original);
+    let (agree, differ) = (0..repairs.len()).partition(|&i| same[i]);
+    Ok(Equivalence {
+        inputs: EQUIVALENCE_INPUTS,
+        agree,
+        differ,
+        unedited_differs,
+    })
+}
+
+/// A float tensor with every element times its own factor in [0.5, 1.5]
+/// (seeded); other dtypes as they are.
+fn perturbed(t: &Tensor, seed: u64) -> Result<Tensor, BisectError> {
+    if !t.dtype().is_float() {
+        return Ok(t.clone());
+    }
+    let values: Vec<f64> = t
+        .to_f64_vec()
+        .into_iter()
+        .enumerate()
+        .map(|(i, x)| {
+            let r = crate::fuzz::seed::mix(seed.wrapping_mul(0x1_0000_0001) ^ i as u64);
+            x * (0.5 + (r >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect();
+    Tensor::from_f64_as(t.dtype(), t.shape().to_vec(), &values).map_err(|source| {
+        BisectError::Tensor {
+            what: "a perturbed input of the repair search",
+            source,
+        }
+    })
 }
 
 /// When the region's end counts as matching the oracle: within the stage
@@ -509,6 +633,43 @@ mod tests {
         assert!((r[0] - 1.0 / 128f64.sqrt()).abs() < 1e-12, "{r:?}");
         // Nothing simple within 2%.
         assert!(simple_scales_near(0.42).is_empty());
+    }
+
+    #[test]
+    fn perturbed_inputs_keep_signs_zeros_infinities_and_integers() {
+        let x = [
+            3.0,
+            -2.0,
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e-3,
+            7.5,
+        ];
+        let t = Tensor::from_f64_as(DType::F32, vec![8], &x).unwrap();
+        let p = perturbed(&t, 1).unwrap();
+        assert_eq!(p.dtype(), DType::F32);
+        assert_eq!(p.shape(), &[8]);
+        let v = p.to_f64_vec();
+        for (a, b) in x.iter().zip(&v) {
+            if a.is_infinite() || *a == 0.0 {
+                assert_eq!(a.to_bits(), b.to_bits(), "{a} -> {b}");
+            } else {
+                let f = b / a;
+                assert!((0.5..=1.5).contains(&f), "{a} -> {b}");
+            }
+        }
+        // Each element its own factor, the same for the same seed, another
+        // for another seed.
+        assert_ne!(v[0] / 3.0, v[7] / 7.5);
+        assert_eq!(perturbed(&t, 1).unwrap().bytes(), p.bytes());
+        assert_ne!(perturbed(&t, 2).unwrap().bytes(), p.bytes());
+        // Integers (indices, lengths) and booleans (masks) are kept.
+        let i = Tensor::from_f64_as(DType::I32, vec![3], &[0.0, 5.0, -1.0]).unwrap();
+        assert_eq!(perturbed(&i, 1).unwrap().bytes(), i.bytes());
+        let m = Tensor::from_f64_as(DType::Bool, vec![2], &[1.0, 0.0]).unwrap();
+        assert_eq!(perturbed(&m, 1).unwrap().bytes(), m.bytes());
     }
 
     #[test]

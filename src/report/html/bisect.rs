@@ -4,7 +4,7 @@
 
 use super::esc::esc;
 use super::table::num;
-use parity_record::{BisectRecord, Confirmation, DivergentOp, Region, ValueMetrics};
+use parity_record::{BisectRecord, Confirmation, DivergentOp, Region, RepairSearch, ValueMetrics};
 use std::fmt::Write as _;
 
 /// Writes a bisect record's section body.
@@ -88,6 +88,9 @@ pub fn section(out: &mut String, b: &BisectRecord) {
         }
         out.push_str("</tbody></table>");
     }
+    if let Some(r) = &b.repair {
+        repair(out, r);
+    }
     if let Some(c) = &b.confirmation {
         confirmation(out, c);
     }
@@ -111,6 +114,53 @@ pub fn section(out: &mut String, b: &BisectRecord) {
             esc(&cmds)
         );
     }
+}
+
+/// Writes the repair search's surviving edits and, for ambiguous ones,
+/// whether they compute one function.
+fn repair(out: &mut String, r: &RepairSearch) {
+    let verdict = match (r.claimed, &r.equivalence) {
+        (Some(o), _) => format!("every edit acts at #{o}: named with repair evidence"),
+        (None, Some(eq)) if eq.holds() => format!(
+            "ambiguous: they act at several operations and compute one function on {} \
+             perturbed inputs, so no oracle tensor at the region's end can separate them",
+            eq.inputs
+        ),
+        (None, Some(eq)) if eq.unedited_differs => format!(
+            "ambiguous: they act at several operations; {} of them differ from the first on \
+             {} perturbed inputs, so another case's oracle tensors can separate them",
+            eq.differ.len(),
+            eq.inputs
+        ),
+        (None, _) => "ambiguous: they act at several operations".into(),
+    };
+    let _ = write!(
+        out,
+        "<h3>Repair search</h3><p>{} of {} edits make the region match the oracle ({}); {}.</p>\
+         <table class=\"small\"><thead><tr><th>op</th><th>name</th><th>location</th>\
+         <th>edit</th><th>end ULPs</th><th>same function as the first</th></tr></thead><tbody>",
+        r.candidates.len(),
+        r.tried,
+        esc(&r.judged_by),
+        esc(&verdict)
+    );
+    for (i, c) in r.candidates.iter().enumerate() {
+        let same = match &r.equivalence {
+            Some(eq) if eq.agree.contains(&i) => "yes",
+            Some(eq) if eq.differ.contains(&i) => "no",
+            _ => "-",
+        };
+        let _ = write!(
+            out,
+            "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{same}</td></tr>",
+            c.op_index,
+            esc(&c.op_name),
+            esc(&c.loc),
+            esc(&c.edit),
+            num(c.ulps)
+        );
+    }
+    out.push_str("</tbody></table>");
 }
 
 /// Writes the confirmation of the shadow's candidates: the region's end as it
