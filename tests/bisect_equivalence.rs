@@ -99,6 +99,11 @@ func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
     );
     assert!(text.contains("not the same function"), "{text}");
     assert!(text.contains("in another case can separate them"), "{text}");
+    // The four that agree are one fix at the subtract.
+    assert!(
+        text.contains("the 4 that agree with the first all act at #3"),
+        "{text}"
+    );
 }
 
 #[test]

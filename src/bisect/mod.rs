@@ -924,10 +924,26 @@ fn equivalence_note(
             .iter()
             .map(|&i| format!("#{}", found.repairs[i].op))
             .collect();
+        // What another case could at best achieve: rule out the ones that
+        // differ, leaving those that agree with the first.
+        let agreeing: Vec<&repair::Repair> = eq.agree.iter().map(|&i| &found.repairs[i]).collect();
+        let rest = match repair::claimed_by(&agreeing) {
+            Some(op) => format!(
+                "the {} that agree with the first all act at #{op}: if another case rules \
+                 out the others, #{op} is the answer",
+                agreeing.len()
+            ),
+            None => format!(
+                "the {} that agree with the first act at {} operations, so even then no \
+                 operation would be named",
+                agreeing.len(),
+                agreeing.iter().map(|r| r.op).collect::<BTreeSet<_>>().len()
+            ),
+        };
         format!(
             "equivalence of the repairs: not the same function: on {} perturbed copies of the \
              region's inputs, the repairs at {} differ from the first; the oracle's tensors at \
-             the region's end in another case can separate them, and so can {span}",
+             the region's end in another case can separate them, and so can {span}; {rest}",
             eq.inputs,
             differ.join(", ")
         )

@@ -62,8 +62,13 @@ pub struct Repair {
 /// The op every surviving edit acts at: the op all of them are reported on,
 /// else the earliest op all their places share.
 pub fn claimed(found: &RepairOutcome) -> Option<usize> {
-    let first = found.repairs.first()?;
-    if found.repairs.iter().all(|r| r.op == first.op) {
+    claimed_by(&found.repairs.iter().collect::<Vec<_>>())
+}
+
+/// The op every one of `repairs` acts at (see [`claimed`]).
+pub fn claimed_by(repairs: &[&Repair]) -> Option<usize> {
+    let first = repairs.first()?;
+    if repairs.iter().all(|r| r.op == first.op) {
         return Some(first.op);
     }
     // The places of one edit are a chain of ops each the only user of the
@@ -73,7 +78,7 @@ pub fn claimed(found: &RepairOutcome) -> Option<usize> {
         .places
         .iter()
         .copied()
-        .filter(|p| found.repairs.iter().all(|r| r.places.contains(p)))
+        .filter(|p| repairs.iter().all(|r| r.places.contains(p)))
         .min()
 }
 
