@@ -285,26 +285,36 @@ pub fn search(
                 }
             })
         };
-        let eq = equivalence(&outcome.repairs, &accept, &mut args, ulps, |args, k, s| {
+        // A failure here (a perturbed input the module rejects) leaves the
+        // repairs as found, without the check: it loses nothing computed.
+        match equivalence(&outcome.repairs, &accept, &mut args, ulps, |args, k, s| {
             run_edit(&loaded, args, k, s)
-        })?;
-        outcome.runs += t.elapsed();
-        prober.log.push(format!(
-            "probe {}: the {} repairs on {} perturbed inputs: {} agree with the first, {} differ; \
-             the unedited region {} ({:.2}s)",
-            prober.probes,
-            outcome.repairs.len(),
-            eq.inputs,
-            eq.agree.len(),
-            eq.differ.len(),
-            if eq.unedited_differs {
-                "differs"
-            } else {
-                "does not differ"
-            },
-            t.elapsed().as_secs_f64()
-        ));
-        outcome.equivalence = Some(eq);
+        }) {
+            Ok(eq) => {
+                outcome.runs += t.elapsed();
+                prober.log.push(format!(
+                    "probe {}: the {} repairs on {} perturbed inputs: {} agree with the first, \
+                     {} differ; the unedited region {} ({:.2}s)",
+                    prober.probes,
+                    outcome.repairs.len(),
+                    eq.inputs,
+                    eq.agree.len(),
+                    eq.differ.len(),
+                    if eq.unedited_differs {
+                        "differs"
+                    } else {
+                        "does not differ"
+                    },
+                    t.elapsed().as_secs_f64()
+                ));
+                outcome.equivalence = Some(eq);
+            }
+            Err(e) => prober.log.push(format!(
+                "probe {}: the equivalence check of the {} repairs could not run: {e}",
+                prober.probes,
+                outcome.repairs.len()
+            )),
+        }
     }
     Ok(outcome)
 }
