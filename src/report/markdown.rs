@@ -247,6 +247,32 @@ fn bisect_head(b: &BisectRecord) -> String {
     if let Some(l) = b.localisation() {
         s.push_str(&localisation_line(&l));
     }
+    if let Some(r) = b.repair.as_ref().filter(|r| r.claimed.is_none()) {
+        let ops: std::collections::BTreeSet<String> = r
+            .candidates
+            .iter()
+            .map(|c| format!("#{} {}", c.op_index, c.op_name))
+            .collect();
+        let eq = match &r.equivalence {
+            Some(eq) if eq.holds() => format!(
+                "; they compute one function on {} perturbed inputs, so only an oracle tensor \
+                 between them can separate them",
+                eq.inputs
+            ),
+            Some(eq) if eq.unedited_differs => format!(
+                "; {} of them differ from the first on {} perturbed inputs",
+                eq.differ.len(),
+                eq.inputs
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "\nRepair search: ambiguous between {} edits at {}{eq}.",
+            r.candidates.len(),
+            md(&ops.into_iter().collect::<Vec<_>>().join(", "))
+        );
+    }
     if let Some(dir) = &b.reproducer {
         let _ = writeln!(s, "\nReproducer: {} (run.sh, stages.yaml)", md(dir));
     }

@@ -371,3 +371,15 @@ fn the_html_bisect_section_lists_ambiguous_repairs_and_their_equivalence() {
     assert!(html.contains("1 of them differ from the first on 3 perturbed inputs"));
     assert!(html.contains("<td>negated</td><td>1.0000</td><td>no</td>"));
 }
+
+#[test]
+fn the_markdown_summary_says_a_bisect_is_ambiguous_and_why() {
+    let md = text(&Markdown::default(), samples::bisect_ambiguous());
+    assert!(
+        md.contains(
+            "Repair search: ambiguous between 2 edits at \\#0 stablehlo.negate, \\#1 stablehlo.tanh; \
+             they compute one function on 3 perturbed inputs"
+        ),
+        "{md}"
+    );
+}
