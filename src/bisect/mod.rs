@@ -809,9 +809,6 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
             .collect::<Vec<_>>()
             .join("; ")
     };
-    if !found.repairs.is_empty() {
-        report.repair = Some(repair_record(program, found));
-    }
     if found.repairs.is_empty() {
         report.notes.push(format!(
             "repair search: none of {} edits (swapped operands, comparison directions, \
@@ -823,7 +820,9 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
         ));
         return false;
     }
-    let Some(op) = repair::claimed(found) else {
+    let claimed = repair::claimed(found);
+    report.repair = Some(repair_record(program, found, claimed));
+    let Some(op) = claimed else {
         report.notes.push(format!(
             "repair search: {} of {} edits make the region match the oracle ({}), on \
              different operations, so it does not name one (ambiguous): {}",
@@ -863,7 +862,11 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
 }
 
 /// The repair search for the record.
-fn repair_record(program: &Program, found: &repair::RepairOutcome) -> parity_record::RepairSearch {
+fn repair_record(
+    program: &Program,
+    found: &repair::RepairOutcome,
+    claimed: Option<usize>,
+) -> parity_record::RepairSearch {
     let func = program.func;
     parity_record::RepairSearch {
         tried: found.tried,
@@ -879,7 +882,7 @@ fn repair_record(program: &Program, found: &repair::RepairOutcome) -> parity_rec
                 ulps: r.ulps,
             })
             .collect(),
-        claimed: repair::claimed(found),
+        claimed,
         equivalence: found.equivalence.clone(),
     }
 }

@@ -186,15 +186,20 @@ pub fn search(
             criteria.len()
         ),
     };
+    // The region's end against a reference in ULPs at max (NaN as inf).
+    let end_ulps = |out: &Tensor, reference: &Tensor, against: &str| {
+        value_metrics(func, target, out, reference, against, program.budget).map(|m| {
+            if m.ulps_at_max.is_nan() {
+                f64::INFINITY
+            } else {
+                m.ulps_at_max
+            }
+        })
+    };
     // (ULPs at max, whether the region's end is accepted as matching).
     let mut score = |k: i64, s: f64| -> Result<(f64, bool), BisectError> {
         let out = run_edit(&loaded, &mut args, k, s)?;
-        let m = value_metrics(func, target, &out, expected, "oracle", program.budget)?;
-        let ulps = if m.ulps_at_max.is_nan() {
-            f64::INFINITY
-        } else {
-            m.ulps_at_max
-        };
+        let ulps = end_ulps(&out, expected, "oracle")?;
         Ok((ulps, accept.accepts(&out, expected, ulps)))
     };
     // Selector -1 is the region unedited: it must still fail, or nothing
@@ -276,15 +281,7 @@ pub fn search(
     outcome.repairs = repairs;
     if outcome.repairs.len() > 1 && claimed(&outcome).is_none() {
         let t = Instant::now();
-        let ulps = |out: &Tensor, reference: &Tensor| {
-            value_metrics(func, target, out, reference, "repair", program.budget).map(|m| {
-                if m.ulps_at_max.is_nan() {
-                    f64::INFINITY
-                } else {
-                    m.ulps_at_max
-                }
-            })
-        };
+        let ulps = |out: &Tensor, reference: &Tensor| end_ulps(out, reference, "repair");
         // A failure here (a perturbed input the module rejects) leaves the
         // repairs as found, without the check: it loses nothing computed.
         match equivalence(&outcome.repairs, &accept, &mut args, ulps, |args, k, s| {
