@@ -26,7 +26,8 @@ pub struct BenchArgs {
     work_dir: Option<PathBuf>,
     /// Also run the bisect fault matrix on a bundled subject (`gemma3n`, the
     /// default, or `basic`): seeded faults of every kind, bisect on each, a
-    /// table of outcomes, probes and wall time per kind.
+    /// table of outcomes (exact, ambiguous and how many of those are one
+    /// function, region, wrong, crash, masked), probes and wall time per kind.
     #[arg(long, num_args = 0..=1, default_missing_value = "gemma3n")]
     bisect: Option<String>,
     /// Seeds per fault kind for `--bisect`.
