@@ -4,9 +4,9 @@ use std::collections::{HashMap, HashSet};
 
 use crate::cursor::Cursor;
 use crate::error::{LineIndex, MlirError};
+use crate::func_syntax::FuncSyntax;
 use crate::ir::{Def, Function, Op, Value, ValueId};
 use crate::location::Location;
-use crate::parse::FuncSyntax;
 use crate::syntax::{Region, Use};
 use crate::types::Type;
 

@@ -11,9 +11,11 @@
 
 #![warn(missing_docs)]
 
+mod attr;
 mod build;
 mod cursor;
 pub mod error;
+mod func_syntax;
 mod graph;
 pub mod ir;
 pub mod location;

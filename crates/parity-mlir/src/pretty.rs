@@ -1,9 +1,10 @@
 //! The pretty `module @m { func.func public @f(...) {...} }` wrapper that
 //! [`crate::emit_slices`] writes around generic ops, so slices parse back.
 
+use crate::attr::string_value;
 use crate::cursor::Cursor;
 use crate::error::MlirError;
-use crate::parse::{generic_func, string_value, FuncSyntax};
+use crate::func_syntax::{generic_func, FuncSyntax};
 use crate::syntax::Use;
 
 /// `module @name attributes {..} { ... }` (the cursor is at `module`); returns the name.

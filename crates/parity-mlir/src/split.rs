@@ -6,9 +6,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::attr::{dict_entry, string_value};
 use crate::cursor::Cursor;
 use crate::error::MlirError;
-use crate::parse::{dict_entry, string_value};
 
 /// A module in generic form, cut into its top-level operations.
 #[derive(Debug, Clone)]
