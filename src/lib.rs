@@ -4,6 +4,8 @@
 //! (`parity_iree`) and compares every output (`parity_compare`) into a
 //! [`run::record::RunRecord`]; `report` renders that record.
 
+#![warn(missing_docs)]
+
 pub mod bench;
 pub mod bisect;
 pub mod cli;

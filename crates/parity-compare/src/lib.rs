@@ -22,6 +22,8 @@
 //!   ([`UlpDType`]); integer/bool comparisons have no ULP metrics and use
 //!   `exact` (bitwise for equal dtypes, value equality otherwise).
 
+#![warn(missing_docs)]
+
 pub mod baseline;
 pub mod criterion;
 mod elem;

@@ -8,6 +8,8 @@
 //! under `cargo test`, with bounded time and peak heap per input. See
 //! `docs/fuzzing.md`.
 
+#![warn(missing_docs)]
+
 use parity_tensor::{checked_nbytes, Tensor};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -6,6 +6,8 @@
 //! variants serve the production leak modules, for the negative control.
 //! See docs/serving-blackbox.md.
 
+#![warn(missing_docs)]
+
 pub mod artifacts;
 pub mod batch;
 pub mod cli;

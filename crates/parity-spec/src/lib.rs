@@ -3,6 +3,8 @@
 //!
 //! Every error carries `file:line:col` and, where it applies, the stage name.
 
+#![warn(missing_docs)]
+
 mod bind;
 mod bind_parse;
 mod error;

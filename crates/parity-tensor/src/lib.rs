@@ -13,6 +13,8 @@
 //! no conversion; writers replace files atomically (temp file + rename). All
 //! errors are [`TensorError`], naming the file and, where relevant, the array.
 
+#![warn(missing_docs)]
+
 pub mod dtype;
 pub mod error;
 mod fsio;
