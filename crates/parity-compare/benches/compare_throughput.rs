@@ -4,10 +4,12 @@
 //! (default 64M elements, 256 MiB each; override with PARITY_BENCH_ELEMS),
 //! GB/s of input consumed by `compare`, serial and rayon, with and without a
 //! [B, T] padding mask, next to a plain sum over the same bytes measured in
-//! the same run. A table, not an assertion: numbers depend on the machine.
+//! the same run; then the same pair on the scalar path, and as bf16 and f16
+//! pairs (ULPs in their own type), in millions of elements a second. A
+//! table, not an assertion: numbers depend on the machine.
 
 use parity_compare::baseline::{par_sum_f32_bytes, sum_f32_bytes};
-use parity_compare::{compare, CompareOptions, Mask};
+use parity_compare::{compare, CompareOptions, Mask, Simd};
 use parity_tensor::{DType, Tensor};
 use std::hint::black_box;
 use std::time::Instant;
@@ -45,12 +47,23 @@ fn main() {
     };
     let mut eb = Vec::with_capacity(n * 4);
     let mut ab = Vec::with_capacity(n * 4);
+    // The same oracle as bf16 (truncated) and f16 (rounded), each with an
+    // actual 0 to 3 of its own ULPs above.
+    let (mut e16, mut a16) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
     for _ in 0..n {
         let r = next();
         let e = (r >> 40) as f32 / (1u64 << 23) as f32 - 1.0;
         let a = f32::from_bits(e.to_bits().wrapping_add((r & 3) as u32));
         eb.extend_from_slice(&e.to_le_bytes());
         ab.extend_from_slice(&a.to_le_bytes());
+        let k = ((r >> 2) & 3) as u16;
+        for (i, bits) in [(e.to_bits() >> 16) as u16, half::f16::from_f32(e).to_bits()]
+            .into_iter()
+            .enumerate()
+        {
+            e16[i].extend_from_slice(&bits.to_le_bytes());
+            a16[i].extend_from_slice(&bits.wrapping_add(k).to_le_bytes());
+        }
     }
     let (Ok(et), Ok(at)) = (
         Tensor::from_bytes(DType::F32, shape.clone(), eb),
@@ -127,6 +140,53 @@ fn main() {
                 secs * 1e3,
                 gbs(secs),
                 ratio
+            );
+            if let Some(m) = out {
+                black_box(m.max_ulp);
+            }
+        }
+    }
+    println!(
+        "{:<28} {:>9} {:>9} {:>12}",
+        "other paths and dtypes", "ms", "GB/s", "M elem/s"
+    );
+    // Tolerances as PyTorch's defaults for each dtype (the pairs are 0 to 3
+    // ULPs apart, so close), so allclose violations are as rare as in the
+    // f32 rows.
+    let f32_tol = (1e-5, 1.3e-6);
+    let mut pairs = vec![("f32, scalar path", at, et, Simd::Scalar, f32_tol)];
+    for (name, dtype, i, tol) in [
+        ("bf16", DType::Bf16, 0, (1e-5, 1.6e-2)),
+        ("f16", DType::F16, 1, (1e-5, 1e-3)),
+    ] {
+        let (Ok(a), Ok(e)) = (
+            Tensor::from_bytes(dtype, shape.clone(), std::mem::take(&mut a16[i])),
+            Tensor::from_bytes(dtype, shape.clone(), std::mem::take(&mut e16[i])),
+        ) else {
+            eprintln!("could not build {dtype:?} tensors");
+            return;
+        };
+        pairs.push((name, a, e, Simd::available(), tol));
+    }
+    for (name, a, e, simd, (atol, rtol)) in &pairs {
+        for parallel in [false, true] {
+            let opts = CompareOptions {
+                parallel,
+                simd: *simd,
+                atol: *atol,
+                rtol: *rtol,
+                ..CompareOptions::default()
+            };
+            let mut out = None;
+            let secs =
+                best_of(|| out = black_box(compare(black_box(a), black_box(e), None, &opts).ok()));
+            let bytes = (a.bytes().len() + e.bytes().len()) as f64;
+            let label = format!("{name}, {}", if parallel { "rayon" } else { "serial" });
+            println!(
+                "{label:<28} {:>9.1} {:>9.2} {:>12.0}",
+                secs * 1e3,
+                bytes / secs / 1e9,
+                n as f64 / secs / 1e6
             );
             if let Some(m) = out {
                 black_box(m.max_ulp);

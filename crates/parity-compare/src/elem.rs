@@ -9,6 +9,9 @@ use parity_tensor::{decode_f64, DType};
 pub(crate) trait Elem: Copy + Send + Sync {
     /// True for f32, whose `raw` bits are the f32's bits.
     const IS_F32: bool = false;
+    /// The float type whose bits `raw` returns, for bf16, f16 and f32: ULP
+    /// keys in that type then come from the bits, with no rounding.
+    const ULP: Option<UlpDType> = None;
     /// Bytes per element.
     fn size(&self) -> usize;
     /// The element's value (`c` is exactly `size()` bytes).
@@ -18,14 +21,15 @@ pub(crate) trait Elem: Copy + Send + Sync {
 }
 
 macro_rules! float_elem {
-    ($name:ident, $n:literal, $decode:expr, $raw:ty) => {
-        float_elem!($name, $n, $decode, $raw, false);
+    ($name:ident, $n:literal, $decode:expr, $raw:ty, $ulp:expr) => {
+        float_elem!($name, $n, $decode, $raw, $ulp, false);
     };
-    ($name:ident, $n:literal, $decode:expr, $raw:ty, $is_f32:literal) => {
+    ($name:ident, $n:literal, $decode:expr, $raw:ty, $ulp:expr, $is_f32:literal) => {
         #[derive(Clone, Copy)]
         pub(crate) struct $name;
         impl Elem for $name {
             const IS_F32: bool = $is_f32;
+            const ULP: Option<UlpDType> = $ulp;
             #[inline(always)]
             fn size(&self) -> usize {
                 $n
@@ -46,10 +50,45 @@ macro_rules! float_elem {
     };
 }
 
-float_elem!(F16E, 2, |b| half::f16::from_le_bytes(b).to_f64(), u16);
-float_elem!(Bf16E, 2, |b| half::bf16::from_le_bytes(b).to_f64(), u16);
-float_elem!(F32E, 4, |b| f32::from_le_bytes(b) as f64, u32, true);
-float_elem!(F64E, 8, f64::from_le_bytes, u64);
+float_elem!(
+    F16E,
+    2,
+    |b| f16_to_f64(u16::from_le_bytes(b)),
+    u16,
+    Some(UlpDType::F16)
+);
+float_elem!(
+    Bf16E,
+    2,
+    |b| f32::from_bits((u16::from_le_bytes(b) as u32) << 16) as f64,
+    u16,
+    Some(UlpDType::Bf16)
+);
+float_elem!(
+    F32E,
+    4,
+    |b| f32::from_le_bytes(b) as f64,
+    u32,
+    Some(UlpDType::F32),
+    true
+);
+float_elem!(F64E, 8, f64::from_le_bytes, u64, None);
+
+/// The value of the f16 with bits `h`, exactly: its exponent and
+/// significand placed in an f32 (at the bottom of the f32's wider exponent)
+/// and scaled by 2^112, the difference of the two biases (exact, subnormals
+/// included); infinities and NaNs get the f32's all-ones exponent. A few
+/// integer operations with no branch, where `half`'s conversion normalises
+/// subnormals in a loop.
+#[inline(always)]
+fn f16_to_f64(h: u16) -> f64 {
+    let mag = (h & 0x7fff) as u32;
+    let sign = ((h & 0x8000) as u32) << 16;
+    let finite = f32::from_bits(mag << 13) * f32::from_bits(0x7780_0000); // 2^112
+    let special = f32::from_bits(0x7f80_0000 | (mag & 0x3ff) << 13);
+    let x = if mag >= 0x7c00 { special } else { finite };
+    f32::from_bits(x.to_bits() | sign) as f64
+}
 
 /// Any dtype, decoded through a runtime match (integers, bools, mixed pairs).
 #[derive(Clone, Copy)]
@@ -79,6 +118,8 @@ pub(crate) trait UlpKey: Copy + Send + Sync {
     const ENABLED: bool;
     /// True when keys are f32 keys, so an f32's key can come from its bits.
     const IS_F32: bool = false;
+    /// The float type keys are measured in, when fixed at compile time.
+    const DTYPE: Option<UlpDType> = None;
     /// Key of a non-NaN value.
     fn key(&self, x: f64) -> i64;
 }
@@ -98,6 +139,7 @@ pub(crate) struct UlpF32;
 impl UlpKey for UlpF32 {
     const ENABLED: bool = true;
     const IS_F32: bool = true;
+    const DTYPE: Option<UlpDType> = Some(UlpDType::F32);
     #[inline(always)]
     fn key(&self, x: f64) -> i64 {
         key_f32(x as f32)
@@ -108,6 +150,7 @@ impl UlpKey for UlpF32 {
 pub(crate) struct UlpBf16;
 impl UlpKey for UlpBf16 {
     const ENABLED: bool = true;
+    const DTYPE: Option<UlpDType> = Some(UlpDType::Bf16);
     #[inline(always)]
     fn key(&self, x: f64) -> i64 {
         key_16(round_bf16(x))
@@ -118,6 +161,7 @@ impl UlpKey for UlpBf16 {
 pub(crate) struct UlpF16;
 impl UlpKey for UlpF16 {
     const ENABLED: bool = true;
+    const DTYPE: Option<UlpDType> = Some(UlpDType::F16);
     #[inline(always)]
     fn key(&self, x: f64) -> i64 {
         key_16(round_f16(x))
@@ -131,5 +175,42 @@ impl UlpKey for DynUlp {
     #[inline]
     fn key(&self, x: f64) -> i64 {
         self.0.key(x).unwrap_or(0)
+    }
+}
+
+/// Whether two compile-time ULP types are the same one (a `const fn`, where
+/// `PartialEq` is not).
+pub(crate) const fn same_ulp(x: Option<UlpDType>, y: Option<UlpDType>) -> bool {
+    matches!(
+        (x, y),
+        (Some(UlpDType::F32), Some(UlpDType::F32))
+            | (Some(UlpDType::Bf16), Some(UlpDType::Bf16))
+            | (Some(UlpDType::F16), Some(UlpDType::F16))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sixteen_bit_loads_agree_with_half_on_every_pattern() {
+        for h in 0..=u16::MAX {
+            let b = h.to_le_bytes();
+            for (ours, theirs) in [
+                (F16E.load(&b), half::f16::from_bits(h).to_f64()),
+                (Bf16E.load(&b), half::bf16::from_bits(h).to_f64()),
+            ] {
+                if theirs.is_nan() {
+                    assert!(ours.is_nan(), "{h:#06x}: {ours}");
+                } else {
+                    assert_eq!(
+                        ours.to_bits(),
+                        theirs.to_bits(),
+                        "{h:#06x}: {ours} {theirs}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -2,12 +2,12 @@
 //! tensors' raw little-endian bytes, specialised per dtype pair, merged in
 //! chunk order so results never depend on the thread count.
 
-use crate::elem::{Elem, UlpKey};
+use crate::elem::{same_ulp, Elem, UlpKey};
 use crate::histogram::UlpHistogram;
 use crate::kernel_hist::RunHist;
 use crate::metrics::Simd;
 pub(crate) use crate::topk::{Hit, TopK};
-use crate::ulp::key_f32_bits;
+use crate::ulp::{key_16, key_f32_bits, UlpDType};
 
 /// Elements per chunk. Fixed (not derived from the thread count) so partial
 /// sums, and hence results, are identical for serial and parallel runs.
@@ -168,7 +168,20 @@ pub(crate) struct Kernel<A, E, U> {
     pub simd: Simd,
 }
 
+/// The ULP key of raw bits of `U`'s own type (see `Kernel::RAW_KEYS`).
+#[inline(always)]
+fn raw_key<U: UlpKey>(bits: u64) -> i64 {
+    match U::DTYPE {
+        Some(UlpDType::F32) => key_f32_bits(bits as u32),
+        _ => key_16(bits as u16),
+    }
+}
+
 impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
+    /// Both sides are stored in the type ULPs are measured in, so keys come
+    /// from the raw bits.
+    const RAW_KEYS: bool = U::ENABLED && same_ulp(A::ULP, U::DTYPE) && same_ulp(E::ULP, U::DTYPE);
+
     /// Elements `start..end` where `padded(j)` says whether element `start + j`
     /// is padded. Works in blocks whose inner loop makes no calls, so the
     /// accumulators stay in registers (SysV calls clobber every xmm
@@ -187,9 +200,10 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         padded: impl Fn(usize) -> bool,
     ) {
         let (sa, se) = (self.a.size(), self.e.size());
-        // f32 against f32 measured in f32 ULPs: the key is the raw bits
-        // transformed, with no conversion back from f64.
-        let f32_keys = U::IS_F32 && A::IS_F32 && E::IS_F32;
+        // Both sides stored in the type ULPs are measured in (f32, bf16 or
+        // f16): the key is the raw bits transformed, with no rounding back
+        // from f64 (for a finite value of that type, the same key).
+        let raw_keys = Self::RAW_KEYS;
         let mut j0 = 0;
         while start + j0 < end {
             let j1 = (j0 + BLOCK).min(end - start);
@@ -209,6 +223,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             let (mut sum_ee, mut sum_ae) = (s.sum_ee, s.sum_ae);
             let (mut max_abs, mut max_excess, mut max_ulp) = (s.max_abs, s.max_excess, s.max_ulp);
             let (mut bitwise, mut masked, mut non_numeric) = (0u64, 0u64, 0u64);
+            let mut violations = 0u64;
             let base = start + j0;
             let (rtol, atol) = (self.rtol, self.atol);
             for (t, (ca, ce)) in ra.chunks_exact(sa).zip(re.chunks_exact(se)).enumerate() {
@@ -241,9 +256,12 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                     max_excess = max_excess.max(excess);
                     let bad = ad > atol + rtol * e.abs();
                     let is_cand = (ad > wf) | (excess > xf);
-                    if bad | is_cand {
+                    // Counted without a branch: violations can come at
+                    // random (a pair near the tolerance), and a branch on
+                    // each would be mispredicted half the time.
+                    violations += bad as u64;
+                    if is_cand | (bad & first.is_none()) {
                         if bad {
-                            s.allclose_violations += 1;
                             first.get_or_insert(t);
                         }
                         if is_cand {
@@ -252,9 +270,8 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                         }
                     }
                     if U::ENABLED {
-                        let dist = if f32_keys {
-                            key_f32_bits(self.a.raw(ca) as u32)
-                                .abs_diff(key_f32_bits(self.e.raw(ce) as u32))
+                        let dist = if raw_keys {
+                            raw_key::<U>(self.a.raw(ca)).abs_diff(raw_key::<U>(self.e.raw(ce)))
                         } else {
                             self.u.key(a).abs_diff(self.u.key(e))
                         };
@@ -285,6 +302,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             s.masked_out += masked;
             s.numeric += count - non_numeric;
             s.bitwise_mismatches += bitwise;
+            s.allclose_violations += violations;
             (s.sum_abs, s.sum_sq, s.sum_aa) = (sum_abs, sum_sq, sum_aa);
             (s.sum_ee, s.sum_ae) = (sum_ee, sum_ae);
             (s.max_abs, s.max_excess, s.max_ulp) = (max_abs, max_excess, max_ulp);

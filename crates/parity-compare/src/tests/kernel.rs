@@ -248,6 +248,69 @@ fn f32_pair_over_several_blocks_and_chunks_matches_the_reference() {
     }
 }
 
+#[test]
+fn bf16_and_f16_pairs_in_their_own_ulps_match_the_reference() {
+    // Both sides stored in the type ULPs are measured in: the kernel takes
+    // keys from the raw bits (`Kernel::RAW_KEYS`), the reference rounds each
+    // value back from f64. Every 16-bit pattern appears as an expected
+    // value (±0, subnormals, the largest finite, infinities, NaNs with
+    // payloads), beside a copy a few ULPs off, its sign flipped, or any
+    // other pattern; ULPs in the pair's own type, in f32 and none.
+    let n = 1 << 17;
+    let mut s = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let e: Vec<u16> = (0..n).map(|i| (i % 65536) as u16).collect();
+    let a: Vec<u16> = e
+        .iter()
+        .map(|&x| {
+            let r = next();
+            match r % 6 {
+                0 => r as u16 >> 3,
+                1 => x ^ 0x8000,
+                _ => x.wrapping_add((r >> 8) as u16 % 4),
+            }
+        })
+        .collect();
+    let bytes = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    for dtype in [DType::Bf16, DType::F16] {
+        let own = UlpDType::from_dtype(dtype);
+        let at = Tensor::from_bytes(dtype, vec![n / 256, 256], bytes(&a)).unwrap();
+        let et = Tensor::from_bytes(dtype, vec![n / 256, 256], bytes(&e)).unwrap();
+        for (ulp, equal_nan) in [
+            (own, false),
+            (own, true),
+            (Some(UlpDType::F32), false),
+            (None, false),
+        ] {
+            let opts = CompareOptions {
+                top_k: 16,
+                ulp_dtype: ulp,
+                equal_nan,
+                parallel: false,
+                ..CompareOptions::default()
+            };
+            let fast = compare(&at, &et, None, &opts).unwrap();
+            let reference = with_reference(|| compare(&at, &et, None, &opts).unwrap());
+            assert_eq!(exact(&fast), exact(&reference), "{dtype:?} ulp {ulp:?}");
+            if ulp == own {
+                // Not all exact, not all apart: the keys were exercised.
+                let h = fast.ulp_histogram.as_ref().unwrap();
+                assert!(
+                    fast.max_ulp.unwrap() > 1000,
+                    "{dtype:?}: {:?}",
+                    fast.max_ulp
+                );
+                assert!(h.total() > n as u64 / 2, "{dtype:?}: {}", h.total());
+            }
+        }
+    }
+}
+
 /// Random f32 pairs over several chunks: mostly near copies (a few ULPs
 /// off, some allclose violations after the first), with NaN, Inf and
 /// arbitrary bit patterns sprinkled in at `rare` per mille.
