@@ -180,7 +180,8 @@ fn raw_key<U: UlpKey>(bits: u64) -> i64 {
 impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     /// Both sides are stored in the type ULPs are measured in, so keys come
     /// from the raw bits.
-    const RAW_KEYS: bool = U::ENABLED && same_ulp(A::ULP, U::DTYPE) && same_ulp(E::ULP, U::DTYPE);
+    pub(crate) const RAW_KEYS: bool =
+        U::ENABLED && same_ulp(A::ULP, U::DTYPE) && same_ulp(E::ULP, U::DTYPE);
 
     /// Elements `start..end` where `padded(j)` says whether element `start + j`
     /// is padded. Works in blocks whose inner loop makes no calls, so the
@@ -364,14 +365,14 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         walk(&mut acc, start, end, mask, |acc, s, t, pad| match pad {
             Pad::Const(true) => self.padded_run(acc, a, s, t),
             #[cfg(target_arch = "x86_64")]
-            Pad::Const(false) if Self::F32_PATH && self.simd == Simd::Avx512 => {
+            Pad::Const(false) if Self::VEC_PATH && self.simd == Simd::Avx512 => {
                 // SAFETY: `Avx512` is chosen only when the CPU has AVX-512
-                // F, BW, DQ and VL, AVX2, FMA and POPCNT.
+                // F, BW, DQ and VL, AVX2, FMA, POPCNT and F16C.
                 unsafe { self.segment_avx512(acc, &mut hist, a, e, s, t) }
             }
             #[cfg(target_arch = "x86_64")]
             Pad::Const(false) if Self::F32_PATH && self.simd == Simd::Avx2 => {
-                // SAFETY: `Avx2` is chosen only when the CPU has AVX2, FMA and POPCNT.
+                // SAFETY: `Avx2` is chosen only when the CPU has AVX2, FMA, POPCNT and F16C.
                 unsafe { self.segment_avx2(acc, &mut hist, a, e, s, t) }
             }
             Pad::Const(false) => self.segment(acc, &mut hist, a, e, s, t, |_| false),

@@ -30,6 +30,7 @@
 use crate::elem::{Elem, UlpKey};
 use crate::kernel::{Acc, Hit, Kernel, Sums, LANES};
 use crate::kernel_hist::{RunHist, EXACT_LIMIT, LOG_BASE, QUEUE, SMALL, SPARE};
+use crate::ulp::UlpDType;
 use std::arch::x86_64::*;
 
 /// Groups of eight per block. At most 255 so that a packed 8-bit
@@ -85,8 +86,15 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     /// Whether [`Kernel::segment_avx2`] applies to this kernel.
     pub(crate) const F32_PATH: bool = A::IS_F32 && E::IS_F32 && (U::IS_F32 || !U::ENABLED);
 
+    /// Whether [`Kernel::segment_avx512`] applies: both sides stored as the
+    /// same f32, bf16 or f16, with ULPs in that type (keys from the bits)
+    /// or none.
+    pub(crate) const VEC_PATH: bool = A::ULP.is_some()
+        && crate::elem::same_ulp(A::ULP, E::ULP)
+        && (Self::RAW_KEYS || !U::ENABLED);
+
     /// Elements `start..end`, none padded; only when `F32_PATH`.
-    #[target_feature(enable = "avx2,fma,popcnt")]
+    #[target_feature(enable = "avx2,fma,popcnt,f16c")]
     pub(crate) fn segment_avx2(
         &self,
         acc: &mut Acc,
@@ -228,11 +236,12 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
 
 impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     /// What a vector path does at a block's end, for the elements
-    /// `range` (all finite, whole groups of eight) whose largest |a - e|
+    /// `range` (all finite, whole groups of eight, stored as `A::ULP` says
+    /// on both sides) whose largest |a - e|
     /// and allclose excess are `top`: offers them to the top-K lists when
     /// a maximum beats a list's floor, and counts their allclose
     /// violations when one may be there.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,f16c")]
     #[inline]
     pub(crate) fn block_end(
         &self,
@@ -307,23 +316,24 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     /// rise), which leaves the lists as offering every element would.
     #[cold]
     #[inline(never)]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,f16c")]
     fn offer_range(&self, acc: &mut Acc, a: &[u8], e: &[u8], from: usize, to: usize) {
         let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
         let rtol = _mm256_set1_pd(self.rtol);
-        let groups = a[from * 4..to * 4]
-            .chunks_exact(32)
-            .zip(e[from * 4..to * 4].chunks_exact(32));
+        let (w, kind) = (self.a.size(), A::ULP);
+        let groups = a[from * w..to * w]
+            .chunks_exact(8 * w)
+            .zip(e[from * w..to * w].chunks_exact(8 * w));
         for (g0, (ca, ce)) in (from..).step_by(8).zip(groups) {
             let wf = _mm256_set1_pd(acc.worst.floor());
             let xf = _mm256_set1_pd(acc.excess.floor());
             let mut beats = 0;
             for h in 0..2 {
-                // SAFETY: each chunk is 32 bytes: bytes 16h..16h + 16; unaligned loads.
+                // SAFETY: each chunk is eight elements: elements 4h..4h + 4.
                 let (a4, e4) = unsafe {
                     (
-                        _mm256_cvtps_pd(_mm_loadu_ps(ca.as_ptr().add(16 * h).cast())),
-                        _mm256_cvtps_pd(_mm_loadu_ps(ce.as_ptr().add(16 * h).cast())),
+                        f64x4(kind, ca.as_ptr().add(4 * h * w)),
+                        f64x4(kind, ce.as_ptr().add(4 * h * w)),
                     )
                 };
                 let ad = _mm256_and_pd(_mm256_sub_pd(a4, e4), abs_mask);
@@ -336,8 +346,8 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             }
             for t in (0..8).filter(|t| beats >> t & 1 == 1) {
                 let (x, y) = (
-                    self.a.load(&ca[4 * t..4 * t + 4]),
-                    self.e.load(&ce[4 * t..4 * t + 4]),
+                    self.a.load(&ca[w * t..w * t + w]),
+                    self.e.load(&ce[w * t..w * t + w]),
                 );
                 let score = (x - y).abs();
                 let h = Hit {
@@ -357,22 +367,18 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     /// groups of eight), tested as the scalar path tests them.
     #[cold]
     #[inline(never)]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,f16c")]
     fn count_violations(&self, a: &[u8], e: &[u8], from: usize, to: usize) -> u64 {
         let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
         let (atol, rtol) = (_mm256_set1_pd(self.atol), _mm256_set1_pd(self.rtol));
         let mut violations = 0;
-        let halves = a[from * 4..to * 4]
-            .chunks_exact(16)
-            .zip(e[from * 4..to * 4].chunks_exact(16));
+        let (w, kind) = (self.a.size(), A::ULP);
+        let halves = a[from * w..to * w]
+            .chunks_exact(4 * w)
+            .zip(e[from * w..to * w].chunks_exact(4 * w));
         for (ca, ce) in halves {
-            // SAFETY: each chunk is 16 bytes; unaligned loads.
-            let (a4, e4) = unsafe {
-                (
-                    _mm256_cvtps_pd(_mm_loadu_ps(ca.as_ptr().cast())),
-                    _mm256_cvtps_pd(_mm_loadu_ps(ce.as_ptr().cast())),
-                )
-            };
+            // SAFETY: each chunk is four elements.
+            let (a4, e4) = unsafe { (f64x4(kind, ca.as_ptr()), f64x4(kind, ce.as_ptr())) };
             let ad = _mm256_and_pd(_mm256_sub_pd(a4, e4), abs_mask);
             let r = _mm256_mul_pd(rtol, _mm256_and_pd(e4, abs_mask));
             let bad = _mm256_cmp_pd::<_CMP_GT_OQ>(ad, _mm256_add_pd(atol, r));
@@ -386,9 +392,10 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
     #[cold]
     #[inline(never)]
     fn first_violation(&self, acc: &mut Acc, a: &[u8], e: &[u8], from: usize, to: usize) {
-        let pairs = a[from * 4..to * 4]
-            .chunks_exact(4)
-            .zip(e[from * 4..to * 4].chunks_exact(4));
+        let w = self.a.size();
+        let pairs = a[from * w..to * w]
+            .chunks_exact(w)
+            .zip(e[from * w..to * w].chunks_exact(w));
         for (i, (ca, ce)) in (from..).zip(pairs) {
             let (x, y) = (self.a.load(ca), self.e.load(ce));
             let score = (x - y).abs();
@@ -486,4 +493,25 @@ fn ulp_dist8(ua: __m256i, ue: __m256i, ma: __m256i, me: __m256i) -> __m256i {
     // The magnitude, negated where the sign bit is set (-0 stays 0).
     let (ka, ke) = (_mm256_sign_epi32(ma, ua), _mm256_sign_epi32(me, ue));
     _mm256_sub_epi32(_mm256_max_epi32(ka, ke), _mm256_min_epi32(ka, ke))
+}
+
+/// Four elements as f64, exactly (see `kernel_avx512::f64x8`).
+///
+/// # Safety
+/// `p` points at four elements of the storage `kind` names (`Elem::ULP`:
+/// f32, bf16 or f16).
+#[target_feature(enable = "avx2,f16c")]
+#[inline]
+unsafe fn f64x4(kind: Option<UlpDType>, p: *const u8) -> __m256d {
+    // SAFETY: the caller's; unaligned loads of 16 or 8 bytes.
+    unsafe {
+        match kind {
+            Some(UlpDType::F32) => _mm256_cvtps_pd(_mm_loadu_ps(p.cast())),
+            Some(UlpDType::Bf16) => {
+                let w = _mm_cvtepu16_epi32(_mm_loadl_epi64(p.cast()));
+                _mm256_cvtps_pd(_mm_castsi128_ps(_mm_slli_epi32::<16>(w)))
+            }
+            _ => _mm256_cvtps_pd(_mm_cvtph_ps(_mm_loadl_epi64(p.cast()))),
+        }
+    }
 }

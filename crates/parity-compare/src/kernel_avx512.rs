@@ -1,5 +1,10 @@
-//! The AVX-512 path for f32 against f32 (ULPs in f32, or none), unpadded
-//! runs: the AVX2 path's design (`kernel_avx2.rs`) at twice the width.
+//! The AVX-512 path for f32 against f32, bf16 against bf16 and f16 against
+//! f16 (ULPs in the pair's own type, or none), unpadded runs: the AVX2
+//! path's design (`kernel_avx2.rs`) at twice the width. A 16-bit pair is
+//! widened as it is loaded: its bits zero-extended to 32-bit lanes for the
+//! integer work (keys from the 16-bit magnitudes, as `key_16`), its values
+//! converted exactly to f64 for the f64 work (bf16 through a shift into an
+//! f32, f16 through `vcvtph2ps`).
 //! The integer work takes sixteen elements a step; the f64 work takes eight,
 //! one vector per sum whose lane `k` is the sums' lane `k` (see
 //! [`crate::kernel::LANES`]), so every lane sees the same additions in the
@@ -20,12 +25,13 @@ use crate::elem::{Elem, UlpKey};
 use crate::kernel::{Acc, Kernel, Sums, LANES};
 use crate::kernel_avx2::count_queued;
 use crate::kernel_hist::{RunHist, QUEUE, SMALL};
+use crate::ulp::UlpDType;
 use std::arch::x86_64::*;
 
-/// How far ahead (bytes) the integer pass prefetches each input: two blocks.
-/// Measured on the 1 GiB pair, parallel, six alternated rounds: 46.5-48.4 ms
-/// at the fastest against 48.7-50.4 without.
-const PREFETCH: usize = 2 * BLOCK_GROUPS * STEP * 4;
+/// How far ahead (elements) the integer pass prefetches each input: two
+/// blocks. Measured on the 1 GiB f32 pair, parallel, six alternated rounds:
+/// 46.5-48.4 ms at the fastest against 48.7-50.4 without.
+const PREFETCH: usize = 2 * BLOCK_GROUPS * STEP;
 
 /// Elements a step of the integer work.
 const STEP: usize = 16;
@@ -78,8 +84,8 @@ impl VecSums {
 }
 
 impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
-    /// Elements `start..end`, none padded; only when `F32_PATH`.
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,popcnt")]
+    /// Elements `start..end`, none padded; only when `VEC_PATH`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,popcnt,f16c")]
     pub(crate) fn segment_avx512(
         &self,
         acc: &mut Acc,
@@ -97,11 +103,20 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         }
         let groups = (end - head) / STEP;
         let body = head + groups * STEP;
-        let ra = &a[head * 4..body * 4];
-        let re = &e[head * 4..body * 4];
+        // Bytes an element, the same on both sides (`VEC_PATH`).
+        let w = self.a.size();
+        let kind = A::ULP;
+        let ra = &a[head * w..body * w];
+        let re = &e[head * w..body * w];
         let abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(i64::MAX));
-        let mag32 = _mm512_set1_epi32(i32::MAX);
-        let max_finite = _mm512_set1_epi32(0x7f7f_ffff);
+        let (sign, max_finite) = match kind {
+            Some(UlpDType::F32) => (i32::MIN, 0x7f7f_ffff),
+            Some(UlpDType::Bf16) => (0x8000, 0x7f7f),
+            _ => (0x8000, 0x7bff),
+        };
+        let mag32 = _mm512_set1_epi32(!sign);
+        let sign = _mm512_set1_epi32(sign);
+        let max_finite = _mm512_set1_epi32(max_finite);
         let zero = _mm512_setzero_si512();
         let not_small = _mm512_set1_epi32(!(SMALL as i32 - 1));
         let small_limit = _mm512_set1_epi32(SMALL as i32);
@@ -147,15 +162,15 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             // an infinity.
             for gi in g..g_end {
                 let (pa, pe) = (
-                    ra.as_ptr().wrapping_add(gi * 64),
-                    re.as_ptr().wrapping_add(gi * 64),
+                    ra.as_ptr().wrapping_add(gi * STEP * w),
+                    re.as_ptr().wrapping_add(gi * STEP * w),
                 );
                 // A prefetch past the end of the data is harmless.
-                _mm_prefetch::<_MM_HINT_T0>(pa.wrapping_add(PREFETCH).cast());
-                _mm_prefetch::<_MM_HINT_T0>(pe.wrapping_add(PREFETCH).cast());
-                // SAFETY: gi < groups and both slices hold 64 * groups bytes; unaligned loads.
-                let (ua, ue) =
-                    unsafe { (_mm512_loadu_si512(pa.cast()), _mm512_loadu_si512(pe.cast())) };
+                _mm_prefetch::<_MM_HINT_T0>(pa.wrapping_add(PREFETCH * w).cast());
+                _mm_prefetch::<_MM_HINT_T0>(pe.wrapping_add(PREFETCH * w).cast());
+                // SAFETY: gi < groups and both slices hold STEP * w * groups
+                // bytes: a group's STEP * w bytes.
+                let (ua, ue) = unsafe { (bits16(kind, pa), bits16(kind, pe)) };
                 let (ma, me) = (_mm512_and_si512(ua, mag32), _mm512_and_si512(ue, mag32));
                 let top = _mm512_max_epu32(ma, me);
                 if _mm512_cmpgt_epu32_mask(top, max_finite) != 0 {
@@ -168,7 +183,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                     // As on the AVX2 path: distance d < SMALL adds 1 << 8d,
                     // a larger one adds 0, and every group is written to the
                     // queue, which keeps only those with one.
-                    let dist = ulp_dist16(ua, ue, ma, me, top);
+                    let dist = ulp_dist16(ua, ue, ma, me, top, sign);
                     let capped = _mm512_min_epu32(dist, small_limit);
                     packed = _mm512_add_epi32(packed, _mm512_permutexvar_epi32(capped, one_at));
                     let slot = hist.queue_pair(n_big);
@@ -181,13 +196,13 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             // the block (in L1), eight elements a step in flat order.
             for gi in g..stop {
                 for h in 0..2 {
-                    let off = gi * 64 + 32 * h;
-                    // SAFETY: gi < groups and both slices hold 64 * groups
-                    // bytes: bytes 32h..32h + 32 of the group; unaligned loads.
+                    let off = (gi * STEP + 8 * h) * w;
+                    // SAFETY: gi < groups and both slices hold STEP * w *
+                    // groups bytes: elements 8h..8h + 8 of the group.
                     let (a8, e8) = unsafe {
                         (
-                            _mm512_cvtps_pd(_mm256_loadu_ps(ra.as_ptr().add(off).cast())),
-                            _mm512_cvtps_pd(_mm256_loadu_ps(re.as_ptr().add(off).cast())),
+                            f64x8(kind, ra.as_ptr().add(off)),
+                            f64x8(kind, re.as_ptr().add(off)),
                         )
                     };
                     let d = _mm512_sub_pd(a8, e8);
@@ -252,15 +267,64 @@ fn hsum_epi32(v: __m512i) -> u64 {
     _mm512_reduce_add_epi32(v) as u32 as u64
 }
 
-/// f32 ULP distances of sixteen finite pairs, as `ulp_dist8` on the AVX2
-/// path computes them (the distance between sign-magnitude keys, -0 and
-/// +0 alike), from the magnitudes `ma`, `me` and their maximum `top`: the
-/// larger magnitude minus the smaller where the signs agree, their sum
-/// where they differ (below 2^32: both are at most 0x7f7f_ffff).
+/// ULP distances of sixteen finite pairs, as `ulp_dist8` on the AVX2 path
+/// computes them for f32 (the distance between sign-magnitude keys, -0 and
+/// +0 alike), from the bits `ua`, `ue` (f32, or 16-bit patterns
+/// zero-extended), the magnitudes `ma`, `me`, their maximum `top` and the
+/// sign bit `sign`: the larger magnitude minus the smaller where the signs
+/// agree, their sum where they differ (below 2^32: both are at most
+/// 0x7f7f_ffff).
 #[target_feature(enable = "avx512f,avx512dq")]
 #[inline]
-fn ulp_dist16(ua: __m512i, ue: __m512i, ma: __m512i, me: __m512i, top: __m512i) -> __m512i {
-    let apart = _mm512_movepi32_mask(_mm512_xor_si512(ua, ue));
+fn ulp_dist16(
+    ua: __m512i,
+    ue: __m512i,
+    ma: __m512i,
+    me: __m512i,
+    top: __m512i,
+    sign: __m512i,
+) -> __m512i {
+    let apart = _mm512_test_epi32_mask(_mm512_xor_si512(ua, ue), sign);
     let same = _mm512_sub_epi32(top, _mm512_min_epu32(ma, me));
     _mm512_mask_add_epi32(same, apart, ma, me)
+}
+
+/// Sixteen elements' bits as 32-bit lanes: an f32's bits, or a 16-bit
+/// float's zero-extended.
+///
+/// # Safety
+/// `p` points at sixteen elements of the storage `kind` names
+/// (`Elem::ULP`: f32, bf16 or f16).
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+unsafe fn bits16(kind: Option<UlpDType>, p: *const u8) -> __m512i {
+    // SAFETY: the caller's; unaligned loads of 64 or 32 bytes.
+    unsafe {
+        match kind {
+            Some(UlpDType::F32) => _mm512_loadu_si512(p.cast()),
+            _ => _mm512_cvtepu16_epi32(_mm256_loadu_si256(p.cast())),
+        }
+    }
+}
+
+/// Eight elements as f64, exactly: an f32 converted; a bf16 shifted into
+/// the top of an f32 first; an f16 through `vcvtph2ps` (subnormals
+/// included; the vector paths never convert a NaN or an infinity).
+///
+/// # Safety
+/// `p` points at eight elements of the storage `kind` names.
+#[target_feature(enable = "avx512f,avx2,f16c")]
+#[inline]
+pub(crate) unsafe fn f64x8(kind: Option<UlpDType>, p: *const u8) -> __m512d {
+    // SAFETY: the caller's; unaligned loads of 32 or 16 bytes.
+    unsafe {
+        match kind {
+            Some(UlpDType::F32) => _mm512_cvtps_pd(_mm256_loadu_ps(p.cast())),
+            Some(UlpDType::Bf16) => {
+                let w = _mm256_cvtepu16_epi32(_mm_loadu_si128(p.cast()));
+                _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32::<16>(w)))
+            }
+            _ => _mm512_cvtps_pd(_mm256_cvtph_ps(_mm_loadu_si128(p.cast()))),
+        }
+    }
 }

@@ -48,9 +48,10 @@ pub struct CompareOptions {
 pub enum Simd {
     /// The scalar blocked kernel.
     Scalar,
-    /// AVX2, FMA and POPCNT (`kernel_avx2.rs`).
+    /// AVX2, FMA, POPCNT and F16C (`kernel_avx2.rs`; f32 pairs).
     Avx2,
-    /// Those and AVX-512 F, BW, DQ and VL (`kernel_avx512.rs`).
+    /// Those and AVX-512 F, BW, DQ and VL (`kernel_avx512.rs`; f32, bf16
+    /// and f16 pairs).
     #[default]
     Avx512,
 }
@@ -61,7 +62,7 @@ impl Simd {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
-            if !(has!("avx2") && has!("fma") && has!("popcnt")) {
+            if !(has!("avx2") && has!("fma") && has!("popcnt") && has!("f16c")) {
                 return Simd::Scalar;
             }
             if has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") {

@@ -1,8 +1,8 @@
 //! The kernel against the original element-by-element kernel (kept in
 //! `kernel_reference`): identical `Metrics`, bit for bit, for every dtype
 //! pair and ULP dtype, with NaN/Inf/±0/subnormals, masked and unmasked; and
-//! the vector paths (AVX-512 and AVX2, whichever the CPU has) against the
-//! scalar one and against parallel runs.
+//! the vector paths (AVX-512 and AVX2, whichever the CPU has; bf16 and f16
+//! pairs on AVX-512) against the scalar one and against parallel runs.
 
 use crate::kernel_reference::{with_avx2, with_reference, with_scalar};
 use crate::{compare, CompareOptions, Mask, Metrics, Simd, UlpDType};
@@ -297,6 +297,8 @@ fn bf16_and_f16_pairs_in_their_own_ulps_match_the_reference() {
             let fast = compare(&at, &et, None, &opts).unwrap();
             let reference = with_reference(|| compare(&at, &et, None, &opts).unwrap());
             assert_eq!(exact(&fast), exact(&reference), "{dtype:?} ulp {ulp:?}");
+            let scalar = with_scalar(|| compare(&at, &et, None, &opts).unwrap());
+            assert_eq!(exact(&fast), exact(&scalar), "{dtype:?} ulp {ulp:?}");
             if ulp == own {
                 // Not all exact, not all apart: the keys were exercised.
                 let h = fast.ulp_histogram.as_ref().unwrap();
@@ -380,6 +382,90 @@ proptest! {
         prop_assert_eq!(exact(&vector), exact(&par));
         prop_assert_eq!(exact(&par), exact(&again));
         prop_assert_eq!(vector.count + vector.masked_out, n as u64);
+    }
+}
+
+/// Random bf16 or f16 pairs (bit patterns) over several chunks, as
+/// `f32_pairs`: mostly near copies 0-8 of their own ULPs off, with NaN, Inf,
+/// -0 and arbitrary patterns at `rare` per mille, and subnormals around
+/// zero in one element of 64.
+fn pairs16(seed: u64, n: usize, rare: u64, dtype: DType) -> (Vec<u8>, Vec<u8>) {
+    let mut s = seed | 1;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let (inf, nan) = match dtype {
+        DType::Bf16 => (0x7f80u16, 0x7fc1u16),
+        _ => (0x7c00, 0x7e01),
+    };
+    let (mut a, mut e) = (Vec::with_capacity(2 * n), Vec::with_capacity(2 * n));
+    for _ in 0..n {
+        let r = next();
+        let v = ((r >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * 4.0;
+        let x = match dtype {
+            DType::Bf16 => (v.to_bits() >> 16) as u16,
+            _ => half::f16::from_f32(v).to_bits(),
+        };
+        let x = if r % 64 == 0 {
+            (r >> 50) as u16 & 0x80ff
+        } else {
+            x
+        };
+        let y = match (r >> 8) % 1000 {
+            k if k < rare => next() as u16,
+            k if k < 2 * rare => [nan, inf, 0x8000][(k % 3) as usize],
+            k if k < 4 * rare => x ^ 0x8000,
+            _ => x.wrapping_add(((r >> 20) % 9) as u16),
+        };
+        e.extend_from_slice(&x.to_le_bytes());
+        a.extend_from_slice(&y.to_le_bytes());
+    }
+    (a, e)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn sixteen_bit_vector_scalar_reference_and_parallel_agree_bit_for_bit(
+        seed in any::<u64>(),
+        cols in 1usize..300,
+        extra in 0usize..3000,
+        rare in 0u64..4,
+        masked in any::<bool>(),
+        top_k in 0usize..40,
+        bf16 in any::<bool>(),
+        tol in 0usize..3,
+    ) {
+        // As the f32 test above, for bf16 and f16 pairs with ULPs in their
+        // own type (the AVX-512 path, where the CPU has it), and tolerances
+        // from tight (most elements violate) to loose (none do).
+        let dtype = if bf16 { DType::Bf16 } else { DType::F16 };
+        let rows = (2 * crate::kernel::CHUNK + extra) / cols + 1;
+        let n = rows * cols;
+        let (a, e) = pairs16(seed, n, rare, dtype);
+        let at = Tensor::from_bytes(dtype, vec![rows, cols], a).unwrap();
+        let et = Tensor::from_bytes(dtype, vec![rows, cols], e).unwrap();
+        let bits: Vec<f64> = (0..rows).map(|i| (i as u64 ^ seed).is_multiple_of(4) as u8 as f64).collect();
+        let mt = Tensor::from_f64_as(DType::Bool, vec![rows], &bits).unwrap();
+        let mask = Mask::new(&mt, vec![0], true, &[rows, cols]).unwrap();
+        let m = masked.then_some(&mask);
+        let (atol, rtol) = [(0.0, 0.0), (1e-5, 1e-3), (1e-2, 1e-1)][tol];
+        let opts = CompareOptions { top_k, atol, rtol, parallel: false, ..CompareOptions::default() };
+        let vector = compare(&at, &et, m, &opts).unwrap();
+        let scalar = with_scalar(|| compare(&at, &et, m, &opts).unwrap());
+        let capped = compare(&at, &et, m, &CompareOptions { simd: Simd::Scalar, ..opts.clone() }).unwrap();
+        let reference = with_reference(|| compare(&at, &et, m, &opts).unwrap());
+        let par = compare(&at, &et, m, &CompareOptions { parallel: true, ..opts.clone() }).unwrap();
+        prop_assert_eq!(exact(&vector), exact(&scalar));
+        prop_assert_eq!(exact(&vector), exact(&capped));
+        prop_assert_eq!(exact(&vector), exact(&reference));
+        prop_assert_eq!(exact(&vector), exact(&par));
+        prop_assert_eq!(vector.count + vector.masked_out, n as u64);
+        prop_assert!(vector.max_ulp.is_some());
     }
 }
 
