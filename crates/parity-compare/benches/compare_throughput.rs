@@ -5,7 +5,8 @@
 //! GB/s of input consumed by `compare`, serial and rayon, with and without a
 //! [B, T] padding mask, next to a plain sum over the same bytes measured in
 //! the same run; then the same pair on the scalar path, and as bf16 and f16
-//! pairs (ULPs in their own type), in millions of elements a second. A
+//! pairs (ULPs in their own type) on every path the CPU has, in millions of
+//! elements a second. A
 //! table, not an assertion: numbers depend on the machine.
 
 use parity_compare::baseline::{par_sum_f32_bytes, sum_f32_bytes};
@@ -154,7 +155,12 @@ fn main() {
     // ULPs apart, so close), so allclose violations are as rare as in the
     // f32 rows.
     let f32_tol = (1e-5, 1.3e-6);
-    let mut pairs = vec![("f32, scalar path", at, et, Simd::Scalar, f32_tol)];
+    let mut pairs = vec![("f32, scalar path", at, et, vec![Simd::Scalar], f32_tol)];
+    // Every vector path the CPU has, and the scalar kernel, for 16-bit pairs.
+    let paths: Vec<Simd> = [Simd::Avx512, Simd::Avx2, Simd::Scalar]
+        .into_iter()
+        .filter(|&p| p <= Simd::available())
+        .collect();
     for (name, dtype, i, tol) in [
         ("bf16", DType::Bf16, 0, (1e-5, 1.6e-2)),
         ("f16", DType::F16, 1, (1e-5, 1e-3)),
@@ -166,13 +172,13 @@ fn main() {
             eprintln!("could not build {dtype:?} tensors");
             return;
         };
-        pairs.push((name, a, e, Simd::available(), tol));
+        pairs.push((name, a, e, paths.clone(), tol));
     }
-    for (name, a, e, simd, (atol, rtol)) in &pairs {
-        for parallel in [false, true] {
+    for (name, a, e, simds, (atol, rtol)) in &pairs {
+        for (simd, parallel) in simds.iter().flat_map(|&s| [(s, false), (s, true)]) {
             let opts = CompareOptions {
                 parallel,
-                simd: *simd,
+                simd,
                 atol: *atol,
                 rtol: *rtol,
                 ..CompareOptions::default()
@@ -181,7 +187,12 @@ fn main() {
             let secs =
                 best_of(|| out = black_box(compare(black_box(a), black_box(e), None, &opts).ok()));
             let bytes = (a.bytes().len() + e.bytes().len()) as f64;
-            let label = format!("{name}, {}", if parallel { "rayon" } else { "serial" });
+            let path = if simds.len() > 1 { simd.label() } else { "" };
+            let label = format!(
+                "{name}{}{path}, {}",
+                if path.is_empty() { "" } else { " " },
+                if parallel { "rayon" } else { "serial" }
+            );
             println!(
                 "{label:<28} {:>9.1} {:>9.2} {:>12.0}",
                 secs * 1e3,

@@ -7,8 +7,6 @@ use parity_tensor::{decode_f64, DType};
 
 /// One element type: how wide it is and how to decode it from LE bytes.
 pub(crate) trait Elem: Copy + Send + Sync {
-    /// True for f32, whose `raw` bits are the f32's bits.
-    const IS_F32: bool = false;
     /// The float type whose bits `raw` returns, for bf16, f16 and f32: ULP
     /// keys in that type then come from the bits, with no rounding.
     const ULP: Option<UlpDType> = None;
@@ -22,13 +20,9 @@ pub(crate) trait Elem: Copy + Send + Sync {
 
 macro_rules! float_elem {
     ($name:ident, $n:literal, $decode:expr, $raw:ty, $ulp:expr) => {
-        float_elem!($name, $n, $decode, $raw, $ulp, false);
-    };
-    ($name:ident, $n:literal, $decode:expr, $raw:ty, $ulp:expr, $is_f32:literal) => {
         #[derive(Clone, Copy)]
         pub(crate) struct $name;
         impl Elem for $name {
-            const IS_F32: bool = $is_f32;
             const ULP: Option<UlpDType> = $ulp;
             #[inline(always)]
             fn size(&self) -> usize {
@@ -69,8 +63,7 @@ float_elem!(
     4,
     |b| f32::from_le_bytes(b) as f64,
     u32,
-    Some(UlpDType::F32),
-    true
+    Some(UlpDType::F32)
 );
 float_elem!(F64E, 8, f64::from_le_bytes, u64, None);
 
@@ -116,8 +109,6 @@ impl Elem for DynE {
 pub(crate) trait UlpKey: Copy + Send + Sync {
     /// False when no ULP metrics are wanted.
     const ENABLED: bool;
-    /// True when keys are f32 keys, so an f32's key can come from its bits.
-    const IS_F32: bool = false;
     /// The float type keys are measured in, when fixed at compile time.
     const DTYPE: Option<UlpDType> = None;
     /// Key of a non-NaN value.
@@ -138,7 +129,6 @@ impl UlpKey for NoUlp {
 pub(crate) struct UlpF32;
 impl UlpKey for UlpF32 {
     const ENABLED: bool = true;
-    const IS_F32: bool = true;
     const DTYPE: Option<UlpDType> = Some(UlpDType::F32);
     #[inline(always)]
     fn key(&self, x: f64) -> i64 {

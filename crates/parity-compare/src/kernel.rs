@@ -371,7 +371,7 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                 unsafe { self.segment_avx512(acc, &mut hist, a, e, s, t) }
             }
             #[cfg(target_arch = "x86_64")]
-            Pad::Const(false) if Self::F32_PATH && self.simd == Simd::Avx2 => {
+            Pad::Const(false) if Self::VEC_PATH && self.simd == Simd::Avx2 => {
                 // SAFETY: `Avx2` is chosen only when the CPU has AVX2, FMA, POPCNT and F16C.
                 unsafe { self.segment_avx2(acc, &mut hist, a, e, s, t) }
             }

@@ -1,5 +1,7 @@
-//! The AVX2 path for f32 against f32 (ULPs in f32, or none), unpadded runs:
-//! eight elements a step. The f64 work keeps each sum as two vectors of
+//! The AVX2 path for f32 against f32, bf16 against bf16 and f16 against f16
+//! (ULPs in the pair's own type, or none), unpadded runs: eight elements a
+//! step. A 16-bit pair is widened as it is loaded, as on the AVX-512 path
+//! (`kernel_avx512.rs`). The f64 work keeps each sum as two vectors of
 //! four f64, lanes 0-3 and 4-7 of the sums (see [`crate::kernel::LANES`]):
 //! element `k` of a group of eight adds into lane `k`, so every lane sees
 //! the same additions in the same order as on the scalar path and results
@@ -83,17 +85,14 @@ impl VecSums {
 }
 
 impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
-    /// Whether [`Kernel::segment_avx2`] applies to this kernel.
-    pub(crate) const F32_PATH: bool = A::IS_F32 && E::IS_F32 && (U::IS_F32 || !U::ENABLED);
-
-    /// Whether [`Kernel::segment_avx512`] applies: both sides stored as the
-    /// same f32, bf16 or f16, with ULPs in that type (keys from the bits)
-    /// or none.
+    /// Whether the vector paths ([`Kernel::segment_avx2`],
+    /// [`Kernel::segment_avx512`]) apply: both sides stored as the same f32,
+    /// bf16 or f16, with ULPs in that type (keys from the bits) or none.
     pub(crate) const VEC_PATH: bool = A::ULP.is_some()
         && crate::elem::same_ulp(A::ULP, E::ULP)
         && (Self::RAW_KEYS || !U::ENABLED);
 
-    /// Elements `start..end`, none padded; only when `F32_PATH`.
+    /// Elements `start..end`, none padded; only when `VEC_PATH`.
     #[target_feature(enable = "avx2,fma,popcnt,f16c")]
     pub(crate) fn segment_avx2(
         &self,
@@ -112,11 +111,19 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
         }
         let groups = (end - head) / 8;
         let body = head + groups * 8;
-        let ra = &a[head * 4..body * 4];
-        let re = &e[head * 4..body * 4];
+        // Bytes an element, the same on both sides (`VEC_PATH`).
+        let w = self.a.size();
+        let kind = A::ULP;
+        let ra = &a[head * w..body * w];
+        let re = &e[head * w..body * w];
         let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
-        let mag32 = _mm256_set1_epi32(i32::MAX);
-        let max_finite = _mm256_set1_epi32(0x7f7f_ffff);
+        let (wide, max_finite) = match kind {
+            Some(UlpDType::F32) => (true, 0x7f7f_ffff),
+            Some(UlpDType::Bf16) => (false, 0x7f7f),
+            _ => (false, 0x7bff),
+        };
+        let mag32 = _mm256_set1_epi32(if wide { i32::MAX } else { 0x7fff });
+        let max_finite = _mm256_set1_epi32(max_finite);
         let not_small = _mm256_set1_epi32(!(SMALL as i32 - 1));
         let small_limit = _mm256_set1_epi32(SMALL as i32);
         // Lane d < SMALL: 1 << 8d; lane SMALL: 0.
@@ -143,12 +150,12 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             // an infinity.
             for gi in g..g_end {
                 let (pa, pe) = (
-                    ra.as_ptr().wrapping_add(gi * 32),
-                    re.as_ptr().wrapping_add(gi * 32),
+                    ra.as_ptr().wrapping_add(gi * 8 * w),
+                    re.as_ptr().wrapping_add(gi * 8 * w),
                 );
-                // SAFETY: gi < groups and both slices hold 32 * groups bytes; unaligned loads.
-                let (ua, ue) =
-                    unsafe { (_mm256_loadu_si256(pa.cast()), _mm256_loadu_si256(pe.cast())) };
+                // SAFETY: gi < groups and both slices hold 8 * w * groups
+                // bytes: a group's 8 * w bytes.
+                let (ua, ue) = unsafe { (bits8(kind, pa), bits8(kind, pe)) };
                 let (ma, me) = (_mm256_and_si256(ua, mag32), _mm256_and_si256(ue, mag32));
                 let inf_or_nan = _mm256_cmpgt_epi32(_mm256_max_epu32(ma, me), max_finite);
                 if _mm256_movemask_ps(_mm256_castsi256_ps(inf_or_nan)) != 0 {
@@ -161,7 +168,13 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
                     // Without branches: distance d < SMALL adds 1 << 8d, a
                     // larger one (capped at SMALL) adds 0, and every group is
                     // written to the queue, which keeps only those with one.
-                    let dist = ulp_dist8(ua, ue, ma, me);
+                    // `ulp_dist8` reads the sign at bit 31.
+                    let dist = if wide {
+                        ulp_dist8(ua, ue, ma, me)
+                    } else {
+                        let (sa, se) = (_mm256_slli_epi32::<16>(ua), _mm256_slli_epi32::<16>(ue));
+                        ulp_dist8(sa, se, ma, me)
+                    };
                     let capped = _mm256_min_epu32(dist, small_limit);
                     packed = _mm256_add_epi32(packed, _mm256_permutevar8x32_epi32(one_at, capped));
                     let slot = hist.queue_slot(n_big);
@@ -177,12 +190,13 @@ impl<A: Elem, E: Elem, U: UlpKey> Kernel<A, E, U> {
             for h in 0..2 {
                 let mut v = VecSums::load(&s, h);
                 for gi in g..stop {
-                    // SAFETY: gi < groups and both slices hold 32 * groups
-                    // bytes: bytes 16h..16h + 16 of the group; unaligned loads.
+                    let off = (gi * 8 + 4 * h) * w;
+                    // SAFETY: gi < groups and both slices hold 8 * w * groups
+                    // bytes: elements 4h..4h + 4 of the group.
                     let (a4, e4) = unsafe {
                         (
-                            _mm256_cvtps_pd(_mm_loadu_ps(ra.as_ptr().add(gi * 32 + 16 * h).cast())),
-                            _mm256_cvtps_pd(_mm_loadu_ps(re.as_ptr().add(gi * 32 + 16 * h).cast())),
+                            f64x4(kind, ra.as_ptr().add(off)),
+                            f64x4(kind, re.as_ptr().add(off)),
                         )
                     };
                     let d = _mm256_sub_pd(a4, e4);
@@ -512,6 +526,23 @@ unsafe fn f64x4(kind: Option<UlpDType>, p: *const u8) -> __m256d {
                 _mm256_cvtps_pd(_mm_castsi128_ps(_mm_slli_epi32::<16>(w)))
             }
             _ => _mm256_cvtps_pd(_mm_cvtph_ps(_mm_loadl_epi64(p.cast()))),
+        }
+    }
+}
+
+/// Eight elements' bits as 32-bit lanes: an f32's bits, or a 16-bit float's
+/// zero-extended.
+///
+/// # Safety
+/// `p` points at eight elements of the storage `kind` names (`Elem::ULP`).
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn bits8(kind: Option<UlpDType>, p: *const u8) -> __m256i {
+    // SAFETY: the caller's; unaligned loads of 32 or 16 bytes.
+    unsafe {
+        match kind {
+            Some(UlpDType::F32) => _mm256_loadu_si256(p.cast()),
+            _ => _mm256_cvtepu16_epi32(_mm_loadu_si128(p.cast())),
         }
     }
 }

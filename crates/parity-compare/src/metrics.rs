@@ -48,7 +48,8 @@ pub struct CompareOptions {
 pub enum Simd {
     /// The scalar blocked kernel.
     Scalar,
-    /// AVX2, FMA, POPCNT and F16C (`kernel_avx2.rs`; f32 pairs).
+    /// AVX2, FMA, POPCNT and F16C (`kernel_avx2.rs`; f32, bf16 and f16
+    /// pairs).
     Avx2,
     /// Those and AVX-512 F, BW, DQ and VL (`kernel_avx512.rs`; f32, bf16
     /// and f16 pairs).

@@ -1,8 +1,8 @@
 //! The kernel against the original element-by-element kernel (kept in
 //! `kernel_reference`): identical `Metrics`, bit for bit, for every dtype
 //! pair and ULP dtype, with NaN/Inf/±0/subnormals, masked and unmasked; and
-//! the vector paths (AVX-512 and AVX2, whichever the CPU has; bf16 and f16
-//! pairs on AVX-512) against the scalar one and against parallel runs.
+//! the vector paths (AVX-512 and AVX2, whichever the CPU has; f32, bf16 and
+//! f16 pairs) against the scalar one and against parallel runs.
 
 use crate::kernel_reference::{with_avx2, with_reference, with_scalar};
 use crate::{compare, CompareOptions, Mask, Metrics, Simd, UlpDType};
@@ -299,6 +299,8 @@ fn bf16_and_f16_pairs_in_their_own_ulps_match_the_reference() {
             assert_eq!(exact(&fast), exact(&reference), "{dtype:?} ulp {ulp:?}");
             let scalar = with_scalar(|| compare(&at, &et, None, &opts).unwrap());
             assert_eq!(exact(&fast), exact(&scalar), "{dtype:?} ulp {ulp:?}");
+            let avx2 = with_avx2(|| compare(&at, &et, None, &opts).unwrap());
+            assert_eq!(exact(&fast), exact(&avx2), "{dtype:?} ulp {ulp:?}");
             if ulp == own {
                 // Not all exact, not all apart: the keys were exercised.
                 let h = fast.ulp_histogram.as_ref().unwrap();
@@ -441,7 +443,7 @@ proptest! {
         tol in 0usize..3,
     ) {
         // As the f32 test above, for bf16 and f16 pairs with ULPs in their
-        // own type (the AVX-512 path, where the CPU has it), and tolerances
+        // own type (the AVX-512 and AVX2 paths), and tolerances
         // from tight (most elements violate) to loose (none do).
         let dtype = if bf16 { DType::Bf16 } else { DType::F16 };
         let rows = (2 * crate::kernel::CHUNK + extra) / cols + 1;
@@ -458,6 +460,8 @@ proptest! {
         let vector = compare(&at, &et, m, &opts).unwrap();
         let scalar = with_scalar(|| compare(&at, &et, m, &opts).unwrap());
         let capped = compare(&at, &et, m, &CompareOptions { simd: Simd::Scalar, ..opts.clone() }).unwrap();
+        let avx2 = with_avx2(|| compare(&at, &et, m, &opts).unwrap());
+        prop_assert_eq!(exact(&vector), exact(&avx2));
         let reference = with_reference(|| compare(&at, &et, m, &opts).unwrap());
         let par = compare(&at, &et, m, &CompareOptions { parallel: true, ..opts.clone() }).unwrap();
         prop_assert_eq!(exact(&vector), exact(&scalar));
