@@ -315,7 +315,7 @@ unsafe fn bits16(kind: Option<UlpDType>, p: *const u8) -> __m512i {
 /// `p` points at eight elements of the storage `kind` names.
 #[target_feature(enable = "avx512f,avx2,f16c")]
 #[inline]
-pub(crate) unsafe fn f64x8(kind: Option<UlpDType>, p: *const u8) -> __m512d {
+unsafe fn f64x8(kind: Option<UlpDType>, p: *const u8) -> __m512d {
     // SAFETY: the caller's; unaligned loads of 32 or 16 bytes.
     unsafe {
         match kind {

@@ -36,11 +36,9 @@ pub(crate) fn single_block<'a>(
     }
 }
 
-/// A generic-form `func.func` operation as a [`FuncSyntax`].
-pub(crate) fn generic_func<'a>(
-    cur: &Cursor<'a>,
-    mut op: RawOp<'a>,
-) -> Result<FuncSyntax<'a>, MlirError> {
+/// A generic-form `func.func` operation's name and whether it is public
+/// (no `sym_visibility`, or `"public"`).
+pub(crate) fn func_name(cur: &Cursor<'_>, op: &RawOp<'_>) -> Result<(String, bool), MlirError> {
     let props = op.properties.unwrap_or("{}");
     let name = dict_entry(props, "sym_name")
         .and_then(string_value)
@@ -48,6 +46,15 @@ pub(crate) fn generic_func<'a>(
     let public = dict_entry(props, "sym_visibility")
         .and_then(string_value)
         .is_none_or(|v| v == "public");
+    Ok((name, public))
+}
+
+/// A generic-form `func.func` operation as a [`FuncSyntax`].
+pub(crate) fn generic_func<'a>(
+    cur: &Cursor<'a>,
+    mut op: RawOp<'a>,
+) -> Result<FuncSyntax<'a>, MlirError> {
+    let (name, public) = func_name(cur, &op)?;
     if op.regions.len() != 1 {
         return Err(cur.err_at(op.start, format!("function @{name} needs one body region")));
     }

@@ -6,9 +6,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::attr::{dict_entry, string_value};
 use crate::cursor::Cursor;
 use crate::error::MlirError;
+use crate::func_syntax::func_name;
 
 /// A module in generic form, cut into its top-level operations.
 #[derive(Debug, Clone)]
@@ -85,13 +85,7 @@ pub fn split_module(text: &str) -> Result<SplitModule<'_>, MlirError> {
             split.shared.push(op_text);
             continue;
         }
-        let props = op.properties.unwrap_or("{}");
-        let name = dict_entry(props, "sym_name")
-            .and_then(string_value)
-            .ok_or_else(|| cur.err_at(op.start, "`func.func` without a `sym_name`"))?;
-        let public = dict_entry(props, "sym_visibility")
-            .and_then(string_value)
-            .is_none_or(|v| v == "public");
+        let (name, public) = func_name(&cur, op)?;
         if split.by_name.contains_key(name.as_str()) {
             return Err(cur.err_at(op.start, format!("two functions are named @{name}")));
         }

@@ -75,6 +75,16 @@ fn build(dtype: DType, shape: &[usize], v: &[f64]) -> Tensor {
 }
 
 /// Exact comparison: `Debug` prints every f64 so that it round-trips.
+/// A xorshift64 generator from a nonzero state: the tests' deterministic data.
+fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    }
+}
+
 fn exact(m: &Metrics) -> String {
     format!("{m:?}")
 }
@@ -190,13 +200,7 @@ fn f32_pair_over_several_blocks_and_chunks_matches_the_reference() {
     // copies, over more than one chunk, with and without a row mask.
     let (rows, cols) = (3 * crate::kernel::CHUNK / 512 + 7, 512);
     let n = rows * cols;
-    let mut s = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
     let mut e = Vec::with_capacity(n);
     let mut a = Vec::with_capacity(n);
     for _ in 0..n {
@@ -257,13 +261,7 @@ fn bf16_and_f16_pairs_in_their_own_ulps_match_the_reference() {
     // payloads), beside a copy a few ULPs off, its sign flipped, or any
     // other pattern; ULPs in the pair's own type, in f32 and none.
     let n = 1 << 17;
-    let mut s = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
     let e: Vec<u16> = (0..n).map(|i| (i % 65536) as u16).collect();
     let a: Vec<u16> = e
         .iter()
@@ -319,13 +317,7 @@ fn bf16_and_f16_pairs_in_their_own_ulps_match_the_reference() {
 /// off, some allclose violations after the first), with NaN, Inf and
 /// arbitrary bit patterns sprinkled in at `rare` per mille.
 fn f32_pairs(seed: u64, n: usize, rare: u64) -> (Vec<f32>, Vec<f32>) {
-    let mut s = seed | 1;
-    let mut next = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut next = xorshift(seed | 1);
     let (mut a, mut e) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
         let r = next();
@@ -392,13 +384,7 @@ proptest! {
 /// -0 and arbitrary patterns at `rare` per mille, and subnormals around
 /// zero in one element of 64.
 fn pairs16(seed: u64, n: usize, rare: u64, dtype: DType) -> (Vec<u8>, Vec<u8>) {
-    let mut s = seed | 1;
-    let mut next = || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut next = xorshift(seed | 1);
     let (inf, nan) = match dtype {
         DType::Bf16 => (0x7f80u16, 0x7fc1u16),
         _ => (0x7c00, 0x7e01),
