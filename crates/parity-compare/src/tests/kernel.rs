@@ -205,7 +205,7 @@ fn f32_pair_over_several_blocks_and_chunks_matches_the_reference() {
     let mut a = Vec::with_capacity(n);
     for _ in 0..n {
         let r = next();
-        let x = if r % 17 == 0 {
+        let x = if r.is_multiple_of(17) {
             f32::from_bits((r >> 32) as u32)
         } else {
             ((r >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * 10.0
@@ -397,7 +397,7 @@ fn pairs16(seed: u64, n: usize, rare: u64, dtype: DType) -> (Vec<u8>, Vec<u8>) {
             DType::Bf16 => (v.to_bits() >> 16) as u16,
             _ => half::f16::from_f32(v).to_bits(),
         };
-        let x = if r % 64 == 0 {
+        let x = if r.is_multiple_of(64) {
             (r >> 50) as u16 & 0x80ff
         } else {
             x
