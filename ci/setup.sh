@@ -6,12 +6,15 @@
 #
 # What it does, each step only when needed:
 #   1. apt-get installs libclang-dev (bindgen in eerie-sys), chromium (the HTML report's
-#      browser test), python3-venv and a C/C++
-#      toolchain if any is missing (apt-get update first, then).
+#      browser test), python3-venv, a C/C++ toolchain, and libvulkan-dev with
+#      mesa-vulkan-drivers (IREE's Vulkan driver; lavapipe runs it on the CPU) if any is
+#      missing (apt-get update first, then).
 #   2. creates <repo>/.venv and pip-installs ci/requirements.txt into it; a stamp file
 #      holding the sha256 of the requirements and the interpreter version skips pip
 #      when nothing changed.
-#   3. PATH=<repo>/.venv/bin:$PATH (cmake >= 3.26 for eerie-sys; Debian ships 3.25) and
+#   3. ci/cuda-deps.sh unpacks cuda.h and libdevice.10.bc from the NVIDIA wheels into
+#      <repo>/.cuda-deps (IREE's CUDA driver is built from them; .cargo/config.toml).
+#   4. PATH=<repo>/.venv/bin:$PATH (cmake >= 3.26 for eerie-sys; Debian ships 3.25) and
 #      EERIE_PYTHON=<repo>/.venv/bin/python (eerie finds libIREECompiler.so through it).
 #
 # Written to be sourced (from bash, or POSIX sh/dash when the current directory is in
@@ -33,7 +36,7 @@ _parity_setup_main() {
     local missing=""
     local pkg
     # chromium: tests/html_report.rs checks the HTML report in a real headless browser.
-    for pkg in libclang-dev python3-venv build-essential chromium; do
+    for pkg in libclang-dev python3-venv build-essential chromium libvulkan-dev mesa-vulkan-drivers; do
         if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
             missing="$missing $pkg"
         fi
@@ -71,6 +74,9 @@ _parity_setup_main() {
         # Written only after pip succeeded, so a failed install is retried next time.
         printf '%s\n' "$want" >"$stamp" || return 1
     fi
+
+    # --- 3. CUDA headers and libdevice for IREE's CUDA driver ---------------------------
+    bash "$repo/ci/cuda-deps.sh" "$venv/bin/python" || return 1
 
     if ! command -v cargo >/dev/null 2>&1; then
         echo "ci/setup.sh: warning: cargo not found; install Rust (rustup) to build parity" >&2

@@ -13,4 +13,5 @@ pub mod fuzz;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod target;
 pub mod tokens;

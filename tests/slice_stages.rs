@@ -9,7 +9,7 @@ mod common;
 
 use common::{cache_dir, check_to, repo};
 use parity::run::slices::{self, SlicePlan};
-use parity_iree::{ArtifactCache, CacheOutcome, CompileOptions, IreeCompiler, IreeRuntime};
+use parity_iree::{ArtifactCache, CacheOutcome, IreeCompiler};
 use parity_mlir::SliceArg;
 use parity_spec::{Arg, ModuleSource, Spec, Stage};
 use parity_tensor::{OracleStore, SafetensorsFile, Tensor};
@@ -225,13 +225,8 @@ fn plan_for(spec: &Spec, compiler: &IreeCompiler) -> (SlicePlan, Vec<Stage>) {
 }
 
 fn vmfb(compiler: &IreeCompiler, spec: &Spec, mlir: &[u8], name: &str) -> (Vec<u8>, CacheOutcome) {
-    let module = &spec.subject.modules["audio"];
-    let mut flags = spec.subject.flags.clone();
-    flags.extend(module.flags.iter().cloned());
-    let options = CompileOptions {
-        target_backend: spec.subject.target_backend.clone(),
-        flags,
-    };
+    let target = parity::target::Target::select(spec, None).expect("default target");
+    let options = target.module_options(spec, "audio");
     ArtifactCache::new(cache_dir())
         .get_or_compile(compiler, name, mlir, &options)
         .map(|c| (c.vmfb, c.outcome))
@@ -411,7 +406,10 @@ fn slicing_the_whole_path_at_every_stage_boundary_reproduces_the_stage_functions
         panic!("mlir module")
     };
     let (parent_vmfb, _) = vmfb(&compiler, &original, &source, &path.display().to_string());
-    let runtime = IreeRuntime::new(&original.subject.driver).expect("runtime");
+    let runtime = parity::target::Target::select(&original, None)
+        .expect("default target")
+        .runtime()
+        .expect("runtime");
     let parent = runtime.load(&parent_vmfb, "audio").expect("load parent");
     let slices_a = runtime.load(&vmfb_a, "a").expect("load slices");
     let slices_b = runtime.load(&vmfb_b, "b").expect("load slices");

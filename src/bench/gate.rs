@@ -76,6 +76,7 @@ pub fn measure(
         cases: vec![],
         stages: vec![],
         shard: None,
+        target: None,
     };
     let (edited, edit) = edit_one_function(spec, work, function)?;
     let mut rows = Vec::new();

@@ -234,6 +234,9 @@ pub enum BisectError {
     /// The IREE runtime driver cannot be created (execution).
     #[error("{0}")]
     Runtime(#[source] IreeError),
+    /// The spec has no such target (input).
+    #[error(transparent)]
+    Target(Box<crate::target::TargetError>),
     /// A probe module does not compile (execution).
     #[error("{source}")]
     Compile {
@@ -344,6 +347,12 @@ pub enum BisectError {
     },
 }
 
+impl From<crate::target::TargetError> for BisectError {
+    fn from(e: crate::target::TargetError) -> Self {
+        BisectError::Target(Box::new(e))
+    }
+}
+
 impl BisectError {
     /// Input (exit 2) or execution (exit 3).
     pub fn kind(&self) -> ErrorKind {
@@ -371,6 +380,7 @@ impl BisectError {
             | OracleShape { .. }
             | Compare { .. }
             | Slice { .. }
+            | Target(_)
             | Promote { .. } => ErrorKind::Input,
             Module { source, .. } => source.kind(),
             Compiler(_)
@@ -460,6 +470,7 @@ impl BisectError {
             | Compare { .. }
             | Slice { .. }
             | Promote { .. }
+            | Target(_)
             | Compiler(_)
             | Runtime(_)
             | Compile { .. }

@@ -33,10 +33,11 @@ pub use parity_record::{BisectRecord, DivergentOp, Strategy, BISECT_SCHEMA};
 
 use crate::run::inputs::InputSources;
 use crate::run::{self, RunOptions};
+use crate::target::Target;
 pub use measure::loc_label;
 use measure::{budget_dtype, max_finite_abs, op_line, oracle_as, ulp_at, LOCAL_ULP_BUDGET};
 use oracle::OracleSearch;
-use parity_iree::{ArtifactCache, IreeCompiler, IreeRuntime};
+use parity_iree::{ArtifactCache, IreeCompiler};
 use parity_mlir::{Function, Module, SliceRequest, ValueId};
 use parity_record::{Evidence, Mode, OpMetrics, Region, RunRecord, Status, ValueMetrics};
 use parity_spec::{Arg, ModuleSource, Spec, Stage};
@@ -306,6 +307,7 @@ fn bisect_stage(
         .ok_or_else(|| BisectError::UnknownStage {
             stage: stage_name.to_string(),
         })?;
+    let target = Target::ready(spec, options.run.target.as_deref())?;
     let compiler =
         IreeCompiler::load(options.run.compiler_lib.as_deref()).map_err(BisectError::Compiler)?;
     let (module, source_name) = load_bound(spec, &mut stages[at], &compiler)?;
@@ -369,7 +371,7 @@ fn bisect_stage(
         },
     };
 
-    let runtime = IreeRuntime::new(&spec.subject.driver).map_err(BisectError::Runtime)?;
+    let runtime = target.runtime().map_err(BisectError::Runtime)?;
     let cache = ArtifactCache::new(&options.run.cache_dir);
     let iree = probe::Iree {
         compiler: &compiler,
@@ -380,7 +382,7 @@ fn bisect_stage(
         iree,
         &module,
         func,
-        probe::stage_options(spec, &stage.module),
+        target.module_options(spec, &stage.module),
         source_name.clone(),
     );
     let outcome = localise(
@@ -420,7 +422,7 @@ fn bisect_stage(
         inputs,
         expected,
         &thresholds,
-        spec,
+        &target,
         &prober.options,
         &source_name,
         evidence,

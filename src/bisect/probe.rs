@@ -48,7 +48,7 @@ pub struct Iree<'a> {
 
 impl<'a> Prober<'a> {
     /// A prober of `func` (of `module`, read from `source_name`), compiled
-    /// with `options` (see [`stage_options`]); no probe run yet.
+    /// with `options` (the stage module's, from [`crate::target::Target::module_options`]); no probe run yet.
     pub fn new(
         iree: Iree<'a>,
         module: &'a Module,
@@ -67,21 +67,6 @@ impl<'a> Prober<'a> {
             probes: 0,
             log: Vec::new(),
         }
-    }
-}
-
-/// The compile options of probes of `module`: the subject's backend, its
-/// flags, then the module's own flags (as the run compiles it).
-pub fn stage_options(spec: &parity_spec::Spec, module: &str) -> CompileOptions {
-    let module_flags = spec
-        .subject
-        .modules
-        .get(module)
-        .map(|m| m.flags.clone())
-        .unwrap_or_default();
-    CompileOptions {
-        target_backend: spec.subject.target_backend.clone(),
-        flags: [spec.subject.flags.clone(), module_flags].concat(),
     }
 }
 

@@ -12,8 +12,9 @@ use super::probe::{Cut, Iree, Prober};
 use super::{isolated_args, load_bound, stage_function, stage_values, BisectError};
 use crate::run::inputs::InputSources;
 use crate::run::RunOptions;
+use crate::target::Target;
 use parity_compare::Criterion;
-use parity_iree::{ArtifactCache, IreeCompiler, IreeRuntime};
+use parity_iree::{ArtifactCache, IreeCompiler};
 use parity_mlir::ValueId;
 use parity_spec::{Spec, Stage};
 use parity_tensor::{OracleStore, Tensor};
@@ -202,6 +203,8 @@ pub fn propose(
     } else {
         run.cases.clone()
     };
+    let target = Target::ready(spec, run.target.as_deref())
+        .map_err(|e| ProposeError::Setup(Box::new(e.into())))?;
     let compiler =
         IreeCompiler::load(run.compiler_lib.as_deref()).map_err(|e| ProposeError::Probe {
             stage: stage_name.to_string(),
@@ -253,7 +256,8 @@ pub fn propose(
         }
         let tolerance = stage_tolerance(stage, &store);
         let (tapped, untapped) = candidates(func, &inputs, &outputs, &store, case_name);
-        let runtime = IreeRuntime::new(&spec.subject.driver)
+        let runtime = target
+            .runtime()
             .map_err(|e| probe_error(stage, case, BisectError::Runtime(e)))?;
         let cache = ArtifactCache::new(&run.cache_dir);
         let iree = Iree {
@@ -265,7 +269,7 @@ pub fn propose(
             iree,
             &module,
             func,
-            super::probe::stage_options(spec, &stage.module),
+            target.module_options(spec, &stage.module),
             source_name,
         );
         let given: Vec<(ValueId, &Tensor)> = inputs.iter().copied().zip(args.iter()).collect();

@@ -14,10 +14,11 @@
 //! `--expected_rtol=0`.
 
 use super::error::BisectError;
+use crate::target::Target;
 use parity_iree::CompileOptions;
 use parity_mlir::{emit_slices, Function, Module, SliceArg, SliceRequest, Type, ValueId};
 use parity_record::{Evidence, ReproducerCheck, ReproducerOutput};
-use parity_spec::{yaml_quote, Spec};
+use parity_spec::yaml_quote;
 use parity_tensor::{write_file_atomic, write_npy, DType, Tensor};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -58,7 +59,7 @@ pub fn write(
     inputs: &[(ValueId, Tensor)],
     expected: &[(ValueId, Tensor)],
     thresholds: &[f64],
-    spec: &Spec,
+    target: &Target,
     options: &CompileOptions,
     source_name: &str,
     evidence: Evidence,
@@ -193,7 +194,7 @@ pub fn write(
     );
     let mut run = format!(
         "iree-run-module --module=slice.vmfb {} --function={CHECK_FUNCTION}",
-        shell_words::quote(&format!("--device={}", spec.subject.driver))
+        shell_words::quote(&format!("--device={}", target.device()))
     );
     for a in &arg_names {
         let _ = write!(run, " --input=@{a}.npy");
@@ -215,12 +216,8 @@ pub fn write(
 
     // stages.yaml: the same check inside parity.
     let mut y = String::from("# parity bisect reproducer: `parity check stages.yaml` in this directory.\nversion: 1\nsubject:\n  modules:\n    repro: {mlir: slice.mlir}\n");
-    let _ = writeln!(
-        y,
-        "  target_backend: {}",
-        yaml_quote(&spec.subject.target_backend)
-    );
-    let _ = writeln!(y, "  driver: {}", yaml_quote(&spec.subject.driver));
+    let _ = writeln!(y, "  target_backend: {}", yaml_quote(target.backend()));
+    let _ = writeln!(y, "  driver: {}", yaml_quote(target.device()));
     let _ = writeln!(
         y,
         "  flags: [{}]",

@@ -37,6 +37,9 @@ pub struct BisectArgs {
     /// Path to libIREECompiler.so (default: found through EERIE_PYTHON's iree-base-compiler).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
     iree_compiler_lib: Option<PathBuf>,
+    /// The spec's target to run on (a `subject.targets` name; default: the first).
+    #[arg(long, value_name = "NAME")]
+    target: Option<String>,
 }
 
 /// Runs `parity bisect`.
@@ -57,6 +60,7 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
             compiler_lib: args.iree_compiler_lib,
             cases: args.cases,
             stages: args.stages,
+            target: args.target,
             ..RunOptions::default()
         },
         strategy: args.strategy.into(),

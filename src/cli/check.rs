@@ -50,6 +50,9 @@ pub struct CheckArgs {
     /// Path to libIREECompiler.so (default: found through EERIE_PYTHON's iree-base-compiler).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
     iree_compiler_lib: Option<PathBuf>,
+    /// The spec's target to run on (a `subject.targets` name; default: the first).
+    #[arg(long, value_name = "NAME")]
+    target: Option<String>,
     /// After the run, localise the first isolated divergence to one StableHLO
     /// operation (as `parity bisect` does) and add `first_divergent_op` to run.json.
     #[arg(long)]
@@ -141,6 +144,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         cases: args.cases,
         stages: args.stages,
         shard: args.shard,
+        target: args.target,
     };
     let bar = super::progress::Bar::for_stderr();
     let mut record = run::execute(&spec, &options, &mut |p| bar.update(&p));

@@ -48,6 +48,9 @@ pub struct FuzzArgs {
     /// Path to libIREECompiler.so (default: found through EERIE_PYTHON's iree-base-compiler).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
     iree_compiler_lib: Option<PathBuf>,
+    /// The spec's target to run on (a `subject.targets` name; default: the first).
+    #[arg(long, value_name = "NAME")]
+    target: Option<String>,
 }
 
 fn parse_replay(s: &str) -> Result<(String, u64), String> {
@@ -68,6 +71,7 @@ pub fn run(args: FuzzArgs) -> anyhow::Result<i32> {
                 run: RunOptions {
                     cache_dir: args.cache_dir,
                     compiler_lib: args.iree_compiler_lib,
+                    target: args.target,
                     ..RunOptions::default()
                 },
                 cases: args.cases,

@@ -5,6 +5,7 @@ mod bench;
 mod bisect;
 mod check;
 mod compare;
+mod doctor;
 mod emit;
 mod fuzz;
 mod oracle;
@@ -74,6 +75,9 @@ enum Command {
     Points(points::PointsArgs),
     /// Print timings: compare GB/s beside the memory-read rate; with --spec, cold / warm / one-function-edited gate times.
     Bench(bench::BenchArgs),
+    /// What this machine can run: drivers and devices, the compiler and its
+    /// targets, the cache; with a spec, whether each of its targets is ready.
+    Doctor(doctor::DoctorArgs),
     /// Oracle stores: `parity oracle index DIR` writes DIR/manifest.json.
     #[command(subcommand)]
     Oracle(oracle::OracleCommand),
@@ -118,6 +122,7 @@ pub fn main() -> i32 {
         Command::Points(args) => points::run(args),
         Command::Oracle(command) => oracle::run(command),
         Command::Bench(args) => bench::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::CompileWorker(args) => {
             return crate::run::compile_pool::serve(
                 args.compiler_lib.as_deref(),

@@ -43,6 +43,9 @@ pub struct TokensArgs {
     /// Path to libIREECompiler.so (default: found through EERIE_PYTHON's iree-base-compiler).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
     iree_compiler_lib: Option<PathBuf>,
+    /// The spec's target to run on (a `subject.targets` name; default: the first).
+    #[arg(long, value_name = "NAME")]
+    target: Option<String>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -67,6 +70,7 @@ pub fn run(args: TokensArgs) -> anyhow::Result<i32> {
                         cache_dir: args.cache_dir,
                         compiler_lib: args.iree_compiler_lib,
                         cases: args.cases,
+                        target: args.target,
                         ..RunOptions::default()
                     },
                     strategy: args.strategy.into(),

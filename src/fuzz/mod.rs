@@ -27,7 +27,8 @@ pub use error::FuzzError;
 pub use validate::Malformed;
 
 use crate::run::inputs::InputSources;
-use crate::run::{self, ModuleSet, RunOptions};
+use crate::run::{self, RunOptions};
+use crate::target::Target;
 use exec::Exec;
 use parity_record::{
     ControlRecord, ErrorRecord, FuzzRecord, InvariantRecord, ReplayRecord, RunRecord, Status,
@@ -125,9 +126,16 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
     };
     let mut only = spec.clone();
     only.subject.modules.retain(|name, _| name == &fuzz.module);
+    let target = match Target::ready(spec, options.run.target.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            record.errors.push(ErrorRecord::input(e.to_string()));
+            return finish(record, clock);
+        }
+    };
     let mut scratch = RunRecord::new("", "", String::new());
     let compiler = run::load_compiler(&options.run, true, &mut scratch);
-    let compiled = run::compile_all(&only, &options.run, &compiler, &mut scratch);
+    let compiled = run::compile_all(&only, &target, &options.run, &compiler, &mut scratch);
     drop(compiler);
     record.compiler_revision = scratch.compiler_revision.take();
     record.warnings.append(&mut scratch.warnings);
@@ -135,7 +143,7 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
     if !record.errors.is_empty() {
         return finish(record, clock);
     }
-    let modules = ModuleSet::load(&spec.subject.driver, &compiled);
+    let modules = target.load(&compiled);
     record.errors.extend(
         modules
             .load_errors()

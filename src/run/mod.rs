@@ -22,6 +22,7 @@ pub mod transform;
 pub use parity_record as record;
 
 use crate::run::inputs::InputSources;
+use crate::target::Target;
 use parity_record::{ErrorRecord, Mode, RunRecord, Shard, ShardRecord, StageRecord, Status};
 use parity_spec::Spec;
 use std::collections::HashMap;
@@ -50,6 +51,8 @@ pub struct RunOptions {
     pub stages: Vec<String>,
     /// Run only this shard's part (`parity check --shard i/n`; see [`parity_record::shard`]).
     pub shard: Option<Shard>,
+    /// The spec's target to run on (`--target`); None: its first (default) target.
+    pub target: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -61,6 +64,7 @@ impl Default for RunOptions {
             cases: Vec::new(),
             stages: Vec::new(),
             shard: None,
+            target: None,
         }
     }
 }
@@ -88,6 +92,13 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         started,
     );
 
+    let target = match Target::ready(spec, options.target.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            record.errors.push(ErrorRecord::input(e.to_string()));
+            return finish(record, clock);
+        }
+    };
     let sources = match InputSources::open(spec) {
         Ok(s) => s,
         Err(e) => {
@@ -181,7 +192,8 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
                 .insert(stage.function.clone());
         }
     }
-    let mut compiled = modules::compile_for(spec, options, &compiler, Some(&used), &mut record);
+    let mut compiled =
+        modules::compile_for(spec, &target, options, &compiler, Some(&used), &mut record);
     // `bind:` stages get their argument lists from the modules' argument names.
     let bind_errors = if has_bind {
         bind::bind_all(spec, compiler.as_ref(), &mut instantiated, &selected)
@@ -192,6 +204,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         let plan = slices::plan(spec, compiler.as_ref(), &instantiated, &selected);
         modules::compile_slices(
             spec,
+            &target,
             options,
             &compiler,
             &plan.modules,
@@ -204,8 +217,14 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     } else {
         slices::SlicePlan::default()
     };
-    record.provenance =
-        provenance::collect(spec, options, &compiler, &slice_plan.modules, &sources);
+    record.provenance = provenance::collect(
+        spec,
+        &target,
+        options,
+        &compiler,
+        &slice_plan.modules,
+        &sources,
+    );
     record.provenance.weight_transforms = transform::records(spec, &instantiated, &selected);
     drop(compiler);
 
@@ -216,6 +235,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     stage_errors.extend(bind_errors);
     let work = ModeWork {
         spec,
+        target: &target,
         sources: &sources,
         compiled: &compiled,
         cases: &instantiated,
@@ -274,6 +294,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
 /// What every mode's worker thread shares.
 struct ModeWork<'a> {
     spec: &'a Spec,
+    target: &'a Target,
     sources: &'a InputSources,
     compiled: &'a modules::Compiled,
     cases: &'a [(&'a str, Vec<parity_spec::Stage>)],
@@ -288,7 +309,7 @@ impl ModeWork<'_> {
     /// Runs every case in one mode on a runtime of this thread's own, sending
     /// each stage record to `emit`; returns the module load errors.
     fn run(&self, mode: Mode, emit: &mut dyn FnMut(StageRecord)) -> Vec<ErrorRecord> {
-        let modules = ModuleSet::load(&self.spec.subject.driver, self.compiled);
+        let modules = self.target.load(self.compiled);
         for (c, (case, stages)) in self.cases.iter().enumerate() {
             let mut produced = HashMap::new();
             let mut unavailable: HashMap<String, String> = HashMap::new();

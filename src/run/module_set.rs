@@ -4,6 +4,7 @@
 use super::artifacts::Artifacts;
 use super::module_error::ModuleError;
 use super::modules::Compiled;
+use crate::target::Target;
 use parity_iree::{IreeError, IreeRuntime, LoadedModule, Signature};
 use parity_tensor::Tensor;
 use std::cell::{OnceCell, RefCell};
@@ -39,12 +40,13 @@ pub struct ModuleSet {
 }
 
 impl ModuleSet {
-    /// Creates a runtime on `driver` and loads every compiled whole module
-    /// into it (per-function artifacts load when first called).
-    pub fn load(driver: &str, compiled: &Compiled) -> ModuleSet {
+    /// Creates a runtime on `target`'s device and loads every compiled whole
+    /// module into it (per-function artifacts load when first called).
+    /// [`Target::load`] is the way in.
+    pub(crate) fn load(target: &Target, compiled: &Compiled) -> ModuleSet {
         let mut load_errors = Vec::new();
-        let runtime = IreeRuntime::new(driver).map_err(|e| ModuleError::Runtime {
-            driver: driver.to_string(),
+        let runtime = target.runtime().map_err(|e| ModuleError::Runtime {
+            driver: target.device().to_string(),
             source: Arc::new(e),
         });
         let mut modules = BTreeMap::new();

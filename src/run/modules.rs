@@ -7,6 +7,7 @@ use super::compile_pool;
 pub use super::module_error::{CompilerUnavailable, ModuleError};
 use super::slices::SliceModule;
 use super::RunOptions;
+use crate::target::Target;
 use parity_iree::{ArtifactCache, Cached, CompileOptions, IreeCompiler};
 use parity_record::{ErrorRecord, RunRecord};
 use parity_spec::{ModuleSource, Spec};
@@ -38,16 +39,6 @@ pub fn load_compiler(
     }
 }
 
-/// The compile options of a spec module: subject flags, then the module's own.
-pub(crate) fn compile_options(spec: &Spec, module: &parity_spec::Module) -> CompileOptions {
-    let mut flags = spec.subject.flags.clone();
-    flags.extend(module.flags.iter().cloned());
-    CompileOptions {
-        target_backend: spec.subject.target_backend.clone(),
-        flags,
-    }
-}
-
 /// Compiles (or reads) every module the spec declares. Failures are recorded
 /// in `record.errors` and remembered per module, so the stages using a broken
 /// module error while the others run: a module file that cannot be read (or is
@@ -56,11 +47,12 @@ pub(crate) fn compile_options(spec: &Spec, module: &parity_spec::Module) -> Comp
 /// Every public function of an MLIR module is compiled; see [`compile_for`].
 pub fn compile_all(
     spec: &Spec,
+    target: &Target,
     options: &RunOptions,
     compiler: &Result<IreeCompiler, CompilerUnavailable>,
     record: &mut RunRecord,
 ) -> Compiled {
-    compile_for(spec, options, compiler, None, record)
+    compile_for(spec, target, options, compiler, None, record)
 }
 
 /// [`compile_all`], compiling of each MLIR module only the functions `used`
@@ -71,6 +63,7 @@ pub fn compile_all(
 /// processes, so none waits for another module's slowest group.
 pub fn compile_for(
     spec: &Spec,
+    target: &Target,
     options: &RunOptions,
     compiler: &Result<IreeCompiler, CompilerUnavailable>,
     used: Option<&Used>,
@@ -99,7 +92,7 @@ pub fn compile_for(
                         name,
                         source_name: path.display().to_string(),
                         mlir,
-                        options: compile_options(spec, module),
+                        options: target.compile_options(&module.flags),
                         wanted: used.and_then(|u| u.get(name)),
                     };
                     match plan_mlir(compiler, &cache, &pending, record) {
@@ -271,6 +264,7 @@ fn keep_warnings(cached: Cached, record: &mut RunRecord) -> Vec<u8> {
 /// (through the same cache) and adds them to `compiled` under their own names.
 pub fn compile_slices(
     spec: &Spec,
+    target: &Target,
     options: &RunOptions,
     compiler: &Result<IreeCompiler, CompilerUnavailable>,
     slices: &[SliceModule],
@@ -299,7 +293,7 @@ pub fn compile_slices(
                         compiler,
                         &source_name,
                         slice.mlir.as_bytes(),
-                        &compile_options(spec, parent),
+                        &target.compile_options(&parent.flags),
                     )
                     .map(|cached| keep_warnings(cached, record))
                     .map_err(|e| ModuleError::Compile {

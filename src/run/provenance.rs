@@ -2,9 +2,9 @@
 //! artifact cache key, and the oracle store's own provenance.
 
 use super::inputs::InputSources;
-use super::modules::compile_options;
 use super::slices::SliceModule;
 use super::RunOptions;
+use crate::target::Target;
 use parity_iree::{ArtifactCache, IreeCompiler};
 use parity_record::{ModuleProvenance, OracleProvenance, Provenance};
 use parity_spec::{ModuleSource, Spec};
@@ -14,6 +14,7 @@ use parity_spec::{ModuleSource, Spec};
 /// the oracle manifest's `provenance` object.
 pub fn collect(
     spec: &Spec,
+    target: &Target,
     options: &RunOptions,
     compiler: &Result<IreeCompiler, super::module_error::CompilerUnavailable>,
     slices: &[SliceModule],
@@ -23,7 +24,7 @@ pub fn collect(
     let key = |mlir: &[u8], module: &parity_spec::Module| {
         let compiler = compiler.as_ref().ok()?;
         cache
-            .key(compiler, mlir, &compile_options(spec, module))
+            .key(compiler, mlir, &target.compile_options(&module.flags))
             .ok()
     };
     let mut modules: Vec<ModuleProvenance> = spec

@@ -71,9 +71,11 @@ impl InProcess {
                 location: scenario.location,
             },
         );
+        let target = crate::target::Target::ready(&spec, options.target.as_deref())
+            .map_err(|e| ServeError::Convention(e.to_string()))?;
         let mut scratch = RunRecord::new("", "", String::new());
         let compiler = run::load_compiler(options, true, &mut scratch);
-        let compiled = run::compile_all(&only, options, &compiler, &mut scratch);
+        let compiled = run::compile_all(&only, &target, options, &compiler, &mut scratch);
         drop(compiler);
         if let Some(e) = scratch.errors.first() {
             return Err(ServeError::Module {
@@ -81,7 +83,7 @@ impl InProcess {
                 message: e.message.clone(),
             });
         }
-        let modules = ModuleSet::load(&spec.subject.driver, &compiled);
+        let modules = target.load(&compiled);
         if let Some(e) = modules.load_errors().into_iter().next() {
             return Err(ServeError::Load(Box::new(e)));
         }

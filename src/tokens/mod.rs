@@ -17,7 +17,8 @@ pub use error::TokensError;
 
 use crate::bisect::BisectOptions;
 use crate::run::inputs::InputSources;
-use crate::run::{self, ModuleSet, RunOptions};
+use crate::run::{self, RunOptions};
+use crate::target::Target;
 use case::{compare_case, decode_loop, OracleCase};
 use parity_record::{ErrorRecord, RunRecord, Status, TokenMode, TokenVerdict, TokensRecord};
 use parity_spec::Spec;
@@ -80,8 +81,15 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
         .retain(|name, _| name == &tokens.module);
     let mut scratch = RunRecord::new("", "", String::new());
     let run_options: &RunOptions = &options.bisect.run;
+    let target = match Target::ready(spec, run_options.target.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            record.errors.push(ErrorRecord::input(e.to_string()));
+            return finish(record, clock);
+        }
+    };
     let compiler = run::load_compiler(run_options, true, &mut scratch);
-    let compiled = run::compile_all(&only, run_options, &compiler, &mut scratch);
+    let compiled = run::compile_all(&only, &target, run_options, &compiler, &mut scratch);
     drop(compiler);
     record.compiler_revision = scratch.compiler_revision.take();
     record.warnings.append(&mut scratch.warnings);
@@ -89,7 +97,7 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
         record.errors.append(&mut scratch.errors);
         return finish(record, clock);
     }
-    let modules = ModuleSet::load(&spec.subject.driver, &compiled);
+    let modules = target.load(&compiled);
     record.errors.extend(
         modules
             .load_errors()

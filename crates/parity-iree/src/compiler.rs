@@ -137,6 +137,14 @@ impl IreeCompiler {
         self.inner.get_revision().unwrap_or_default()
     }
 
+    /// The HAL target backends this compiler can compile for (`llvm-cpu`,
+    /// `vulkan-spirv`, `cuda`, ...), sorted.
+    pub fn target_backends(&self) -> Vec<String> {
+        let mut targets = self.inner.get_registered_hal_target_backends();
+        targets.sort();
+        targets
+    }
+
     /// The shared library actually loaded.
     pub fn library_path(&self) -> &Path {
         self.inner.library_path()

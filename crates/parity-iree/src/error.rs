@@ -47,7 +47,7 @@ pub enum IreeError {
     },
 
     /// The HAL driver or device could not be created.
-    #[error("IREE runtime driver `{driver}` unavailable: {message} (drivers built in: local-task, local-sync)")]
+    #[error("IREE runtime driver `{driver}` unavailable: {message} (drivers built in: local-sync, local-task, vulkan, cuda)")]
     Driver {
         /// The requested driver name.
         driver: String,

@@ -30,6 +30,8 @@ pub mod vmfb;
 pub use cache::{ArtifactCache, CacheOutcome, Cached, CACHE_DIR_ENV};
 pub use compiler::{CompileOptions, IreeCompiler, COMPILER_LIB_ENV};
 pub use error::IreeError;
-pub use runtime::{IreeRuntime, LoadedModule, DEFAULT_DRIVER};
+pub use runtime::{
+    available_devices, DeviceFound, IreeRuntime, LoadedModule, DEFAULT_DRIVER, DRIVERS_BUILT_IN,
+};
 pub use signature::{parse_declaration, Signature, ValueType};
 pub use split_index::{FunctionEntry, SplitIndex};

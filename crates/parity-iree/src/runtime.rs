@@ -15,6 +15,42 @@ use std::rc::Rc;
 /// The default HAL driver: multi-threaded CPU execution.
 pub const DEFAULT_DRIVER: &str = "local-task";
 
+/// The HAL drivers this runtime is built with (eerie's `cuda` and `vulkan`
+/// features beside its CPU drivers; see this crate's Cargo.toml).
+pub const DRIVERS_BUILT_IN: &[&str] = &["local-sync", "local-task", "vulkan", "cuda"];
+
+/// One device a HAL driver sees on this machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceFound {
+    /// The driver's ordinal for it.
+    pub ordinal: usize,
+    /// Its path (e.g. a GPU's UUID), may be empty.
+    pub path: String,
+    /// Its name as the driver reports it.
+    pub name: String,
+}
+
+/// The devices `driver` sees here, or why it cannot list them (a driver
+/// that is not built in, or whose system library is missing: libcuda.so,
+/// libvulkan.so.1).
+pub fn available_devices(driver: &str) -> Result<Vec<DeviceFound>, IreeError> {
+    let found = eerie::runtime::Runtime::available_devices(eerie::runtime::Driver::custom(
+        driver.to_string(),
+    ))
+    .map_err(|e| IreeError::Driver {
+        driver: driver.to_string(),
+        message: status_text(&e),
+    })?;
+    Ok(found
+        .into_iter()
+        .map(|d| DeviceFound {
+            ordinal: d.ordinal(),
+            path: d.path().to_string(),
+            name: d.name().to_string(),
+        })
+        .collect())
+}
+
 /// An IREE runtime bound to one HAL device. Not `Send`: one per thread.
 pub struct IreeRuntime {
     driver: String,

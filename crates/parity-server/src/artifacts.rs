@@ -10,6 +10,7 @@ use parity::run::RunOptions;
 use parity::run::{compile_all, load_compiler, Compiled};
 use parity::serve::engine::SERVING;
 use parity::serve::functions::Functions;
+use parity::target::Target;
 use parity_record::RunRecord;
 use parity_spec::{Arg, Module, ModuleSource, Spec};
 use parity_tensor::{SafetensorsFile, Tensor};
@@ -42,6 +43,8 @@ pub struct Call {
 pub struct Artifacts {
     /// The spec the server serves.
     pub spec: Spec,
+    /// The spec's default target, which the modules were compiled for.
+    pub target: Target,
     /// Every module's vmfb.
     pub compiled: Compiled,
     /// audio_encode: mel, mask, weights -> projected_audio, hard_audio, projected_lengths.
@@ -151,14 +154,16 @@ impl Artifacts {
             cache_dir: cache_dir.to_path_buf(),
             ..RunOptions::default()
         };
+        let target = Target::select(&spec, None).map_err(|e| ServerError::Setup(e.to_string()))?;
         let mut scratch = RunRecord::new("", "", String::new());
         let compiler = load_compiler(&options, true, &mut scratch);
-        let compiled = compile_all(&only, &options, &compiler, &mut scratch);
+        let compiled = compile_all(&only, &target, &options, &compiler, &mut scratch);
         if let Some(e) = scratch.errors.first() {
             return Err(ServerError::Setup(e.message.clone()));
         }
         Ok(Artifacts {
             spec,
+            target,
             compiled,
             encode,
             merge,

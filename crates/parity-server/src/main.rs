@@ -99,7 +99,7 @@ fn prepare(common: &Common) -> Result<(Arc<Artifacts>, String), ServerError> {
     let driver = common
         .driver
         .clone()
-        .unwrap_or_else(|| art.spec.subject.driver.clone());
+        .unwrap_or_else(|| art.target.device().to_string());
     Ok((Arc::new(art), driver))
 }
 

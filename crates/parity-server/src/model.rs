@@ -79,9 +79,10 @@ pub fn server_error(e: ServeError) -> ServerError {
 }
 
 impl Model {
-    /// Loads the compiled modules into a new runtime on `driver`.
+    /// Loads the compiled modules into a new runtime on `driver` (a device
+    /// of the spec's target).
     pub fn load(art: Arc<Artifacts>, driver: &str) -> Result<Model, ServerError> {
-        let modules = ModuleSet::load(driver, &art.compiled);
+        let modules = art.target.with_device(driver).load(&art.compiled);
         if let Some(e) = modules.load_errors().first() {
             return Err(ServerError::Setup(e.to_string()));
         }

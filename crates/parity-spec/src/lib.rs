@@ -37,11 +37,11 @@ pub use fuzz::{
 pub use fuzz_parse::MAX_FUZZ_CASES;
 pub use model::{
     Arg, BaselineSpec, Case, Location, MaskSource, MaskSpec, Module, ModuleSource, OutputSpec,
-    SliceSpec, Spec, Stage, StageLocations, Subject, BASELINE_METRICS,
+    SliceSpec, Spec, Stage, StageLocations, Subject, TargetSpec, BASELINE_METRICS,
 };
 pub use parity_compare::Criterion;
 pub use parity_tensor::DType;
-pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET_BACKEND};
+pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET, DEFAULT_TARGET_BACKEND};
 pub use serving::{Cancel, Request, RequestInput, Scenario, SERVING_CONTEXT};
 pub use stage::MAX_LITERAL_ELEMENTS;
 pub use tokens::{TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS};

@@ -77,12 +77,39 @@ pub const BASELINE_METRICS: &[&str] = &[
 pub struct Subject {
     /// Module name -> source.
     pub modules: BTreeMap<String, Module>,
-    /// `--iree-hal-target-backends` value; default `llvm-cpu`.
-    pub target_backend: String,
-    /// IREE runtime driver / device; default `local-task`.
-    pub driver: String,
-    /// Extra `iree-compile` flags for every MLIR module.
+    /// The production targets, in the order the spec names them (never
+    /// empty; the first is the default). `subject.targets:`, or the one
+    /// target `default` made of the older `target_backend` / `driver` pair.
+    pub targets: Vec<TargetSpec>,
+    /// Extra `iree-compile` flags for every MLIR module, on every target.
     pub flags: Vec<String>,
+}
+
+impl Subject {
+    /// The target named `name`, or the first (the default) when None.
+    pub fn target(&self, name: Option<&str>) -> Option<&TargetSpec> {
+        match name {
+            None => self.targets.first(),
+            Some(name) => self.targets.iter().find(|t| t.name == name),
+        }
+    }
+}
+
+/// One production target as the spec names it: how modules compile for it
+/// and the runtime device they run on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetSpec {
+    /// The target's name (`subject.targets` key; `default` for the older pair).
+    pub name: String,
+    /// `--iree-hal-target-backends` value (`llvm-cpu`, `vulkan-spirv`, `cuda`, ...).
+    pub backend: String,
+    /// IREE runtime device: a HAL driver name, optionally with a device
+    /// (`local-task`, `vulkan`, `cuda`, `cuda://1`).
+    pub device: String,
+    /// This target's own compile flags; they go after `Subject::flags`.
+    pub flags: Vec<String>,
+    /// Where the target is declared.
+    pub location: Location,
 }
 
 /// One module of the subject.

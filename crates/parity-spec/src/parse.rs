@@ -2,7 +2,9 @@
 //! cases, tolerances and the stage list.
 
 use crate::error::{Scope, SpecError, SpecErrorKind};
-use crate::model::{BaselineSpec, Case, Module, ModuleSource, Spec, Subject, BASELINE_METRICS};
+use crate::model::{
+    BaselineSpec, Case, Module, ModuleSource, Spec, Subject, TargetSpec, BASELINE_METRICS,
+};
 use crate::reader::Cx;
 use crate::stage::{dtype, location, parse_stage};
 use crate::tolerance::tolerance;
@@ -25,7 +27,8 @@ const TOP_KEYS: &[&str] = &[
     "checkpoints",
 ];
 const BASELINE_KEYS: &[&str] = &["band", "band_abs", "metrics"];
-const SUBJECT_KEYS: &[&str] = &["modules", "target_backend", "driver", "flags"];
+const SUBJECT_KEYS: &[&str] = &["modules", "targets", "target_backend", "driver", "flags"];
+const TARGET_KEYS: &[&str] = &["backend", "device", "flags"];
 const MODULE_KEYS: &[&str] = &["mlir", "vmfb", "flags"];
 const CASE_KEYS: &[&str] = &["name", "vars"];
 
@@ -33,6 +36,8 @@ const CASE_KEYS: &[&str] = &["name", "vars"];
 pub const DEFAULT_TARGET_BACKEND: &str = "llvm-cpu";
 /// Default `subject.driver`.
 pub const DEFAULT_DRIVER: &str = "local-task";
+/// The name of the one target the older `target_backend` / `driver` pair makes.
+pub const DEFAULT_TARGET: &str = "default";
 
 /// The directory relative paths are resolved against: the spec file's directory.
 pub(crate) fn base_dir(path: &Path) -> PathBuf {
@@ -224,12 +229,63 @@ fn parse_subject(cx: &Cx<'_>, node: &Node, base: &Path) -> Result<Subject, SpecE
         m.opt(key)
             .map_or_else(|| Ok(default.to_string()), |n| cx.name(n, key))
     };
+    let targets = match m.opt("targets") {
+        Some(targets_node) => {
+            if let Some(old) = m.opt("target_backend").or(m.opt("driver")) {
+                return Err(cx.invalid(
+                    old,
+                    "`target_backend` / `driver` and `targets` both given; name each target's backend and device under `targets:` instead".into(),
+                ));
+            }
+            parse_targets(cx, targets_node)?
+        }
+        None => vec![TargetSpec {
+            name: DEFAULT_TARGET.to_string(),
+            backend: text_or("target_backend", DEFAULT_TARGET_BACKEND)?,
+            device: text_or("driver", DEFAULT_DRIVER)?,
+            flags: Vec::new(),
+            location: location(node),
+        }],
+    };
     Ok(Subject {
         modules,
-        target_backend: text_or("target_backend", DEFAULT_TARGET_BACKEND)?,
-        driver: text_or("driver", DEFAULT_DRIVER)?,
+        targets,
         flags,
     })
+}
+
+/// `subject.targets:`, a mapping of target name -> `{backend, device, flags}`.
+fn parse_targets(cx: &Cx<'_>, node: &Node) -> Result<Vec<TargetSpec>, SpecError> {
+    let map = cx.free_map(node, "targets", "subject.targets")?;
+    let mut targets = Vec::new();
+    for (key, value) in map.entries() {
+        let name = cx.name(key, "target name")?;
+        if name.contains(',') || name.chars().any(char::is_whitespace) {
+            return Err(cx.invalid(
+                key,
+                format!("target name `{name}` may not hold a comma or a space (`--target a,b` lists names)"),
+            ));
+        }
+        let t = cx.map(value, "target", "a target", TARGET_KEYS)?;
+        let flags = match t.opt("flags") {
+            Some(f) => cx.strings(f, "flags")?,
+            None => Vec::new(),
+        };
+        targets.push(TargetSpec {
+            backend: cx.name(t.req(cx, "backend")?, "backend")?,
+            device: cx.name(t.req(cx, "device")?, "device")?,
+            flags,
+            location: location(value),
+            name,
+        });
+    }
+    if targets.is_empty() {
+        return Err(cx.invalid(
+            node,
+            "`subject.targets` is empty; name at least one target".into(),
+        ));
+    }
+    Ok(targets)
 }
 
 fn parse_module(cx: &Cx<'_>, name: &str, node: &Node, base: &Path) -> Result<Module, SpecError> {

@@ -534,3 +534,35 @@ fn baseline_section_is_read_and_checked() {
         assert!(msg.contains(want), "{section}: {msg}");
     }
 }
+
+#[test]
+fn target_errors() {
+    let fx = Fixture::new();
+    let body = "oracle: d\nstages:\n  - {name: s, module: audio, function: f, outputs: [{name: o, oracle: y}]}\n";
+    let spec = |subject_tail: &str| {
+        format!("version: 1\nsubject:\n  modules:\n    audio: {{mlir: subject/audio.mlir}}\n{subject_tail}{body}")
+    };
+    // Both forms at once: which backend would win is not guessed.
+    let msg = fx.err(&spec(
+        "  target_backend: cuda\n  targets:\n    cpu: {backend: llvm-cpu, device: local-task}\n",
+    ));
+    assert_err(
+        &msg,
+        5,
+        19,
+        &["`target_backend` / `driver` and `targets` both given"],
+    );
+    let msg = fx.err(&spec("  targets: {}\n"));
+    assert_err(&msg, 5, 12, &["`subject.targets` is empty"]);
+    let msg = fx.err(&spec(
+        "  targets:\n    \"a,b\": {backend: llvm-cpu, device: local-task}\n",
+    ));
+    assert_err(&msg, 6, 5, &["target name `a,b`", "comma"]);
+    let msg = fx.err(&spec("  targets:\n    cpu: {device: local-task}\n"));
+    assert!(msg.contains("backend"), "{msg}");
+    assert!(msg.contains("stages.yaml:6:"), "{msg}");
+    let msg = fx.err(&spec(
+        "  targets:\n    cpu: {backend: llvm-cpu, device: local-task, driver: x}\n",
+    ));
+    assert!(msg.contains("driver"), "{msg}");
+}

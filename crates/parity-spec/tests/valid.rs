@@ -70,8 +70,10 @@ fn full_example_parses_into_expected_structs() {
     assert_eq!(spec.oracle, base.join("oracle-dumps/gemma3n"));
 
     let s = &spec.subject;
-    assert_eq!(s.target_backend, "llvm-cpu");
-    assert_eq!(s.driver, "local-sync");
+    assert_eq!(s.targets.len(), 1);
+    assert_eq!(s.targets[0].name, "default");
+    assert_eq!(s.targets[0].backend, "llvm-cpu");
+    assert_eq!(s.targets[0].device, "local-sync");
     assert_eq!(s.flags, vec!["--iree-input-type=stablehlo"]);
     let audio = &s.modules["audio"];
     assert_eq!(
@@ -275,8 +277,9 @@ fn defaults_apply_when_keys_are_omitted() {
             vars: BTreeMap::new()
         }]
     );
-    assert_eq!(spec.subject.target_backend, "llvm-cpu");
-    assert_eq!(spec.subject.driver, "local-task");
+    assert_eq!(spec.subject.targets.len(), 1);
+    assert_eq!(spec.subject.targets[0].backend, "llvm-cpu");
+    assert_eq!(spec.subject.targets[0].device, "local-task");
     assert!(spec.subject.flags.is_empty());
     assert!(spec.weights.is_empty());
     assert!(spec.tolerances.is_empty());
@@ -373,4 +376,39 @@ fn documented_example_is_valid() {
     );
     let short = spec.instantiate(spec.case("short8").unwrap()).unwrap();
     assert_eq!(short[0].function, "sscp_conv_0_b8");
+}
+
+#[test]
+fn targets_parse_in_order_with_their_flags() {
+    let fx = Fixture::new();
+    let text = "version: 1
+subject:
+  modules:
+    audio: {mlir: subject/audio.mlir, flags: [--m]}
+  flags: [--s]
+  targets:
+    vulkan: {backend: vulkan-spirv, device: vulkan}
+    cpu: {backend: llvm-cpu, device: local-task}
+    gb10: {backend: cuda, device: \"cuda://1\", flags: [--iree-cuda-target=sm_121]}
+oracle: dumps
+stages:
+  - {name: s, module: audio, function: f, args: [{oracle: x}], outputs: [{name: o, oracle: y}]}
+";
+    let spec = fx.parse(text).unwrap();
+    let t = &spec.subject.targets;
+    let names: Vec<&str> = t.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["vulkan", "cpu", "gb10"]);
+    assert_eq!(t[2].backend, "cuda");
+    assert_eq!(t[2].device, "cuda://1");
+    assert_eq!(t[2].flags, ["--iree-cuda-target=sm_121"]);
+    assert_eq!(t[2].location, Location { line: 9, col: 11 });
+    assert!(t[0].flags.is_empty());
+    assert_eq!(spec.subject.flags, ["--s"]);
+    // The first target is the default; names select.
+    assert_eq!(spec.subject.target(None).unwrap().name, "vulkan");
+    assert_eq!(
+        spec.subject.target(Some("cpu")).unwrap().device,
+        "local-task"
+    );
+    assert!(spec.subject.target(Some("rocm")).is_none());
 }

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The bundled subject on a CUDA GPU: `parity check` (every stage, isolated and
+# chained) and `parity tokens` of the embedded default (stages.yaml), on the
+# GPU and on the CPU of the same machine, each against the MLX oracle; then
+# `parity report --baseline` of the GPU run against the CPU run (per output,
+# how each metric moved from CPU to GPU). Reports go to $OUT (default
+# reports/gpu-check/).
+#
+#   bash ci/gpu-check.sh            # a machine with the set-up (ci/setup.sh) and a CUDA GPU: both steps
+#   bash ci/gpu-check.sh prepare    # build parity (release) and compile the subject for CUDA and CPU
+#                                   # into .gpu-check/ (needs the set-up; no GPU needed)
+#   bash ci/gpu-check.sh run        # run from .gpu-check/ only (no compiler, no venv): the GPU machine
+#
+# SM (default sm_89) is the CUDA architecture to compile for: sm_121 for a GB10, sm_89 PTX for
+# Hopper (the driver compiles the PTX for the device when it loads it; IREE 3.13's compiler
+# rejects sm_90 and sm_90a). The modules are compiled whole with iree-compile from the pinned
+# iree-base-compiler, with the spec's flags, and the specs name them as prebuilt vmfbs, so the
+# run needs neither the compiler nor Python.
+#
+# Exit code: the worst of the GPU runs' codes by parity's precedence (2 > 3 > 1 > 0); the
+# CPU runs are the reference and are reported, not gated.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo="$PWD"
+step="${1:-all}"
+SM="${SM:-sm_89}"
+dir=.gpu-check
+OUT="${OUT:-reports/gpu-check}"
+
+build() {
+    . ci/setup.sh
+    cargo build --release --locked --bin parity
+    mkdir -p "$dir"
+    cp "${CARGO_TARGET_DIR:-target}/release/parity" "$dir/parity"
+    strip "$dir/parity"
+}
+
+modules() {
+    . ci/setup.sh
+    mkdir -p "$dir"
+    local flags=(--iree-input-type=stablehlo)
+    for m in audio text; do
+        local mlir="$dir/$m.mlir"
+        gzip -dc "subject/gemma3n/gemma3n_${m}_f32.mlir.gz" >"$mlir"
+        echo "ci/gpu-check.sh: compiling $m for cuda ($SM) and llvm-cpu" >&2
+        iree-compile "$mlir" "${flags[@]}" --iree-hal-target-backends=cuda \
+            "--iree-cuda-target=$SM" -o "$dir/$m.cuda.vmfb"
+        iree-compile "$mlir" "${flags[@]}" --iree-hal-target-backends=llvm-cpu \
+            --iree-llvmcpu-target-cpu=generic -o "$dir/$m.cpu.vmfb"
+        rm -f "$mlir"
+    done
+    # A module for another GPU than the one the run finds (sm_121, a GB10): what loading it says.
+    gzip -dc subject/gemma3n/gemma3n_audio_f32.mlir.gz >"$dir/audio.mlir"
+    iree-compile "$dir/audio.mlir" "${flags[@]}" --iree-hal-target-backends=cuda \
+        --iree-cuda-target=sm_121 -o "$dir/audio.sm_121.vmfb"
+    rm -f "$dir/audio.mlir"
+}
+
+specs() {
+    mkdir -p "$dir"
+    # The specs: stages.yaml with its modules replaced by the prebuilt vmfbs and paths made
+    # relative to .gpu-check/.
+    for t in cuda cpu sm_121; do
+        local backend=cuda device=cuda audio="audio.$t.vmfb" text="text.$t.vmfb"
+        if [ "$t" = cpu ]; then backend=llvm-cpu device=local-task; fi
+        if [ "$t" = sm_121 ]; then text=text.cuda.vmfb; fi
+        python3 - "$t" "$backend" "$device" "$audio" "$text" >"$dir/stages-$t.yaml" <<'PY'
+import sys
+name, backend, device, audio, text = sys.argv[1:]
+spec = open("stages.yaml").read()
+head, rest = spec.split("\nweights:", 1)
+head = head[: head.index("\nsubject:")]
+subject = (
+    f"\nsubject:\n  modules:\n    audio: {{vmfb: {audio}}}\n    text: {{vmfb: {text}}}\n"
+    f"  targets:\n    {name}: {{backend: {backend}, device: {device}}}"
+)
+rest = rest.replace("\noracle: subject/", "\noracle: ../subject/", 1)
+print(head + subject + "\nweights:" + rest.replace("[subject/", "[../subject/", 1), end="")
+PY
+    done
+    ls -la "$dir" >&2
+}
+
+rank() { case "$1" in 0) echo 0 ;; 1) echo 1 ;; 3) echo 2 ;; *) echo 3 ;; esac; }
+worst=0
+keep() { if [ "$(rank "$1")" -gt "$(rank "$worst")" ]; then worst="$1"; fi; }
+
+run() {
+    local parity="$dir/parity"
+    if [ ! -x "$parity" ]; then
+        echo "ci/gpu-check.sh: $parity missing: run \`bash ci/gpu-check.sh prepare\` first" >&2
+        exit 2
+    fi
+    mkdir -p "$OUT"
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv | tee "$OUT/nvidia-smi.csv"
+    else
+        echo "ci/gpu-check.sh: no nvidia-smi on this machine" >&2
+    fi
+    "$parity" --version || true
+    local rc
+    for t in cpu cuda; do
+        echo "== parity check on $t" >&2
+        rc=0
+        local t0=$SECONDS
+        "$parity" check "$dir/stages-$t.yaml" -q --out-dir "$OUT/$t" >"$OUT/$t.check.txt" 2>&1 || rc=$?
+        tail -n 40 "$OUT/$t.check.txt"
+        echo "ci/gpu-check.sh: check on $t took $((SECONDS - t0)) s" >&2
+        echo "ci/gpu-check.sh: check on $t: exit $rc" >&2
+        if [ "$t" = cuda ]; then keep "$rc"; fi
+        echo "== parity tokens on $t" >&2
+        rc=0
+        "$parity" tokens "$dir/stages-$t.yaml" --out-dir "$OUT/$t" --no-localise \
+            >"$OUT/$t.tokens.txt" 2>&1 || rc=$?
+        tail -n 30 "$OUT/$t.tokens.txt"
+        echo "ci/gpu-check.sh: tokens on $t: exit $rc" >&2
+        if [ "$t" = cuda ]; then keep "$rc"; fi
+    done
+    echo "== the CUDA run against the CPU run (parity report --baseline)" >&2
+    "$parity" report "$OUT/cuda/run.json" --baseline "$OUT/cpu/run.json" \
+        --markdown "$OUT/cuda-vs-cpu.md" >"$OUT/cuda-vs-cpu.txt" 2>&1 || true
+    head -c 6000 "$OUT/cuda-vs-cpu.txt"
+    echo "== a module built for sm_121 (GB10) on this GPU" >&2
+    "$parity" check "$dir/stages-sm_121.yaml" -q --stage sscp_conv_0 --mode isolated \
+        --out-dir "$OUT/sm_121" >"$OUT/sm_121.txt" 2>&1 || true
+    head -c 4000 "$OUT/sm_121.txt"
+    echo "ci/gpu-check.sh: done; reports in $OUT (worst GPU exit $worst)" >&2
+    exit "$worst"
+}
+
+case "$step" in
+    prepare) build; modules; specs ;;
+    build | modules | specs | run) "$step" ;;
+    all) build; modules; specs; run ;;
+    *) echo "usage: bash ci/gpu-check.sh [prepare|run] (prepare = build, modules, specs)" >&2; exit 2 ;;
+esac
