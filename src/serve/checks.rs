@@ -31,7 +31,16 @@ pub struct RequestEvidence<'a> {
     pub previous: Option<(&'a str, u64)>,
     /// Whether the target claims bitwise batch invariance (logits compared bit for bit).
     pub bitwise_claimed: bool,
+    /// Whether the target is a black box (it reports logprobs, not logits).
+    pub black_box: bool,
 }
+
+/// How far a black box's logprob may lie from the oracle's log-softmax at
+/// the same step, in nats. Fixed (documented in docs/serving-blackbox.md),
+/// never measured on the run it judges: the honest fixture server's f32
+/// logprobs lie within 1e-3 of the oracle's, and a numerics bug that
+/// matters moves them by far more.
+pub const LOGPROB_TOLERANCE: f64 = 0.05;
 
 fn verdict(
     check: &str,
@@ -153,13 +162,38 @@ pub fn check_request(
         return out;
     }
     out.push(oracle_check(ev, session));
+    out.push(token_count_check(ev));
+    if ev.black_box {
+        out.push(logprobs_check(ev));
+    }
     let Some(solo) = ev.solo else {
         out.push(skipped("batch_invariance", "no solo run".into()));
         return out;
     };
-    // Batch invariance: tokens (and logits, where claimed) equal the solo run's, over the shared prefix.
+    if solo.error.is_some() {
+        // The request's error (exit 3) says why; there is nothing to compare with.
+        out.push(skipped(
+            "batch_invariance",
+            "the solo reference run failed (see the request's error)".into(),
+        ));
+        return out;
+    }
+    if let Some(text) = &solo.refused {
+        out.push(verdict(
+            "batch_invariance",
+            false,
+            format!("request `{id}` ran in the scenario, but alone it was refused: {text}"),
+            None,
+            slot,
+        ));
+        return out;
+    }
+    // Batch invariance: tokens (and logits, where claimed) equal the solo
+    // run's, over the shared prefix; an uncancelled request gives as many as alone.
     let n = o.tokens.len().min(solo.tokens.len());
     let first_token = (0..n).find(|&k| o.tokens[k] != solo.tokens[k]);
+    let cut = ev.request.cancel.is_some() || o.cancelled_step.is_some() || o.token_flood;
+    let lengths_differ = !cut && !solo.token_flood && o.tokens.len() != solo.tokens.len();
     let bitwise =
         o.logits_sha256.len() >= n && solo.logits_sha256.len() >= n && !o.logits_sha256.is_empty();
     let first_bits = bitwise
@@ -176,6 +210,17 @@ pub fn check_request(
                 solo.tokens[k]
             ),
             step_of(o, k),
+            slot,
+        ),
+        (None, _) if lengths_differ => verdict(
+            "batch_invariance",
+            false,
+            format!(
+                "request `{id}` (slot {sl}): {} tokens, alone {} (the first {n} are equal)",
+                o.tokens.len(),
+                solo.tokens.len()
+            ),
+            None,
             slot,
         ),
         (None, Some(k)) if ev.bitwise_claimed => verdict(
@@ -260,6 +305,156 @@ pub fn check_request(
         ));
     }
     out
+}
+
+/// What is wrong with the number of tokens of `o` for `max` tokens, if anything.
+fn count_problem(o: &Observed, max: usize) -> Option<String> {
+    let n = o.tokens.len();
+    if o.token_flood {
+        Some(format!(
+            "more than {} tokens for max_new_tokens {max}: parity stopped reading after {n} (a token flood)",
+            max + super::adapters::TOKEN_MARGIN
+        ))
+    } else if n > max {
+        Some(format!("{n} tokens for max_new_tokens {max}"))
+    } else if o.finish.as_deref() == Some("length") && n < max {
+        Some(format!(
+            "finish reason `length` after {n} of max_new_tokens {max} tokens"
+        ))
+    } else {
+        None
+    }
+}
+
+/// The token count against `max_new_tokens` and the finish reason, for the
+/// request and its solo run: more tokens than asked for, or a `length`
+/// finish short of it, is a wrong answer (the shared-prefix comparisons
+/// would not see it).
+fn token_count_check(ev: &RequestEvidence<'_>) -> ServingVerdict {
+    let o = ev.observed;
+    let id = &ev.request.id;
+    let max = ev.request.max_new_tokens as usize;
+    let mine =
+        count_problem(o, max).map(|p| format!("request `{id}` (slot {}): {p}", show(o.slot)));
+    let solo = ev
+        .solo
+        .filter(|s| s.error.is_none() && s.refused.is_none())
+        .and_then(|s| count_problem(s, max))
+        .map(|p| format!("request `{id}`, its solo run: {p}"));
+    let problems: Vec<String> = mine.into_iter().chain(solo).collect();
+    if problems.is_empty() {
+        verdict(
+            "token_count",
+            true,
+            format!(
+                "{} of max_new_tokens {max}{}",
+                o.tokens.len(),
+                o.finish
+                    .as_deref()
+                    .map_or(String::new(), |f| format!(", finish `{f}`"))
+            ),
+            None,
+            o.slot,
+        )
+    } else {
+        verdict("token_count", false, problems.join("; "), None, o.slot)
+    }
+}
+
+/// `log_softmax(row)[token]`, in f64.
+fn log_softmax_at(row: &[f64], token: usize) -> Option<f64> {
+    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let sum: f64 = row.iter().map(|x| (x - max).exp()).sum();
+    row.get(token).map(|x| x - max - sum.ln())
+}
+
+/// A black box's logprobs: each finite and at most 0, and, for every token
+/// whose prefix equals the oracle's (up to and including the first
+/// divergent token), within [`LOGPROB_TOLERANCE`] of the oracle logits'
+/// log-softmax at that token.
+fn logprobs_check(ev: &RequestEvidence<'_>) -> ServingVerdict {
+    let o = ev.observed;
+    let id = &ev.request.id;
+    let sl = show(o.slot);
+    if o.logprobs.is_empty() {
+        return skipped("logprobs", "the target sent no logprobs".into());
+    }
+    if o.logprobs.len() != o.tokens.len() {
+        return skipped(
+            "logprobs",
+            format!(
+                "{} logprobs for {} tokens: not every token has one",
+                o.logprobs.len(),
+                o.tokens.len()
+            ),
+        );
+    }
+    if let Some(k) = o
+        .logprobs
+        .iter()
+        .position(|lp| !lp.is_finite() || *lp > 1e-6)
+    {
+        return verdict(
+            "logprobs",
+            false,
+            format!(
+                "request `{id}` (slot {sl}): the logprob of token {k} is {}, not a log-probability (finite, at most 0)",
+                o.logprobs[k]
+            ),
+            None,
+            o.slot,
+        );
+    }
+    let Some(oracle) = ev.oracle else {
+        return skipped(
+            "logprobs",
+            "no token oracle: logprobs checked for range only".into(),
+        );
+    };
+    let shared = o
+        .tokens
+        .len()
+        .min(oracle.tokens.len())
+        .min(oracle.logits.len());
+    let judged = (0..shared)
+        .find(|&k| i64::from(o.tokens[k]) != oracle.tokens[k])
+        .map_or(shared, |k| k + 1);
+    let mut worst: Option<(usize, f64, f64)> = None;
+    for k in 0..judged {
+        let Some(want) = log_softmax_at(&oracle.logits[k], o.tokens[k] as usize) else {
+            continue;
+        };
+        let got = f64::from(o.logprobs[k]);
+        if worst.is_none_or(|(_, g, w)| (got - want).abs() > (g - w).abs()) {
+            worst = Some((k, got, want));
+        }
+    }
+    match worst {
+        None => skipped(
+            "logprobs",
+            "no token to judge against the oracle's logits".into(),
+        ),
+        Some((k, got, want)) if (got - want).abs() > LOGPROB_TOLERANCE => verdict(
+            "logprobs",
+            false,
+            format!(
+                "request `{id}` (slot {sl}): the logprob of token {k} is {got:.6}, the oracle's log-softmax gives {want:.6} (off by {:.3e}, tolerance {LOGPROB_TOLERANCE})",
+                (got - want).abs()
+            ),
+            None,
+            o.slot,
+        ),
+        Some((k, got, want)) => verdict(
+            "logprobs",
+            true,
+            format!(
+                "{judged} logprobs within {LOGPROB_TOLERANCE} of the oracle's log-softmax (largest difference {:.3e}, token {k})",
+                (got - want).abs()
+            ),
+            None,
+            o.slot,
+        ),
+    }
 }
 
 /// Tokens against the oracle's greedy tokens; a mismatch is judged with the
