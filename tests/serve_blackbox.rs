@@ -284,6 +284,24 @@ fn parity_serve_judges_the_http_server_and_catches_the_leaking_one() {
         .collect();
     assert_eq!(statuses(&record), want, "{text}");
     assert!(text.contains("refused: HTTP 400"), "{text}");
+    // The real server's logprobs are judged against the oracle's and hold.
+    let admitted: Vec<&serde_json::Value> = record["requests"]
+        .as_array()
+        .map(|rs| rs.iter().filter(|r| r["refused"].is_null()).collect())
+        .unwrap_or_default();
+    assert_eq!(admitted.len(), 4, "{record}");
+    for r in admitted {
+        let v = r["verdicts"]
+            .as_array()
+            .and_then(|vs| vs.iter().find(|v| v["check"] == "logprobs"))
+            .expect("a logprobs verdict");
+        eprintln!("{}: {}", r["id"], v["message"]);
+        assert_eq!(v["status"], "pass", "{v}");
+        assert_eq!(
+            r["logprobs"].as_array().map(Vec::len),
+            r["tokens"].as_array().map(Vec::len)
+        );
+    }
     drop(honest);
     // One leaking slot: the request that gets the fresh slot is right; the
     // ones placed in the reused slot are caught, by name. (Which request comes
@@ -420,7 +438,7 @@ const CASE: &str = "text_short";
 fn one_request_scenario(dir: &std::path::Path, max: usize) -> std::path::PathBuf {
     let path = dir.join("one-scenario.yaml");
     let text = format!(
-        "version: 1\nspec: {}\nmodule: {}\nslots: 1\nrequests:\n  - {{id: only, case: {CASE}, max_new_tokens: {max}, arrive: 0}}\n",
+        "version: 1\nspec: {}\nmodule: {}\nslots: 2\nrequests:\n  - {{id: only, case: {CASE}, max_new_tokens: {max}, arrive: 0}}\n",
         serving_dir().join("../stages.yaml").display(),
         serving_dir().join("gemma3n_serving_f32.mlir.gz").display()
     );
