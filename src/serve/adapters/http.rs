@@ -492,6 +492,38 @@ mod tests {
             .contains("not a loopback address"));
     }
 
+    /// A listener that accepts and never answers (a test double for a hung
+    /// server): the call ends at its deadline and says where it was.
+    #[test]
+    fn a_silent_server_times_out_at_the_deadline_naming_the_event() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let held = std::thread::spawn(move || listener.accept().map(|(s, _)| s));
+        let request = WireRequest {
+            prompt: vec![1],
+            audio: None,
+            max_tokens: 1,
+            stream: true,
+            logprobs: None,
+            model: None,
+        };
+        let options = CallOptions {
+            stream: true,
+            hang_up_after: None,
+            timeout: Duration::from_millis(300),
+        };
+        let e = complete(&Endpoint::parse(&url).unwrap(), &request, options)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("{url}: timed out after 0."))
+                && e.contains("while waiting for the response's status line and headers")
+                && e.contains("one wall-clock deadline of 0.3 s per request"),
+            "{e}"
+        );
+        drop(held.join());
+    }
+
     #[test]
     fn chunked_bodies_are_decoded() {
         let raw = b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
