@@ -714,6 +714,23 @@ fn short_and_long_command_answers_are_caught() {
 }
 
 #[test]
+fn a_command_token_flood_is_cut_at_the_margin() {
+    let line = token_lines(&oracle_tokens(CASE, 1), &oracle_logprobs(CASE, 1), "length")[0]
+        .replace('"', "\\\"");
+    let cmd = format!("sh -c \"while :; do echo '{line}'; done\"");
+    let (code, text, record) = serve_one(4, &["--target-command", &cmd]);
+    assert_eq!(code, 1, "{text}");
+    let v = verdict_of(&record, "token_count");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("parity stopped reading after 20 (a token flood)"),
+        "{v}"
+    );
+}
+
+#[test]
 fn logprobs_far_from_the_oracles_fail() {
     let tokens = oracle_tokens(CASE, 4);
     for (shift, want) in [

@@ -88,7 +88,6 @@ impl CommandTemplate {
         if let Some(stdin) = child.stdin.take() {
             // A command that exits without reading its stdin is its own
             // business; one that never reads it must not hold parity past the deadline.
-            let json = json.clone();
             std::thread::spawn(move || {
                 let mut stdin = stdin;
                 let _ = stdin.write_all(json.as_bytes());
