@@ -2,8 +2,10 @@
 //! (SERVING-CONTRACT.md): admission, tokens against the oracle's greedy
 //! tokens under the token verdict rules (src/tokens/judge.rs), batch
 //! invariance against the solo run (bitwise logits where the target claims
-//! it), effective length and dense PLE against the solo run, and slot reuse.
+//! it), effective length and dense PLE against the solo run, and slot reuse;
+//! the answer's token count and logprobs (`answer`).
 
+use super::answer::{logprobs_check, token_count_check};
 use super::target::Observed;
 use crate::tokens::case::OracleCase;
 use crate::tokens::judge::{judge_step, Evidence};
@@ -35,14 +37,7 @@ pub struct RequestEvidence<'a> {
     pub black_box: bool,
 }
 
-/// How far a black box's logprob may lie from the oracle's log-softmax at
-/// the same step, in nats. Fixed (documented in docs/serving-blackbox.md),
-/// never measured on the run it judges: the honest fixture server's f32
-/// logprobs lie within 2e-5 of the oracle's, and a numerics bug that
-/// matters moves them by far more.
-pub const LOGPROB_TOLERANCE: f64 = 0.05;
-
-fn verdict(
+pub(super) fn verdict(
     check: &str,
     ok: bool,
     message: String,
@@ -59,7 +54,7 @@ fn verdict(
     }
 }
 
-fn skipped(check: &str, why: String) -> ServingVerdict {
+pub(super) fn skipped(check: &str, why: String) -> ServingVerdict {
     ServingVerdict {
         check: check.to_string(),
         status: Status::Skipped,
@@ -71,7 +66,7 @@ fn skipped(check: &str, why: String) -> ServingVerdict {
 }
 
 /// An optional number for a message (`?` when unknown).
-fn show<T: std::fmt::Display>(x: Option<T>) -> String {
+pub(super) fn show<T: std::fmt::Display>(x: Option<T>) -> String {
     x.map_or_else(|| "?".to_string(), |v| v.to_string())
 }
 
@@ -305,156 +300,6 @@ pub fn check_request(
         ));
     }
     out
-}
-
-/// What is wrong with the number of tokens of `o` for `max` tokens, if anything.
-fn count_problem(o: &Observed, max: usize) -> Option<String> {
-    let n = o.tokens.len();
-    if o.token_flood {
-        Some(format!(
-            "more than {} tokens for max_new_tokens {max}: parity stopped reading after {n} (a token flood)",
-            max + super::adapters::TOKEN_MARGIN
-        ))
-    } else if n > max {
-        Some(format!("{n} tokens for max_new_tokens {max}"))
-    } else if o.finish.as_deref() == Some("length") && n < max {
-        Some(format!(
-            "finish reason `length` after {n} of max_new_tokens {max} tokens"
-        ))
-    } else {
-        None
-    }
-}
-
-/// The token count against `max_new_tokens` and the finish reason, for the
-/// request and its solo run: more tokens than asked for, or a `length`
-/// finish short of it, is a wrong answer (the shared-prefix comparisons
-/// would not see it).
-fn token_count_check(ev: &RequestEvidence<'_>) -> ServingVerdict {
-    let o = ev.observed;
-    let id = &ev.request.id;
-    let max = ev.request.max_new_tokens as usize;
-    let mine =
-        count_problem(o, max).map(|p| format!("request `{id}` (slot {}): {p}", show(o.slot)));
-    let solo = ev
-        .solo
-        .filter(|s| s.error.is_none() && s.refused.is_none())
-        .and_then(|s| count_problem(s, max))
-        .map(|p| format!("request `{id}`, its solo run: {p}"));
-    let problems: Vec<String> = mine.into_iter().chain(solo).collect();
-    if problems.is_empty() {
-        verdict(
-            "token_count",
-            true,
-            format!(
-                "{} of max_new_tokens {max}{}",
-                o.tokens.len(),
-                o.finish
-                    .as_deref()
-                    .map_or(String::new(), |f| format!(", finish `{f}`"))
-            ),
-            None,
-            o.slot,
-        )
-    } else {
-        verdict("token_count", false, problems.join("; "), None, o.slot)
-    }
-}
-
-/// `log_softmax(row)[token]`, in f64.
-fn log_softmax_at(row: &[f64], token: usize) -> Option<f64> {
-    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let sum: f64 = row.iter().map(|x| (x - max).exp()).sum();
-    row.get(token).map(|x| x - max - sum.ln())
-}
-
-/// A black box's logprobs: each finite and at most 0, and, for every token
-/// whose prefix equals the oracle's (up to and including the first
-/// divergent token), within [`LOGPROB_TOLERANCE`] of the oracle logits'
-/// log-softmax at that token.
-fn logprobs_check(ev: &RequestEvidence<'_>) -> ServingVerdict {
-    let o = ev.observed;
-    let id = &ev.request.id;
-    let sl = show(o.slot);
-    if o.logprobs.is_empty() {
-        return skipped("logprobs", "the target sent no logprobs".into());
-    }
-    if o.logprobs.len() != o.tokens.len() {
-        return skipped(
-            "logprobs",
-            format!(
-                "{} logprobs for {} tokens: not every token has one",
-                o.logprobs.len(),
-                o.tokens.len()
-            ),
-        );
-    }
-    if let Some(k) = o
-        .logprobs
-        .iter()
-        .position(|lp| !lp.is_finite() || *lp > 1e-6)
-    {
-        return verdict(
-            "logprobs",
-            false,
-            format!(
-                "request `{id}` (slot {sl}): the logprob of token {k} is {}, not a log-probability (finite, at most 0)",
-                o.logprobs[k]
-            ),
-            None,
-            o.slot,
-        );
-    }
-    let Some(oracle) = ev.oracle else {
-        return skipped(
-            "logprobs",
-            "no token oracle: logprobs checked for range only".into(),
-        );
-    };
-    let shared = o
-        .tokens
-        .len()
-        .min(oracle.tokens.len())
-        .min(oracle.logits.len());
-    let judged = (0..shared)
-        .find(|&k| i64::from(o.tokens[k]) != oracle.tokens[k])
-        .map_or(shared, |k| k + 1);
-    let mut worst: Option<(usize, f64, f64)> = None;
-    for k in 0..judged {
-        let Some(want) = log_softmax_at(&oracle.logits[k], o.tokens[k] as usize) else {
-            continue;
-        };
-        let got = f64::from(o.logprobs[k]);
-        if worst.is_none_or(|(_, g, w)| (got - want).abs() > (g - w).abs()) {
-            worst = Some((k, got, want));
-        }
-    }
-    match worst {
-        None => skipped(
-            "logprobs",
-            "no token to judge against the oracle's logits".into(),
-        ),
-        Some((k, got, want)) if (got - want).abs() > LOGPROB_TOLERANCE => verdict(
-            "logprobs",
-            false,
-            format!(
-                "request `{id}` (slot {sl}): the logprob of token {k} is {got:.6}, the oracle's log-softmax gives {want:.6} (off by {:.3e}, tolerance {LOGPROB_TOLERANCE})",
-                (got - want).abs()
-            ),
-            None,
-            o.slot,
-        ),
-        Some((k, got, want)) => verdict(
-            "logprobs",
-            true,
-            format!(
-                "{judged} logprobs within {LOGPROB_TOLERANCE} of the oracle's log-softmax (largest difference {:.3e}, token {k})",
-                (got - want).abs()
-            ),
-            None,
-            o.slot,
-        ),
-    }
 }
 
 /// Tokens against the oracle's greedy tokens; a mismatch is judged with the

@@ -11,6 +11,7 @@
 //! and a stop after `max_tokens` + [`TOKEN_MARGIN`] tokens; the SSE parsing
 //! and the token checks are parity's either way.
 
+use super::chunked::Chunked;
 use super::sse::{SseError, SseEvent, SseReader};
 use super::wire::{Completion, ErrorBody, WireRequest};
 use super::{AdapterError, MAX_BODY, TOKEN_MARGIN};
@@ -410,54 +411,6 @@ fn read_head(
     Err(bad("more than 200 response headers".into()))
 }
 
-/// A `Transfer-Encoding: chunked` body as a plain byte stream.
-struct Chunked<R> {
-    inner: R,
-    left: u64,
-    done: bool,
-}
-
-impl<R: BufRead> Chunked<R> {
-    fn new(inner: R) -> Self {
-        Chunked {
-            inner,
-            left: 0,
-            done: false,
-        }
-    }
-}
-
-impl<R: BufRead> Read for Chunked<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let invalid = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
-        if self.done {
-            return Ok(0);
-        }
-        if self.left == 0 {
-            let mut line = String::new();
-            self.inner.by_ref().take(1024).read_line(&mut line)?;
-            if line.trim().is_empty() {
-                // The CRLF after the previous chunk.
-                line.clear();
-                self.inner.by_ref().take(1024).read_line(&mut line)?;
-            }
-            let size = line.trim().split(';').next().unwrap_or("");
-            self.left = u64::from_str_radix(size, 16).map_err(|_| invalid("bad chunk size"))?;
-            if self.left == 0 {
-                self.done = true;
-                return Ok(0);
-            }
-        }
-        let want = buf.len().min(self.left as usize);
-        let n = self.inner.read(&mut buf[..want])?;
-        if n == 0 {
-            return Err(invalid("the chunked body ended mid-chunk"));
-        }
-        self.left -= n as u64;
-        Ok(n)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,15 +475,5 @@ mod tests {
             "{e}"
         );
         drop(held.join());
-    }
-
-    #[test]
-    fn chunked_bodies_are_decoded() {
-        let raw = b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
-        let mut s = String::new();
-        Chunked::new(&raw[..]).read_to_string(&mut s).unwrap();
-        assert_eq!(s, "hello world");
-        let mut s = String::new();
-        assert!(Chunked::new(&b"zz\r\n"[..]).read_to_string(&mut s).is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! OpenAI-compatible HTTP endpoint, and the wire formats they share
 //! (docs/serving-blackbox.md).
 
+pub mod chunked;
 pub mod command;
 pub mod http;
 pub mod request;
