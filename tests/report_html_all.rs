@@ -172,6 +172,8 @@ fn serving_record() -> ServingRecord {
         tokens: vec![5, 6, 7],
         oracle_tokens: vec![5, 6, 8],
         solo_tokens: vec![5, 6, 8],
+        logprobs: Vec::new(),
+        finish: None,
         bitwise_logits: Some(false),
         effective_length: None,
         solo_effective_length: None,

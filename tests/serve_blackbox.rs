@@ -284,6 +284,24 @@ fn parity_serve_judges_the_http_server_and_catches_the_leaking_one() {
         .collect();
     assert_eq!(statuses(&record), want, "{text}");
     assert!(text.contains("refused: HTTP 400"), "{text}");
+    // The real server's logprobs are judged against the oracle's and hold.
+    let admitted: Vec<&serde_json::Value> = record["requests"]
+        .as_array()
+        .map(|rs| rs.iter().filter(|r| r["refused"].is_null()).collect())
+        .unwrap_or_default();
+    assert_eq!(admitted.len(), 4, "{record}");
+    for r in admitted {
+        let v = r["verdicts"]
+            .as_array()
+            .and_then(|vs| vs.iter().find(|v| v["check"] == "logprobs"))
+            .expect("a logprobs verdict");
+        eprintln!("{}: {}", r["id"], v["message"]);
+        assert_eq!(v["status"], "pass", "{v}");
+        assert_eq!(
+            r["logprobs"].as_array().map(Vec::len),
+            r["tokens"].as_array().map(Vec::len)
+        );
+    }
     drop(honest);
     // One leaking slot: the request that gets the fresh slot is right; the
     // ones placed in the reused slot are caught, by name. (Which request comes
@@ -404,4 +422,490 @@ fn bad_wire_data_is_a_clear_error_with_a_distinct_exit_code() {
     );
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("not a loopback address"), "{text}");
+}
+
+// ---------------------------------------------------------------------------
+// Misbehaving targets (issue 28). Each is a test double standing in for a
+// server or command that misbehaves on purpose (no real one does so on
+// demand): a loopback listener scripted per connection, or `sh -c '...'`.
+// The scenario is one text request, so an honest double passes (exit 0) and
+// each variant differs from it in one thing.
+
+/// The case of the one-request scenarios.
+const CASE: &str = "text_short";
+
+/// A one-request scenario (`only`, `max` tokens) in `dir`, on the bundled spec and module.
+fn one_request_scenario(dir: &std::path::Path, max: usize) -> std::path::PathBuf {
+    let path = dir.join("one-scenario.yaml");
+    let text = format!(
+        "version: 1\nspec: {}\nmodule: {}\nslots: 2\nrequests:\n  - {{id: only, case: {CASE}, max_new_tokens: {max}, arrive: 0}}\n",
+        serving_dir().join("../stages.yaml").display(),
+        serving_dir().join("gemma3n_serving_f32.mlir.gz").display()
+    );
+    std::fs::write(&path, text).expect("write scenario");
+    path
+}
+
+/// `parity serve` on the one-request scenario with `max` tokens: (exit code, text, record).
+fn serve_one(max: usize, target: &[&str]) -> (i32, String, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = one_request_scenario(dir.path(), max);
+    let json = dir.path().join("serving.json");
+    let mut args = vec![
+        "serve",
+        scenario.to_str().expect("utf8"),
+        "--out-dir",
+        dir.path().to_str().expect("utf8"),
+    ];
+    args.extend_from_slice(target);
+    common::parity_with_record(&repo(), &args, &json)
+}
+
+/// The oracle's natural-log probability of each of its first `n` tokens of `case`
+/// (the log-softmax of its logits row at that token), as an honest server sends them.
+fn oracle_logprobs(case: &str, n: usize) -> Vec<f32> {
+    let logits = store().get(&format!("{case}/logits")).expect("logits");
+    let v = logits.shape()[1];
+    let rows = logits.to_f64_vec();
+    oracle_tokens(case, n)
+        .iter()
+        .enumerate()
+        .map(|(k, &t)| {
+            let row = &rows[k * v..(k + 1) * v];
+            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let lse = max + row.iter().map(|x| (x - max).exp()).sum::<f64>().ln();
+            (row[t as usize] - lse) as f32
+        })
+        .collect()
+}
+
+/// One choice of a completion chunk / object.
+fn choice(index: u32, tokens: &[u32], logprobs: &[f32], finish: Option<&str>) -> serde_json::Value {
+    serde_json::json!({
+        "index": index, "text": "", "token_ids": tokens,
+        "logprobs": {"token_logprobs": logprobs}, "finish_reason": finish,
+    })
+}
+
+/// A completion chunk / object with `choices`.
+fn completion(choices: Vec<serde_json::Value>) -> String {
+    serde_json::json!({"id": "cmpl-x", "object": "text_completion", "choices": choices}).to_string()
+}
+
+/// An honest answer of `tokens` (with `logprobs`) and `finish`: an SSE
+/// stream, a chunk per token then the finish chunk, or one JSON object.
+fn answer(streamed: bool, tokens: &[u32], logprobs: &[f32], finish: &str) -> String {
+    if streamed {
+        let mut s = SSE_HEAD.to_string();
+        for (t, lp) in tokens.iter().zip(logprobs) {
+            let c = completion(vec![choice(0, &[*t], &[*lp], None)]);
+            s.push_str(&format!("data: {c}\n\n"));
+        }
+        let c = completion(vec![choice(0, &[], &[], Some(finish))]);
+        s.push_str(&format!("data: {c}\n\ndata: [DONE]\n\n"));
+        s
+    } else {
+        json_answer(&completion(vec![choice(0, tokens, logprobs, Some(finish))]))
+    }
+}
+
+fn json_answer(body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// A scripted server on loopback (a test double): each connection in its
+/// own thread, its request read, then `respond(streamed, socket)` (streamed:
+/// the request asked for SSE). Serves at most 32 connections.
+fn scripted_server<F>(respond: F) -> String
+where
+    F: Fn(bool, &mut std::net::TcpStream) + Send + Sync + 'static,
+{
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let respond = std::sync::Arc::new(respond);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().take(32).flatten() {
+            let respond = std::sync::Arc::clone(&respond);
+            std::thread::spawn(move || {
+                use std::io::{BufRead, Read};
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut r = std::io::BufReader::new(&stream);
+                let (mut len, mut line) = (0usize, String::new());
+                while r.read_line(&mut line).is_ok_and(|k| k > 2) {
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let mut body = Vec::new();
+                let _ = r.by_ref().take(len as u64).read_to_end(&mut body);
+                let streamed = String::from_utf8_lossy(&body).contains("\"stream\":true");
+                respond(streamed, &mut stream);
+            });
+        }
+    });
+    url
+}
+
+/// A server that answers every request with `text(streamed)`.
+fn answering(text: impl Fn(bool) -> String + Send + Sync + 'static) -> String {
+    scripted_server(move |streamed, s| {
+        use std::io::Write;
+        let _ = s.write_all(text(streamed).as_bytes());
+    })
+}
+
+fn request_error(record: &serde_json::Value) -> String {
+    record["requests"][0]["error"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn verdict_of(record: &serde_json::Value, check: &str) -> serde_json::Value {
+    record["requests"][0]["verdicts"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["check"] == check).cloned())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+#[test]
+fn an_honest_double_passes_every_check_logprobs_included() {
+    let (tokens, lps) = (oracle_tokens(CASE, 4), oracle_logprobs(CASE, 4));
+    let url = answering(move |s| answer(s, &tokens, &lps, "length"));
+    let (code, text, record) = serve_one(4, &["--target", &url]);
+    assert_eq!(code, 0, "{text}");
+    for check in [
+        "oracle_tokens",
+        "token_count",
+        "logprobs",
+        "batch_invariance",
+    ] {
+        assert_eq!(
+            verdict_of(&record, check)["status"],
+            "pass",
+            "{check}: {text}"
+        );
+    }
+    assert_eq!(record["requests"][0]["finish"], "length", "{record}");
+    assert_eq!(
+        record["requests"][0]["logprobs"].as_array().map(Vec::len),
+        Some(4)
+    );
+}
+
+#[test]
+fn a_failing_solo_run_is_an_execution_error_naming_the_request() {
+    // The scenario run (streamed) is right; the solo reference run (not streamed) is not.
+    let solo_answers = [
+        "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 13\r\nConnection: close\r\n\r\nsolo exploded".to_string(),
+        json_answer("<html>not json</html>"),
+    ];
+    for (solo, want) in solo_answers
+        .into_iter()
+        .zip(["HTTP 500: solo exploded", "not a completion object"])
+    {
+        let (tokens, lps) = (oracle_tokens(CASE, 4), oracle_logprobs(CASE, 4));
+        let url = answering(move |s| {
+            if s {
+                answer(true, &tokens, &lps, "length")
+            } else {
+                solo.clone()
+            }
+        });
+        let (code, text, record) = serve_one(4, &["--target", &url]);
+        assert_eq!(code, 3, "{want}: {text}");
+        let error = request_error(&record);
+        assert!(
+            error.contains("request `only` (its solo reference run)") && error.contains(want),
+            "{want}: {error}\n{text}"
+        );
+        assert_eq!(record["requests"][0]["status"], "error", "{record}");
+    }
+}
+
+#[test]
+fn short_long_and_misindexed_http_answers_are_caught() {
+    let all = oracle_tokens(CASE, 24);
+    let lps = oracle_logprobs(CASE, 24);
+    // 1 of 8 tokens with finish `length`; 24 tokens for 8: wrong answers (exit 1).
+    for (n, want) in [
+        (
+            1,
+            "finish reason `length` after 1 of max_new_tokens 8 tokens",
+        ),
+        (24, "24 tokens for max_new_tokens 8"),
+    ] {
+        let (t, l) = (all[..n].to_vec(), lps[..n].to_vec());
+        let url = answering(move |s| answer(s, &t, &l, "length"));
+        let (code, text, record) = serve_one(8, &["--target", &url]);
+        assert_eq!(code, 1, "{want}: {text}");
+        let v = verdict_of(&record, "token_count");
+        assert_eq!(v["status"], "fail", "{want}: {text}");
+        assert!(v["message"].as_str().unwrap_or("").contains(want), "{v}");
+    }
+    // A chunk whose only choice has index 1, or two index-0 choices: unreadable (exit 3).
+    let (t, l) = (all[..4].to_vec(), lps[..4].to_vec());
+    let one = completion(vec![choice(1, &t, &l, Some("length"))]);
+    let two = completion(vec![
+        choice(0, &t, &l, Some("length")),
+        choice(0, &t, &l, Some("length")),
+    ]);
+    for (body, want) in [(one, "index 1"), (two, "2 choices")] {
+        let url = answering(move |s| {
+            if s {
+                format!("{SSE_HEAD}data: {body}\n\ndata: [DONE]\n\n")
+            } else {
+                json_answer(&body)
+            }
+        });
+        let (code, text, record) = serve_one(4, &["--target", &url]);
+        assert_eq!(code, 3, "{want}: {text}");
+        assert!(request_error(&record).contains(want), "{want}: {text}");
+    }
+}
+
+/// A command that prints `lines` (JSON lines) and exits 0, through `sh -c`.
+fn printing_command(lines: &[String]) -> String {
+    let script = lines
+        .iter()
+        .map(|l| format!("echo '{l}'"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    format!("sh -c \"{}\"", script.replace('"', "\\\""))
+}
+
+fn token_lines(tokens: &[u32], logprobs: &[f32], finish: &str) -> Vec<String> {
+    let mut lines: Vec<String> = tokens
+        .iter()
+        .zip(logprobs)
+        .map(|(t, lp)| format!("{{\"token\": {t}, \"logprob\": {lp}}}"))
+        .collect();
+    lines.push(format!("{{\"done\": true, \"reason\": \"{finish}\"}}"));
+    lines
+}
+
+#[test]
+fn short_and_long_command_answers_are_caught() {
+    let all = oracle_tokens(CASE, 24);
+    let lps = oracle_logprobs(CASE, 24);
+    let honest = printing_command(&token_lines(&all[..8], &lps[..8], "length"));
+    let (code, text, _) = serve_one(8, &["--target-command", &honest]);
+    assert_eq!(code, 0, "{text}");
+    for (n, want) in [
+        (
+            1,
+            "finish reason `length` after 1 of max_new_tokens 8 tokens",
+        ),
+        (24, "24 tokens for max_new_tokens 8"),
+    ] {
+        let cmd = printing_command(&token_lines(&all[..n], &lps[..n], "length"));
+        let (code, text, record) = serve_one(8, &["--target-command", &cmd]);
+        assert_eq!(code, 1, "{want}: {text}");
+        let v = verdict_of(&record, "token_count");
+        assert!(
+            v["message"].as_str().unwrap_or("").contains(want),
+            "{v}\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_command_token_flood_is_cut_at_the_margin() {
+    let line = token_lines(&oracle_tokens(CASE, 1), &oracle_logprobs(CASE, 1), "length")[0]
+        .replace('"', "\\\"");
+    let cmd = format!("sh -c \"while :; do echo '{line}'; done\"");
+    let (code, text, record) = serve_one(4, &["--target-command", &cmd]);
+    assert_eq!(code, 1, "{text}");
+    let v = verdict_of(&record, "token_count");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("parity stopped reading after 20 (a token flood)"),
+        "{v}"
+    );
+}
+
+#[test]
+fn logprobs_far_from_the_oracles_fail() {
+    let tokens = oracle_tokens(CASE, 4);
+    for (shift, want) in [
+        (-1.0f32, "the oracle's log-softmax gives"),
+        (7.5, "not a log-probability"),
+    ] {
+        let lps: Vec<f32> = oracle_logprobs(CASE, 4)
+            .iter()
+            .enumerate()
+            .map(|(k, &lp)| {
+                if k == 2 {
+                    if shift > 0.0 {
+                        shift
+                    } else {
+                        lp + shift
+                    }
+                } else {
+                    lp
+                }
+            })
+            .collect();
+        let t = tokens.clone();
+        let url = answering(move |s| answer(s, &t, &lps, "length"));
+        let (code, text, record) = serve_one(4, &["--target", &url]);
+        assert_eq!(code, 1, "{want}: {text}");
+        let v = verdict_of(&record, "logprobs");
+        let m = v["message"].as_str().unwrap_or("");
+        assert!(m.contains(want) && m.contains("token 2"), "{v}");
+    }
+}
+
+/// Writes `chunks` one by one, `pause` apart, until the client goes (at most `n`).
+fn trickle(s: &mut std::net::TcpStream, head: &str, chunk: &str, pause: Duration, n: usize) {
+    use std::io::Write;
+    if s.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    for _ in 0..n {
+        std::thread::sleep(pause);
+        if s.write_all(chunk.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+#[test]
+fn slow_chatty_and_silent_servers_end_at_one_deadline_with_a_clear_message() {
+    let pause = Duration::from_millis(200);
+    // A keep-alive comment every 200 ms, a byte every 200 ms inside a data
+    // line, and a server that reads the request and never answers: each for
+    // up to 30 s, against a 1 s deadline per request.
+    type Script = fn(&mut std::net::TcpStream, Duration);
+    let scripts: [(Script, &str); 3] = [
+        (
+            |s, p| {
+                trickle(
+                    s,
+                    &format!("{SSE_HEAD}: hi\n\n"),
+                    ": keep-alive\n\n",
+                    p,
+                    150,
+                )
+            },
+            "while reading event 1 of the stream (after 0 tokens)",
+        ),
+        (
+            |s, p| trickle(s, &format!("{SSE_HEAD}data: {{\"id\""), " ", p, 150),
+            "while reading event 1 of the stream (after 0 tokens)",
+        ),
+        (
+            |_, _| std::thread::sleep(Duration::from_secs(30)),
+            "while waiting for the response's status line and headers",
+        ),
+    ];
+    for (script, want) in scripts {
+        let url = scripted_server(move |streamed, s| {
+            if streamed {
+                script(s, pause)
+            } else {
+                std::thread::sleep(Duration::from_secs(30))
+            }
+        });
+        let (code, text, record) = serve_one(4, &["--target", &url, "--request-timeout", "1"]);
+        assert_eq!(code, 3, "{want}: {text}");
+        let error = request_error(&record);
+        assert!(
+            error.contains("request `only`: wire: ")
+                && error.contains("timed out after 1.")
+                && error.contains(want)
+                && error.contains("one wall-clock deadline of 1.0 s per request"),
+            "{want}: {error}"
+        );
+    }
+}
+
+#[test]
+fn token_floods_and_huge_bodies_are_cut() {
+    // A streamed flood: one token per event, without end, until the client goes.
+    let tokens = oracle_tokens(CASE, 4);
+    let lps = oracle_logprobs(CASE, 4);
+    let (t, l) = (tokens.clone(), lps.clone());
+    let url = scripted_server(move |streamed, s| {
+        use std::io::Write;
+        if !streamed {
+            let _ = s.write_all(answer(false, &t, &l, "length").as_bytes());
+            return;
+        }
+        let chunk = format!(
+            "data: {}\n\n",
+            completion(vec![choice(0, &t[..1], &l[..1], None)])
+        );
+        let _ = s.write_all(SSE_HEAD.as_bytes());
+        for _ in 0..1_000_000 {
+            if s.write_all(chunk.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    let (code, text, record) = serve_one(4, &["--target", &url]);
+    assert_eq!(code, 1, "{text}");
+    let v = verdict_of(&record, "token_count");
+    assert!(
+        v["message"].as_str().unwrap_or("").contains("more than 20 tokens for max_new_tokens 4: parity stopped reading after 20 (a token flood)"),
+        "{v}"
+    );
+    assert_eq!(
+        record["requests"][0]["tokens"].as_array().map(Vec::len),
+        Some(20)
+    );
+    // A non-streamed answer over 4 MiB (the solo run): an execution error, read no further.
+    let (t, l) = (tokens.clone(), lps.clone());
+    let url = answering(move |s| {
+        if s {
+            answer(true, &t, &l, "length")
+        } else {
+            json_answer(&format!("{{\"pad\": \"{}\"}}", "x".repeat(5 << 20)))
+        }
+    });
+    let (code, text, record) = serve_one(4, &["--target", &url]);
+    assert_eq!(code, 3, "{text}");
+    let error = request_error(&record);
+    assert!(
+        error.contains("(its solo reference run)")
+            && error.contains("Content-Length is")
+            && error.contains("parity reads at most 4194304"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_command_past_its_deadline_is_killed_with_its_process_group() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pids = dir.path().join("pids");
+    let cmd = format!("sh -c 'sleep 300 & echo $! >> {}; wait'", pids.display());
+    let (code, text, record) = serve_one(4, &["--target-command", &cmd, "--request-timeout", "1"]);
+    assert_eq!(code, 3, "{text}");
+    let error = request_error(&record);
+    assert!(
+        error.contains("timed out after 1.") && error.contains("its process group was killed"),
+        "{error}"
+    );
+    let started = std::fs::read_to_string(&pids).expect("pids");
+    assert!(!started.trim().is_empty());
+    for pid in started.split_whitespace() {
+        // Killed: gone, or a zombie until its new parent reaps it.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .next();
+        assert!(
+            stat.is_empty() || state == Some("Z"),
+            "sleep {pid} still runs: {stat}"
+        );
+    }
 }

@@ -7,6 +7,7 @@ use crate::run::RunOptions;
 use crate::serve::TargetChoice;
 use parity_record::AnyRecord;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Arguments of `parity serve`.
 #[derive(clap::Args, Debug)]
@@ -44,6 +45,30 @@ pub struct ServeArgs {
     /// without it), JSON lines out (docs/serving-blackbox.md).
     #[arg(long, value_name = "TEMPLATE")]
     target_command: Option<String>,
+    /// With --target or --target-command: one wall-clock deadline per
+    /// request, in seconds, from connect (or start) to the last byte (or
+    /// exit), whatever arrives in between; past it the request is an
+    /// execution error (the command's process group is killed).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        env = "PARITY_REQUEST_TIMEOUT",
+        default_value = "120",
+        value_parser = parse_timeout
+    )]
+    request_timeout: Duration,
+}
+
+/// A positive, finite number of seconds (at most a day).
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let s: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if !(s > 0.0 && s <= 86_400.0) {
+        return Err(format!("`{text}`: expected seconds in (0, 86400]"));
+    }
+    Ok(Duration::from_secs_f64(s))
 }
 
 /// Runs `parity serve`: prints the table, then writes the reports.
@@ -62,6 +87,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         &args.scenario,
         &options,
         &choice,
+        args.request_timeout,
     )));
     let defaults = Outputs::in_dir(&args.out_dir, "serving", args.markdown);
     let outputs = Outputs {

@@ -2,8 +2,10 @@
 //! (SERVING-CONTRACT.md): admission, tokens against the oracle's greedy
 //! tokens under the token verdict rules (src/tokens/judge.rs), batch
 //! invariance against the solo run (bitwise logits where the target claims
-//! it), effective length and dense PLE against the solo run, and slot reuse.
+//! it), effective length and dense PLE against the solo run, and slot reuse;
+//! the answer's token count and logprobs (`answer`).
 
+use super::answer::{logprobs_check, token_count_check};
 use super::target::Observed;
 use crate::tokens::case::OracleCase;
 use crate::tokens::judge::{judge_step, Evidence};
@@ -31,9 +33,11 @@ pub struct RequestEvidence<'a> {
     pub previous: Option<(&'a str, u64)>,
     /// Whether the target claims bitwise batch invariance (logits compared bit for bit).
     pub bitwise_claimed: bool,
+    /// Whether the target is a black box (it reports logprobs, not logits).
+    pub black_box: bool,
 }
 
-fn verdict(
+pub(super) fn verdict(
     check: &str,
     ok: bool,
     message: String,
@@ -50,7 +54,7 @@ fn verdict(
     }
 }
 
-fn skipped(check: &str, why: String) -> ServingVerdict {
+pub(super) fn skipped(check: &str, why: String) -> ServingVerdict {
     ServingVerdict {
         check: check.to_string(),
         status: Status::Skipped,
@@ -62,7 +66,7 @@ fn skipped(check: &str, why: String) -> ServingVerdict {
 }
 
 /// An optional number for a message (`?` when unknown).
-fn show<T: std::fmt::Display>(x: Option<T>) -> String {
+pub(super) fn show<T: std::fmt::Display>(x: Option<T>) -> String {
     x.map_or_else(|| "?".to_string(), |v| v.to_string())
 }
 
@@ -153,13 +157,38 @@ pub fn check_request(
         return out;
     }
     out.push(oracle_check(ev, session));
+    out.push(token_count_check(ev));
+    if ev.black_box {
+        out.push(logprobs_check(ev));
+    }
     let Some(solo) = ev.solo else {
         out.push(skipped("batch_invariance", "no solo run".into()));
         return out;
     };
-    // Batch invariance: tokens (and logits, where claimed) equal the solo run's, over the shared prefix.
+    if solo.error.is_some() {
+        // The request's error (exit 3) says why; there is nothing to compare with.
+        out.push(skipped(
+            "batch_invariance",
+            "the solo reference run failed (see the request's error)".into(),
+        ));
+        return out;
+    }
+    if let Some(text) = &solo.refused {
+        out.push(verdict(
+            "batch_invariance",
+            false,
+            format!("request `{id}` ran in the scenario, but alone it was refused: {text}"),
+            None,
+            slot,
+        ));
+        return out;
+    }
+    // Batch invariance: tokens (and logits, where claimed) equal the solo
+    // run's, over the shared prefix; an uncancelled request gives as many as alone.
     let n = o.tokens.len().min(solo.tokens.len());
     let first_token = (0..n).find(|&k| o.tokens[k] != solo.tokens[k]);
+    let cut = ev.request.cancel.is_some() || o.cancelled_step.is_some() || o.token_flood;
+    let lengths_differ = !cut && !solo.token_flood && o.tokens.len() != solo.tokens.len();
     let bitwise =
         o.logits_sha256.len() >= n && solo.logits_sha256.len() >= n && !o.logits_sha256.is_empty();
     let first_bits = bitwise
@@ -176,6 +205,17 @@ pub fn check_request(
                 solo.tokens[k]
             ),
             step_of(o, k),
+            slot,
+        ),
+        (None, _) if lengths_differ => verdict(
+            "batch_invariance",
+            false,
+            format!(
+                "request `{id}` (slot {sl}): {} tokens, alone {} (the first {n} are equal)",
+                o.tokens.len(),
+                solo.tokens.len()
+            ),
+            None,
             slot,
         ),
         (None, Some(k)) if ev.bitwise_claimed => verdict(

@@ -20,7 +20,7 @@ use parity_record::{ErrorRecord, ServingRecord, ServingRequestRecord, Status};
 use parity_spec::{Case, RequestInput, Scenario, TokensSpec};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Which target `parity serve` drives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,11 +45,17 @@ impl TargetChoice {
 
 /// Runs the scenario at `path` in-process.
 pub fn execute(path: &Path, options: &RunOptions) -> ServingRecord {
-    execute_on(path, options, &TargetChoice::InProcess)
+    execute_on(path, options, &TargetChoice::InProcess, REQUEST_TIMEOUT)
 }
 
-/// Runs the scenario at `path` on `choice`.
-pub fn execute_on(path: &Path, options: &RunOptions, choice: &TargetChoice) -> ServingRecord {
+/// Runs the scenario at `path` on `choice`; a black box gets `request_timeout`
+/// per request (one wall-clock deadline each).
+pub fn execute_on(
+    path: &Path,
+    options: &RunOptions,
+    choice: &TargetChoice,
+    request_timeout: Duration,
+) -> ServingRecord {
     let clock = Instant::now();
     let mut record = ServingRecord::new(
         path.display().to_string(),
@@ -83,10 +89,10 @@ pub fn execute_on(path: &Path, options: &RunOptions, choice: &TargetChoice) -> S
     let black_box: Result<Option<Box<dyn ServingTarget>>, ServeError> = match choice {
         TargetChoice::InProcess => Ok(None),
         TargetChoice::Http(url) => {
-            HttpTarget::new(url, REQUEST_TIMEOUT).map(|t| Some(Box::new(t) as _))
+            HttpTarget::new(url, request_timeout).map(|t| Some(Box::new(t) as _))
         }
         TargetChoice::Command(t) => {
-            CommandTarget::new(t, REQUEST_TIMEOUT).map(|t| Some(Box::new(t) as _))
+            CommandTarget::new(t, request_timeout).map(|t| Some(Box::new(t) as _))
         }
     };
     let result = match black_box {
@@ -215,9 +221,15 @@ fn serve(
             prompt_len: p.prompt_len as usize,
             previous,
             bitwise_claimed: black_box.is_none(),
+            black_box: black_box.is_some(),
         };
         let verdicts = check_request(&ev, session.as_ref());
-        let status = if o.error.is_some() {
+        // A failed solo reference run is the request's execution error (exit 3), never hidden.
+        let error = o
+            .error
+            .clone()
+            .or_else(|| solos[i].as_ref().and_then(|s| s.error.clone()));
+        let status = if error.is_some() {
             Status::Error
         } else if verdicts.iter().any(|v| v.status == Status::Fail) {
             Status::Fail
@@ -241,6 +253,8 @@ fn serve(
             cancelled_step: o.cancelled_step,
             finished_step: o.finished_step,
             tokens: o.tokens.clone(),
+            logprobs: o.logprobs.clone(),
+            finish: o.finish.clone(),
             oracle_tokens: oracle
                 .as_ref()
                 .map(|x| x.tokens.clone())
@@ -257,7 +271,7 @@ fn serve(
             dense_ple_sha256: o.dense_ple_sha256.clone(),
             reused_slot: previous.is_some(),
             refused: o.refused.clone(),
-            error: o.error.clone(),
+            error,
             verdicts,
         });
     }

@@ -4,6 +4,7 @@
 
 pub mod adapters;
 pub mod admission;
+pub mod answer;
 pub mod checks;
 pub mod engine;
 pub mod error;

@@ -21,6 +21,14 @@ pub struct Observed {
     pub finished_step: Option<u64>,
     /// Generated tokens, in order.
     pub tokens: Vec<u32>,
+    /// Black box: the log-probability the target gave each token (empty when it gave none).
+    pub logprobs: Vec<f32>,
+    /// Black box: the finish reason the target gave (`length`, `stop`,
+    /// `cancelled`); None when it gave none or parity hung up.
+    pub finish: Option<String>,
+    /// Black box: parity stopped reading after `max_new_tokens` + a margin of
+    /// tokens (a token flood); `tokens` holds those read.
+    pub token_flood: bool,
     /// Admission refusal text (nothing ran for this request).
     pub refused: Option<String>,
     /// An error event or exit during the run.

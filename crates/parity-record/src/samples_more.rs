@@ -21,6 +21,8 @@ fn request(id: &str, slot: Option<u32>, status: Status) -> ServingRequestRecord 
         tokens: vec![13, 29, 27],
         oracle_tokens: vec![13, 29, 27],
         solo_tokens: vec![13, 29, 27],
+        logprobs: Vec::new(),
+        finish: None,
         bitwise_logits: Some(true),
         effective_length: Some(10),
         solo_effective_length: Some(10),

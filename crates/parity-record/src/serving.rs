@@ -69,6 +69,14 @@ pub struct ServingRequestRecord {
     pub finished_step: Option<u64>,
     /// Generated tokens.
     pub tokens: Vec<u32>,
+    /// Black box: the log-probability the target gave each token (absent
+    /// when it gave none; judged by the `logprobs` check).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logprobs: Vec<f32>,
+    /// Black box: the finish reason the target gave (`length`, `stop`,
+    /// `cancelled`; absent when it gave none or parity hung up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish: Option<String>,
     /// The oracle's greedy tokens (as many as it has, up to max_new_tokens).
     pub oracle_tokens: Vec<i64>,
     /// The same request run alone.

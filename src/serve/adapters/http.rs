@@ -1,11 +1,20 @@
 //! The OpenAI-compatible HTTP client: `POST /v1/completions` on a loopback
 //! endpoint, streaming (SSE, ending with `data: [DONE]`) or not, with token
 //! ids and logprobs; it can hang up after k tokens (the disconnect cancel).
-//! Only loopback addresses are contacted.
+//! Only loopback addresses are contacted; redirects are not followed.
+//!
+//! Hand-written over `TcpStream` rather than on an HTTP crate (ureq was
+//! weighed): one request per connection, `Connection: close`, and what a
+//! crate would add by construction is a few lines here: one wall-clock
+//! deadline per request ([`DeadlineStream`] gives every read and write only
+//! the time left), a 4 MiB cap on a non-streamed body (as on an SSE line),
+//! and a stop after `max_tokens` + [`TOKEN_MARGIN`] tokens; the SSE parsing
+//! and the token checks are parity's either way.
 
-use super::sse::{SseEvent, SseReader};
+use super::chunked::Chunked;
+use super::sse::{SseError, SseEvent, SseReader};
 use super::wire::{Completion, ErrorBody, WireRequest};
-use super::AdapterError;
+use super::{AdapterError, MAX_BODY, TOKEN_MARGIN};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -75,30 +84,128 @@ pub struct CallOptions {
     pub stream: bool,
     /// Hang up after this many tokens (streaming only).
     pub hang_up_after: Option<usize>,
-    /// The whole call's time bound.
+    /// The whole call's time bound: one wall-clock deadline from connect to
+    /// the last byte, whatever arrives in between.
     pub timeout: Duration,
 }
 
-fn io(endpoint: &Endpoint, e: std::io::Error) -> AdapterError {
-    AdapterError::Wire(format!("{}: {e}", endpoint.url))
+/// The socket under one wall-clock deadline: every read and write is given
+/// only the time left, so a byte a second inside a line, or a keep-alive
+/// comment every second, cannot stretch the request past its bound.
+struct DeadlineStream {
+    stream: TcpStream,
+    until: Instant,
 }
 
-/// Sends `request` and reads the answer.
+impl DeadlineStream {
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the request's deadline passed",
+            ))
+        } else {
+            Ok(left)
+        }
+    }
+}
+
+/// A socket timeout reads as `WouldBlock` on Linux: both are the deadline.
+fn deadline_kind(e: std::io::Error) -> std::io::Error {
+    if e.kind() == std::io::ErrorKind::WouldBlock {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, e)
+    } else {
+        e
+    }
+}
+
+impl Read for DeadlineStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf).map_err(deadline_kind)
+    }
+}
+
+impl Write for DeadlineStream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_write_timeout(Some(left))?;
+        self.stream.write(buf).map_err(deadline_kind)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+/// Where a call is, for its error messages: the URL, when it started, its
+/// bound and what it was doing.
+struct Call<'a> {
+    endpoint: &'a Endpoint,
+    started: Instant,
+    timeout: Duration,
+    phase: String,
+}
+
+impl Call<'_> {
+    /// An I/O error of the current phase; a timeout says after how long and where.
+    fn io(&self, e: &std::io::Error) -> AdapterError {
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+        ) {
+            self.timed_out()
+        } else {
+            AdapterError::Wire(format!("{}: {}: {e}", self.endpoint.url, self.phase))
+        }
+    }
+
+    fn timed_out(&self) -> AdapterError {
+        AdapterError::Wire(format!(
+            "{}: timed out after {} while {} (one wall-clock deadline of {} per request, whatever arrives; --request-timeout)",
+            self.endpoint.url,
+            super::seconds(self.started.elapsed()),
+            self.phase,
+            super::seconds(self.timeout)
+        ))
+    }
+
+    fn wire(&self, message: impl std::fmt::Display) -> AdapterError {
+        AdapterError::Wire(format!("{}: {message}", self.endpoint.url))
+    }
+}
+
+/// Sends `request` and reads the answer, all within `options.timeout`.
 pub fn complete(
     endpoint: &Endpoint,
     request: &WireRequest,
     options: CallOptions,
 ) -> Result<HttpOutcome, AdapterError> {
-    let deadline = Instant::now() + options.timeout;
+    let started = Instant::now();
+    let mut call = Call {
+        endpoint,
+        started,
+        timeout: options.timeout,
+        phase: "connecting".to_string(),
+    };
     let mut body = request.clone();
     body.stream = options.stream;
     body.logprobs = Some(1);
     let body = serde_json::to_vec(&body).map_err(|e| AdapterError::Wire(e.to_string()))?;
-    let mut stream = TcpStream::connect_timeout(&endpoint.addr, options.timeout)
-        .map_err(|e| AdapterError::Wire(format!("{}: cannot connect: {e}", endpoint.url)))?;
-    stream
-        .set_read_timeout(Some(options.timeout))
-        .map_err(|e| io(endpoint, e))?;
+    let stream = TcpStream::connect_timeout(&endpoint.addr, options.timeout).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::TimedOut {
+            call.timed_out()
+        } else {
+            AdapterError::Wire(format!("{}: cannot connect: {e}", endpoint.url))
+        }
+    })?;
+    let mut socket = DeadlineStream {
+        stream: stream.try_clone().map_err(|e| call.io(&e))?,
+        until: started + options.timeout,
+    };
+    call.phase = "sending the request".to_string();
     let head = format!(
         "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         endpoint.path,
@@ -106,13 +213,14 @@ pub fn complete(
         if options.stream { "text/event-stream" } else { "application/json" },
         body.len()
     );
-    stream
+    socket
         .write_all(head.as_bytes())
-        .and_then(|_| stream.write_all(&body))
-        .map_err(|e| io(endpoint, e))?;
-    let mut reader = BufReader::new(stream.try_clone().map_err(|e| io(endpoint, e))?);
-    let (status, chunked, length) = read_head(endpoint, &mut reader)?;
-    let mut body: Box<dyn BufRead> = if chunked {
+        .and_then(|_| socket.write_all(&body))
+        .map_err(|e| call.io(&e))?;
+    call.phase = "waiting for the response's status line and headers".to_string();
+    let mut reader = BufReader::new(socket);
+    let (status, chunked, length) = read_head(&call, &mut reader)?;
+    let body: Box<dyn BufRead> = if chunked {
         Box::new(BufReader::new(Chunked::new(reader)))
     } else if let Some(n) = length {
         Box::new(reader.take(n))
@@ -121,8 +229,10 @@ pub fn complete(
     };
     let mut out = HttpOutcome::default();
     if !(200..300).contains(&status) {
-        let mut text = String::new();
-        let _ = body.take(1 << 20).read_to_string(&mut text);
+        call.phase = format!("reading the HTTP {status} answer");
+        let mut text = Vec::new();
+        let _ = body.take(1 << 20).read_to_end(&mut text);
+        let text = String::from_utf8_lossy(&text);
         let message = serde_json::from_str::<ErrorBody>(&text)
             .map(|b| b.error.message)
             .unwrap_or_else(|_| text.trim().to_string());
@@ -134,37 +244,52 @@ pub fn complete(
         }
         return Ok(out);
     }
+    let limit = request.max_tokens.saturating_add(TOKEN_MARGIN);
     if !options.stream {
-        let mut text = String::new();
-        body.read_to_string(&mut text)
-            .map_err(|e| io(endpoint, e))?;
-        let c: Completion = serde_json::from_str(&text).map_err(|e| {
-            AdapterError::Wire(format!(
-                "{}: the answer is not a completion object: {e}",
-                endpoint.url
-            ))
-        })?;
-        take_choice(endpoint, &c, &mut out)?;
+        call.phase = "reading the (non-streamed) answer".to_string();
+        if let Some(n) = length.filter(|&n| n > MAX_BODY as u64) {
+            return Err(call.wire(format!(
+                "the answer's Content-Length is {n} bytes; parity reads at most {MAX_BODY} (4 MiB)"
+            )));
+        }
+        let mut raw = Vec::new();
+        body.take(MAX_BODY as u64 + 1)
+            .read_to_end(&mut raw)
+            .map_err(|e| call.io(&e))?;
+        if raw.len() > MAX_BODY {
+            return Err(call.wire(format!(
+                "the answer is longer than {MAX_BODY} bytes (4 MiB, the most parity reads); stopped reading"
+            )));
+        }
+        let text = std::str::from_utf8(&raw).map_err(|_| call.wire("the answer is not UTF-8"))?;
+        let c: Completion = serde_json::from_str(text)
+            .map_err(|e| call.wire(format!("the answer is not a completion object: {e}")))?;
+        take_choice(&call, &c, "the answer", &mut out)?;
+        if out.tokens.len() > limit {
+            out.tokens.truncate(limit);
+            out.logprobs.truncate(limit);
+            out.token_flood = true;
+            out.finish = None;
+        }
         return Ok(out);
     }
     let mut events = SseReader::new(body);
     let mut n = 0usize;
     loop {
-        if Instant::now() > deadline {
-            return Err(AdapterError::Wire(format!(
-                "{}: no end of stream within {:?}",
-                endpoint.url, options.timeout
-            )));
-        }
-        let event = events
-            .next_event()
-            .map_err(|e| AdapterError::Wire(format!("{}: {e}", endpoint.url)))?;
+        call.phase = format!(
+            "reading event {} of the stream (after {} tokens)",
+            n + 1,
+            out.tokens.len()
+        );
+        let event = events.next_event().map_err(|e| match e {
+            SseError::Io(e) => call.io(&e),
+            e => call.wire(e),
+        })?;
         n += 1;
         match event {
             None => {
-                return Err(AdapterError::Wire(format!(
-                    "{}: the stream ended after {} event(s) without `data: [DONE]`",
-                    endpoint.url,
+                return Err(call.wire(format!(
+                    "the stream ended after {} event(s) without `data: [DONE]`",
                     n - 1
                 )))
             }
@@ -175,12 +300,20 @@ pub fn complete(
                     return Ok(out);
                 }
                 let c: Completion = serde_json::from_str(&d).map_err(|e| {
-                    AdapterError::Wire(format!(
-                        "{}: event {n} is not a completion chunk: {e}: {d:.200}",
-                        endpoint.url
+                    call.wire(format!(
+                        "event {n} is not a completion chunk: {e}: {d:.200}"
                     ))
                 })?;
-                take_choice(endpoint, &c, &mut out)?;
+                take_choice(&call, &c, &format!("event {n}"), &mut out)?;
+                if out.tokens.len() > limit {
+                    // A token flood: stop reading, keep what the checks need.
+                    let _ = stream.shutdown(Shutdown::Both);
+                    out.tokens.truncate(limit);
+                    out.logprobs.truncate(limit);
+                    out.token_flood = true;
+                    out.finish = None;
+                    return Ok(out);
+                }
                 if options.hang_up_after.is_some_and(|k| out.tokens.len() >= k) {
                     let _ = stream.shutdown(Shutdown::Both);
                     out.hung_up = true;
@@ -192,19 +325,43 @@ pub fn complete(
     }
 }
 
+/// Takes the one choice of a completion (parity asks for n = 1): exactly
+/// one choice, with index 0; its logprobs, when sent, one per token id.
 fn take_choice(
-    endpoint: &Endpoint,
+    call: &Call<'_>,
     c: &Completion,
+    at: &str,
     out: &mut HttpOutcome,
 ) -> Result<(), AdapterError> {
-    let choice = c.choices.first().ok_or_else(|| {
-        AdapterError::Wire(format!("{}: a completion with no choices", endpoint.url))
-    })?;
-    out.tokens.extend(&choice.token_ids);
-    out.slot = out.slot.or(c.slot);
+    let choice = match c.choices.as_slice() {
+        [] => return Err(call.wire(format!("{at}: a completion with no choices"))),
+        [one] => one,
+        more => {
+            return Err(call.wire(format!(
+                "{at}: {} choices (indices {:?}); parity asks for one (n = 1, index 0)",
+                more.len(),
+                more.iter().map(|c| c.index).collect::<Vec<_>>()
+            )))
+        }
+    };
+    if choice.index != 0 {
+        return Err(call.wire(format!(
+            "{at}: its only choice has index {}; parity asks for one choice, index 0",
+            choice.index
+        )));
+    }
     if let Some(lp) = &choice.logprobs {
+        if lp.token_logprobs.len() != choice.token_ids.len() {
+            return Err(call.wire(format!(
+                "{at}: {} token ids but {} logprobs",
+                choice.token_ids.len(),
+                lp.token_logprobs.len()
+            )));
+        }
         out.logprobs.extend(&lp.token_logprobs);
     }
+    out.tokens.extend(&choice.token_ids);
+    out.slot = out.slot.or(c.slot);
     if choice.finish_reason.is_some() {
         out.finish.clone_from(&choice.finish_reason);
     }
@@ -213,15 +370,15 @@ fn take_choice(
 
 /// Reads the status line and headers: (status, chunked, content length).
 fn read_head(
-    endpoint: &Endpoint,
+    call: &Call<'_>,
     r: &mut impl BufRead,
 ) -> Result<(u16, bool, Option<u64>), AdapterError> {
-    let bad = |m: String| AdapterError::Wire(format!("{}: {m}", endpoint.url));
+    let bad = |m: String| call.wire(m);
     let mut line = String::new();
     r.by_ref()
         .take(8192)
         .read_line(&mut line)
-        .map_err(|e| io(endpoint, e))?;
+        .map_err(|e| call.io(&e))?;
     let mut parts = line.split_whitespace();
     let status = match (parts.next(), parts.next()) {
         (Some(v), Some(s)) if v.starts_with("HTTP/1.") => s.parse::<u16>().ok(),
@@ -234,7 +391,7 @@ fn read_head(
         r.by_ref()
             .take(8192)
             .read_line(&mut line)
-            .map_err(|e| io(endpoint, e))?;
+            .map_err(|e| call.io(&e))?;
         let l = line.trim_end();
         if l.is_empty() {
             return Ok((status, chunked, length));
@@ -252,54 +409,6 @@ fn read_head(
         }
     }
     Err(bad("more than 200 response headers".into()))
-}
-
-/// A `Transfer-Encoding: chunked` body as a plain byte stream.
-struct Chunked<R> {
-    inner: R,
-    left: u64,
-    done: bool,
-}
-
-impl<R: BufRead> Chunked<R> {
-    fn new(inner: R) -> Self {
-        Chunked {
-            inner,
-            left: 0,
-            done: false,
-        }
-    }
-}
-
-impl<R: BufRead> Read for Chunked<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let invalid = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
-        if self.done {
-            return Ok(0);
-        }
-        if self.left == 0 {
-            let mut line = String::new();
-            self.inner.by_ref().take(1024).read_line(&mut line)?;
-            if line.trim().is_empty() {
-                // The CRLF after the previous chunk.
-                line.clear();
-                self.inner.by_ref().take(1024).read_line(&mut line)?;
-            }
-            let size = line.trim().split(';').next().unwrap_or("");
-            self.left = u64::from_str_radix(size, 16).map_err(|_| invalid("bad chunk size"))?;
-            if self.left == 0 {
-                self.done = true;
-                return Ok(0);
-            }
-        }
-        let want = buf.len().min(self.left as usize);
-        let n = self.inner.read(&mut buf[..want])?;
-        if n == 0 {
-            return Err(invalid("the chunked body ended mid-chunk"));
-        }
-        self.left -= n as u64;
-        Ok(n)
-    }
 }
 
 #[cfg(test)]
@@ -336,13 +445,35 @@ mod tests {
             .contains("not a loopback address"));
     }
 
+    /// A listener that accepts and never answers (a test double for a hung
+    /// server): the call ends at its deadline and says where it was.
     #[test]
-    fn chunked_bodies_are_decoded() {
-        let raw = b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
-        let mut s = String::new();
-        Chunked::new(&raw[..]).read_to_string(&mut s).unwrap();
-        assert_eq!(s, "hello world");
-        let mut s = String::new();
-        assert!(Chunked::new(&b"zz\r\n"[..]).read_to_string(&mut s).is_err());
+    fn a_silent_server_times_out_at_the_deadline_naming_the_event() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let held = std::thread::spawn(move || listener.accept().map(|(s, _)| s));
+        let request = WireRequest {
+            prompt: vec![1],
+            audio: None,
+            max_tokens: 1,
+            stream: true,
+            logprobs: None,
+            model: None,
+        };
+        let options = CallOptions {
+            stream: true,
+            hang_up_after: None,
+            timeout: Duration::from_millis(300),
+        };
+        let e = complete(&Endpoint::parse(&url).unwrap(), &request, options)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("{url}: timed out after 0."))
+                && e.contains("while waiting for the response's status line and headers")
+                && e.contains("one wall-clock deadline of 0.3 s per request"),
+            "{e}"
+        );
+        drop(held.join());
     }
 }

@@ -2,6 +2,7 @@
 //! OpenAI-compatible HTTP endpoint, and the wire formats they share
 //! (docs/serving-blackbox.md).
 
+pub mod chunked;
 pub mod command;
 pub mod http;
 pub mod request;
@@ -10,6 +11,21 @@ pub mod targets;
 pub mod wire;
 
 use parity_record::ErrorKind;
+use std::time::Duration;
+
+/// Tokens read past `max_tokens` before parity stops reading a request and
+/// fails it (a token flood): enough to show by how much the target overran,
+/// few enough that a flood costs nothing.
+pub const TOKEN_MARGIN: usize = 16;
+
+/// Largest non-streamed HTTP answer (and command output line) parity reads:
+/// the same bound as one line of an event stream (`sse::MAX_LINE`).
+pub const MAX_BODY: usize = sse::MAX_LINE;
+
+/// `1.0 s`, `120.0 s`: a duration for messages.
+pub fn seconds(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
 
 /// Why a black-box target could not be driven (as opposed to a request the
 /// target refused or failed, which is an observation the checks judge).
@@ -53,4 +69,7 @@ pub struct Outcome {
     pub hung_up: bool,
     /// The server slot it ran in, when the target said (parity's `slot` extension).
     pub slot: Option<u32>,
+    /// Parity stopped reading: the target sent more than `max_tokens` +
+    /// [`TOKEN_MARGIN`] tokens (`tokens` holds the first `max_tokens` + margin).
+    pub token_flood: bool,
 }

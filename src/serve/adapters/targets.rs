@@ -24,19 +24,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// Default bound on one request (connect to last token).
+/// Default bound on one request: one wall-clock deadline from connect (or
+/// spawn) to the last byte (or exit), whatever arrives (`--request-timeout`).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A request the target answered unreadably: its error (the other requests
 /// go on and keep their results); a misdescribed target stops the run.
-fn wire_failure(request: &Request, e: AdapterError) -> Result<Observed, ServeError> {
+/// `who` names the request, and the solo run when it is one.
+fn wire_failure(request: &Request, who: &str, e: AdapterError) -> Result<Observed, ServeError> {
     match e {
         AdapterError::Wire(m) => Ok(Observed {
             id: request.id.clone(),
-            error: Some(format!("request `{}`: wire: {m}", request.id)),
+            error: Some(format!("{who}: wire: {m}")),
             ..Observed::default()
         }),
-        e => Err(ServeError::from(e).context(&format!("request `{}`", request.id))),
+        e => Err(ServeError::from(e).context(who)),
     }
 }
 
@@ -235,16 +237,24 @@ impl<C: Caller> BlackBox<C> {
     ) -> Result<Observed, ServeError> {
         let w = wire(store, request)?;
         let stop = if solo { None } else { hang_up_after(request) };
+        let who = if solo {
+            format!("request `{}` (its solo reference run)", request.id)
+        } else {
+            format!("request `{}`", request.id)
+        };
         let out = match self.caller.call(&w, lane, !solo, stop) {
             Ok(out) => out,
-            Err(e) => return wire_failure(request, e),
+            Err(e) => return wire_failure(request, &who, e),
         };
         Ok(Observed {
             id: request.id.clone(),
             slot: out.slot,
             tokens: out.tokens,
+            logprobs: out.logprobs,
+            finish: out.finish,
+            token_flood: out.token_flood,
             refused: out.refused,
-            error: out.error.map(|e| format!("request `{}`: {e}", request.id)),
+            error: out.error.map(|e| format!("{who}: {e}")),
             ..Observed::default()
         })
     }
