@@ -277,7 +277,11 @@ fn merge_refuses_overlapping_missing_and_mismatched_shards() {
         let stages = record["stages"].as_array_mut().unwrap();
         let before = stages.len();
         stages.retain(|s| s["status"] == "pass");
-        assert!(stages.len() < before, "shard {} has failing stage runs", i + 1);
+        assert!(
+            stages.len() < before,
+            "shard {} has failing stage runs",
+            i + 1
+        );
         record["status"] = "pass".into();
         record["first_divergence"] = Value::Null;
         record["chained_divergence"] = Value::Array(Vec::new());

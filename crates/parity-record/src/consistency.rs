@@ -51,7 +51,10 @@ fn agrees_with_exit_code(record: &AnyRecord) -> Result<(), Inconsistency> {
     let agree = matches!(
         (status, code),
         (Status::Pass, ExitCode::Pass)
-            | (Status::Fail, ExitCode::Fail | ExitCode::Input | ExitCode::Execution)
+            | (
+                Status::Fail,
+                ExitCode::Fail | ExitCode::Input | ExitCode::Execution
+            )
             | (Status::Error, ExitCode::Input | ExitCode::Execution)
     );
     if agree {
@@ -280,7 +283,8 @@ mod tests {
         f.status = Status::Pass;
         assert_eq!(field(f), "status");
         let mut b = samples::bisect_op();
-        b.errors.push(ErrorRecord::execution("writing the reproducer failed"));
+        b.errors
+            .push(ErrorRecord::execution("writing the reproducer failed"));
         assert_eq!(check(&b.clone().into()), Ok(()), "localised, then an error");
         b.status = Status::Pass;
         assert_eq!(field(b), "status");

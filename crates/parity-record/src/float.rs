@@ -144,7 +144,10 @@ mod tests {
             9.999999999999999e-6,
         ] {
             assert_eq!(round_trip(x, Some(x)).0.to_bits(), x.to_bits(), "{x:e}");
-            assert_eq!(round_trip(x, Some(x)).1.map(f64::to_bits), Some(x.to_bits()));
+            assert_eq!(
+                round_trip(x, Some(x)).1.map(f64::to_bits),
+                Some(x.to_bits())
+            );
         }
     }
 

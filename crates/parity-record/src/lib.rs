@@ -34,7 +34,8 @@ pub mod tokens;
 
 pub use any::{AnyRecord, RecordError};
 pub use baseline::{
-    Band, BaselineError, BaselineRecord, Change, Metric, MetricChange, OutputChange, BASELINE_SCHEMA,
+    Band, BaselineError, BaselineRecord, Change, Metric, MetricChange, OutputChange,
+    BASELINE_SCHEMA,
 };
 pub use bisect::{
     BisectRecord, CheckpointKind, CheckpointRecord, Confirmation, ConfirmationCandidate,

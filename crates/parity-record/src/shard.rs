@@ -316,7 +316,11 @@ fn check_assignment(file: &str, record: &RunRecord, shard: &ShardRecord) -> Resu
     let extra: Vec<_> = held.iter().filter(|r| !expected_set.contains(r)).collect();
     let mut what = Vec::new();
     if !missing.is_empty() {
-        what.push(format!("{} missing: {}", runs(missing.len()), show(missing)));
+        what.push(format!(
+            "{} missing: {}",
+            runs(missing.len()),
+            show(missing)
+        ));
     }
     if !extra.is_empty() {
         what.push(format!(
@@ -489,9 +493,8 @@ mod tests {
             name: "ghost".into(),
             ..shards[1].1.stages[0].clone()
         });
-        assert!(err(&[shards[0].clone(), extra]).ends_with(
-            "1 stage run not assigned to it: `ghost` of case `b2` (isolated)"
-        ));
+        assert!(err(&[shards[0].clone(), extra])
+            .ends_with("1 stage run not assigned to it: `ghost` of case `b2` (isolated)"));
         let mut moved = shards.clone();
         let stage = moved[0].1.stages.remove(0);
         moved[1].1.stages.push(stage);
@@ -503,7 +506,10 @@ mod tests {
         // A shard's run-level error is quoted: it may be why runs are missing.
         let mut failed = shards.clone();
         failed[0].1.stages.clear();
-        failed[0].1.errors.push(ErrorRecord::input("case `b2`: bad input"));
+        failed[0]
+            .1
+            .errors
+            .push(ErrorRecord::input("case `b2`: bad input"));
         assert!(err(&failed).ends_with("; its run-level error: case `b2`: bad input"));
     }
 

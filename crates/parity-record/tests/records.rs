@@ -38,7 +38,10 @@ fn a_re_rendered_record_keeps_every_number_to_the_last_digit() {
     let second = AnyRecord::parse(&first, Path::new("again.json"))
         .unwrap()
         .to_json();
-    assert_eq!(second, first, "a re-render of the re-render is byte-identical");
+    assert_eq!(
+        second, first,
+        "a re-render of the re-render is byte-identical"
+    );
 }
 
 #[test]
