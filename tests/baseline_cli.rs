@@ -1,5 +1,6 @@
 //! `parity report RUN --baseline BASE` end to end: a real run of
-//! examples/basic (real IREE) against baselines derived from it.
+//! examples/basic (real IREE) against baselines derived from it; and the
+//! records `parity report` refuses to re-render or compare.
 
 mod common;
 
@@ -140,4 +141,81 @@ fn an_error_that_grows_within_tolerance_fails_the_ratchet() {
         &[run_path, "--baseline", base_path, "--band", "-1"],
     );
     assert_eq!(code, Some(2), "{stderr}");
+}
+
+#[test]
+fn a_baseline_of_another_spec_and_a_self_contradicting_record_are_input_errors() {
+    let dir = basic_copy();
+    let (code, _, _, run) = check_to(
+        dir.path(),
+        "stages.yaml",
+        &dir.path().join("now"),
+        &["--mode", "isolated"],
+    );
+    assert_eq!(code, 0);
+    let run = run.expect("run.json");
+    let run_path = dir.path().join("now/run.json");
+    let run_path = run_path.to_str().unwrap();
+    let write = |name: &str, record: &Value| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, serde_json::to_string_pretty(record).unwrap()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+
+    // A baseline whose outputs are all another spec's: nothing is compared,
+    // which must not read "BASELINE PASS: 0 outputs".
+    let mut other = run.clone();
+    other["spec"] = "other/stages.yaml".into();
+    for stage in other["stages"].as_array_mut().unwrap() {
+        stage["name"] = format!("other_{}", stage["name"].as_str().unwrap()).into();
+    }
+    let other_path = write("other.json", &other);
+    let (code, stdout, stderr) = report(dir.path(), &[run_path, "--baseline", &other_path]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{run_path} and {other_path}: no output in common (7 measured outputs in the run, 7 in the baseline"
+        )),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("BASELINE"), "{stdout}");
+
+    // `fail` over passing stages printed FAIL and exited 0.
+    let mut edited = run.clone();
+    edited["status"] = "fail".into();
+    let path = write("fail-over-pass.json", &edited);
+    let (code, stdout, stderr) = report(dir.path(), &[&path]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{path}: parity.run-record/2 record contradicts itself at `status`: it is `fail` but the stages and errors say `pass`"
+        )),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty(), "no verdict is printed: {stdout}");
+    // `pass` over a failing stage printed PASS and exited 1.
+    let mut edited = run.clone();
+    edited["stages"][3]["status"] = "fail".into();
+    edited["stages"][3]["outputs"][0]["status"] = "fail".into();
+    let path = write("pass-over-fail.json", &edited);
+    let (code, stdout, stderr) = report(dir.path(), &[&path, "--json", "out.json"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("contradicts itself at `status`: it is `pass` but the stages and errors say `fail` (stage `masked_softmax`"),
+        "{stderr}"
+    );
+    // A stage that says pass over its failing output.
+    let mut edited = run.clone();
+    edited["stages"][3]["outputs"][0]["status"] = "fail".into();
+    let path = write("stage-over-output.json", &edited);
+    let (code, _, stderr) = report(dir.path(), &[&path]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("contradicts itself at `stages[3].status`: stage `masked_softmax`"),
+        "{stderr}"
+    );
+    // As a baseline too: an edited record is not compared with.
+    let (code, _, stderr) = report(dir.path(), &[run_path, "--baseline", &path]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains(&path), "{stderr}");
 }

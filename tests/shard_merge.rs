@@ -31,6 +31,45 @@ fn stage_keys(record: &Value) -> BTreeSet<(String, String, String)> {
         .collect()
 }
 
+/// Every number literal of a JSON text as written, with the key it belongs
+/// to, leaving out the times (`elapsed_s`, `invoke_ms`): compared as text, so
+/// no JSON parser can round two different numbers to the same value.
+fn untimed_numbers(text: &str) -> Vec<(String, String)> {
+    let mut numbers = Vec::new();
+    let (mut key, mut last_string) = (String::new(), String::new());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                last_string.clear();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => last_string.extend(chars.next()),
+                        '"' => break,
+                        c => last_string.push(c),
+                    }
+                }
+            }
+            ':' => key = last_string.clone(),
+            '-' | '0'..='9' => {
+                let mut literal = c.to_string();
+                while let Some(&d) = chars.peek() {
+                    if !matches!(d, '0'..='9' | '.' | 'e' | 'E' | '+' | '-') {
+                        break;
+                    }
+                    literal.push(d);
+                    chars.next();
+                }
+                if key != "elapsed_s" && key != "invoke_ms" {
+                    numbers.push((key.clone(), literal));
+                }
+            }
+            _ => {}
+        }
+    }
+    numbers
+}
+
 /// Runs shard `i` of `n` of `spec` into `<dir>/shard<i>`; returns its record.
 fn shard(dir: &Path, spec: &str, i: usize, n: usize) -> Value {
     let out = dir.join(format!("shard{i}"));
@@ -126,16 +165,43 @@ fn three_shards_of_the_faulty_spec_merge_into_the_unsharded_record() {
         stdout.contains("first divergence: stage `layer_norm` output `normed`"),
         "{stdout}"
     );
-    let merged: Value =
-        serde_json::from_str(&std::fs::read_to_string(&merged_path).unwrap()).unwrap();
+    let merged_text = std::fs::read_to_string(&merged_path).unwrap();
+    let merged: Value = serde_json::from_str(&merged_text).unwrap();
     assert_eq!(merged["first_divergence"]["stage"], "layer_norm");
     assert_eq!(untimed(merged), untimed(whole));
+    // Equal in every number as written, to the last digit (a parser that
+    // rounds would make the two equal as values while the texts differ).
+    let whole_file = dir.path().join("whole/run.json");
+    let whole_text = std::fs::read_to_string(&whole_file).unwrap();
+    let numbers = untimed_numbers(&whole_text);
+    assert!(numbers.len() > 100, "{}", numbers.len());
+    assert_eq!(untimed_numbers(&merged_text), numbers);
+    // A re-render writes back exactly what it read: the run's record and the merged one.
+    for (from, text) in [(&whole_file, &whole_text), (&merged_path, &merged_text)] {
+        let again = dir.path().join("again.json");
+        let out = parity(
+            dir.path(),
+            &[
+                "report",
+                from.to_str().unwrap(),
+                "--json",
+                again.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", from.display());
+        assert_eq!(
+            &std::fs::read_to_string(&again).unwrap(),
+            text,
+            "{}",
+            from.display()
+        );
+    }
 
     // The merged shards compare with a baseline like any run: against the
     // unsharded run nothing changed, and the run's own failure still decides the exit.
     let mut args = vec!["report", "--merge"];
     args.extend(files.iter().map(String::as_str));
-    let whole_file = dir.path().join("whole/run.json").display().to_string();
+    let whole_file = whole_file.display().to_string();
     args.extend(["--baseline", whole_file.as_str()]);
     let out = parity(dir.path(), &args);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -203,6 +269,35 @@ fn merge_refuses_overlapping_missing_and_mismatched_shards() {
     // The two real halves merge: exit 1, the faulty stage first.
     let (code, err) = merge(&[&s2, &s1]);
     assert_eq!(code, Some(1), "{err}");
+
+    // The failing stage runs deleted from both records: what is left would
+    // pass, but each shard lacks what the plan assigned to it.
+    let mut cut = Vec::new();
+    for (i, mut record) in [a, b].into_iter().enumerate() {
+        let stages = record["stages"].as_array_mut().unwrap();
+        let before = stages.len();
+        stages.retain(|s| s["status"] == "pass");
+        assert!(
+            stages.len() < before,
+            "shard {} has failing stage runs",
+            i + 1
+        );
+        record["status"] = "pass".into();
+        record["first_divergence"] = Value::Null;
+        record["chained_divergence"] = Value::Array(Vec::new());
+        let path = file(&format!("cut{}.json", i + 1));
+        std::fs::write(&path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
+        cut.push(path);
+    }
+    let (code, err) = merge(&[&cut[0], &cut[1]]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: shard 1/2 does not hold what the plan assigns to it: ",
+            cut[0]
+        )) && err.contains("missing: `layer_norm` of case `"),
+        "{err}"
+    );
 }
 
 #[test]

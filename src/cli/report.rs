@@ -12,13 +12,15 @@ pub struct ReportArgs {
     /// JSON records written by parity (`parity.run-record/2`, `parity.bisect/2`,
     /// `parity.compare/1`, `parity.baseline/1`, `parity.tokens/1`, `parity.serving/1`,
     /// `parity.fuzz/1`); the HTML page shows them all (compare records excepted),
-    /// one section per record.
+    /// one section per record. A record whose verdict its own parts contradict
+    /// (an edited `status`) is refused, exit 2.
     #[arg(required = true)]
     records: Vec<PathBuf>,
     /// Merge the run records of every shard of one run (`parity check --shard i/n`)
     /// into the record of the whole, which the other options then render.
     /// Refuses (exit 2) shards of different specs or parity versions,
-    /// overlapping shards and missing ones.
+    /// overlapping shards, missing ones, and a shard that does not hold
+    /// exactly the stage runs the plan assigns to it.
     #[arg(long)]
     merge: bool,
     /// Also write the JSON record here (needs exactly one record, e.g. with --merge).
@@ -43,7 +45,8 @@ pub struct ReportArgs {
     node_data: Option<PathBuf>,
     /// Compare the run (exactly one run record, or the merged shards) with this
     /// earlier run record: every watched metric's change, exit 1 when an error
-    /// grew past the noise band even within tolerance (a ratchet).
+    /// grew past the noise band even within tolerance (a ratchet); exit 2 when
+    /// the two have no output in common (a baseline of another spec).
     #[arg(long, value_name = "BASE.json")]
     baseline: Option<PathBuf>,
     /// With --baseline: relative growth allowed, as a fraction of the baseline
@@ -314,9 +317,9 @@ fn compare_with_baseline(
             .collect::<Result<_, _>>()?
     };
     let base_file = path.display().to_string();
-    Ok(AnyRecord::Baseline(BaselineRecord::compare(
-        run, &run_file, &base, &base_file, band, &metrics,
-    )))
+    BaselineRecord::compare(run, &run_file, &base, &base_file, band, &metrics)
+        .map(AnyRecord::Baseline)
+        .map_err(|e| e.to_string())
 }
 
 /// Node data of a run record: reads and normalises every `.mlir` module the

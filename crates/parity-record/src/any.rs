@@ -58,6 +58,19 @@ pub enum RecordError {
         /// What the JSON parser said, with line and column.
         source: serde_json::Error,
     },
+    /// The record parses, but a verdict in it disagrees with the parts it is
+    /// judged from (see [`crate::consistency`]): a hand-edited or damaged file.
+    #[error("{}: {schema} record contradicts itself at `{field}`: {detail}; parity does not re-render a verdict its parts do not support", path.display())]
+    Inconsistent {
+        /// The file.
+        path: PathBuf,
+        /// The schema it names.
+        schema: String,
+        /// The field, as a JSON path (`status`, `stages[3].status`).
+        field: String,
+        /// What the field says and what its parts say.
+        detail: String,
+    },
 }
 
 /// Any record parity writes.
@@ -94,8 +107,21 @@ impl AnyRecord {
         AnyRecord::parse(&text, path)
     }
 
-    /// Parses a record's JSON text; `path` names it in errors.
+    /// Parses a record's JSON text and checks that its verdicts agree with
+    /// their parts ([`crate::consistency`]); `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<AnyRecord, RecordError> {
+        let record = AnyRecord::parse_unchecked(text, path)?;
+        crate::consistency::check(&record).map_err(|e| RecordError::Inconsistent {
+            path: path.to_path_buf(),
+            schema: record.schema().to_string(),
+            field: e.field,
+            detail: e.detail,
+        })?;
+        Ok(record)
+    }
+
+    /// Parses a record's JSON text as it is, consistent or not.
+    fn parse_unchecked(text: &str, path: &Path) -> Result<AnyRecord, RecordError> {
         let schema = serde_json::from_str::<SchemaOnly>(text)
             .map_err(|source| RecordError::NotARecord {
                 path: path.to_path_buf(),

@@ -225,6 +225,28 @@ impl OutputChange {
     }
 }
 
+/// Why a run cannot be compared with a baseline.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BaselineError {
+    /// No output is in both records: nothing would be compared, and a
+    /// comparison of nothing must not pass.
+    #[error(
+        "{run} and {baseline}: no output in common ({run_outputs} measured outputs in the run, \
+         {baseline_outputs} in the baseline, none the same stage, case, mode and output); \
+         is the baseline a run of another spec?"
+    )]
+    NothingInCommon {
+        /// The run record's file.
+        run: String,
+        /// The baseline record's file.
+        baseline: String,
+        /// Outputs with metrics in the run.
+        run_outputs: usize,
+        /// Outputs with metrics in the baseline.
+        baseline_outputs: usize,
+    },
+}
+
 /// A run compared with its baseline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BaselineRecord {
@@ -252,7 +274,8 @@ pub struct BaselineRecord {
 }
 
 impl BaselineRecord {
-    /// Compares `run` (from file `run_file`) with `baseline` (from `baseline_file`).
+    /// Compares `run` (from file `run_file`) with `baseline` (from
+    /// `baseline_file`); refuses two records with no output in common.
     pub fn compare(
         run: &RunRecord,
         run_file: &str,
@@ -260,7 +283,7 @@ impl BaselineRecord {
         baseline_file: &str,
         band: Band,
         metrics: &[Metric],
-    ) -> BaselineRecord {
+    ) -> Result<BaselineRecord, BaselineError> {
         let measured = |r: &'_ RunRecord| -> Vec<(OutputChange, OutputMetrics)> {
             r.stages
                 .iter()
@@ -315,6 +338,14 @@ impl BaselineRecord {
             .filter(|(c, _)| !now_keys.contains(&key(c)))
             .map(|(c, _)| c.label())
             .collect();
+        if outputs.is_empty() {
+            return Err(BaselineError::NothingInCommon {
+                run: run_file.to_string(),
+                baseline: baseline_file.to_string(),
+                run_outputs: now.len(),
+                baseline_outputs: then.len(),
+            });
+        }
         let mut notes = Vec::new();
         if run.spec != baseline.spec {
             notes.push(format!(
@@ -333,7 +364,7 @@ impl BaselineRecord {
         } else {
             Status::Pass
         };
-        BaselineRecord {
+        Ok(BaselineRecord {
             schema: BASELINE_SCHEMA.to_string(),
             status,
             run: run_file.to_string(),
@@ -344,7 +375,7 @@ impl BaselineRecord {
             outputs,
             only_in_run,
             only_in_baseline,
-        }
+        })
     }
 
     /// Every metric that regressed, with its output.
@@ -393,6 +424,47 @@ mod tests {
             Change::of(f64::INFINITY, f64::INFINITY, &band),
             Change::Same
         );
+    }
+
+    #[test]
+    fn a_baseline_with_no_output_in_common_is_refused() {
+        let run = crate::samples::passing_run();
+        let mut other = crate::samples::passing_run();
+        for s in &mut other.stages {
+            s.name = format!("other_{}", s.name);
+        }
+        let compare = |base: &RunRecord| {
+            BaselineRecord::compare(
+                &run,
+                "now/run.json",
+                base,
+                "other/run.json",
+                Band::default(),
+                &Metric::DEFAULT,
+            )
+        };
+        let e = compare(&other).unwrap_err();
+        assert_eq!(
+            e,
+            BaselineError::NothingInCommon {
+                run: "now/run.json".into(),
+                baseline: "other/run.json".into(),
+                run_outputs: 4,
+                baseline_outputs: 4,
+            }
+        );
+        let m = e.to_string();
+        assert!(
+            m.starts_with("now/run.json and other/run.json: no output in common"),
+            "{m}"
+        );
+        // A baseline that measured nothing (every stage errored) compares nothing either.
+        let mut empty = run.clone();
+        empty.stages.clear();
+        assert!(compare(&empty).is_err());
+        // One output in common is enough.
+        other.stages[0].name = "embed".into();
+        assert_eq!(compare(&other).map(|b| b.outputs.len()), Ok(1));
     }
 
     #[test]

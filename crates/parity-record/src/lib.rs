@@ -17,6 +17,7 @@ pub mod baseline;
 pub mod bisect;
 pub mod common;
 pub mod compare;
+pub mod consistency;
 pub mod criterion;
 pub mod error_map;
 pub mod exit;
@@ -33,7 +34,8 @@ pub mod tokens;
 
 pub use any::{AnyRecord, RecordError};
 pub use baseline::{
-    Band, BaselineRecord, Change, Metric, MetricChange, OutputChange, BASELINE_SCHEMA,
+    Band, BaselineError, BaselineRecord, Change, Metric, MetricChange, OutputChange,
+    BASELINE_SCHEMA,
 };
 pub use bisect::{
     BisectRecord, CheckpointKind, CheckpointRecord, Confirmation, ConfirmationCandidate,

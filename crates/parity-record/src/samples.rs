@@ -403,4 +403,5 @@ pub fn baseline_regression() -> crate::baseline::BaselineRecord {
         },
         &crate::baseline::Metric::DEFAULT,
     )
+    .expect("the sample runs share their outputs")
 }

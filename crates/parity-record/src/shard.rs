@@ -14,7 +14,7 @@ use crate::common::{ErrorRecord, Mode};
 use crate::plan::RunPlan;
 use crate::run::{ModuleProvenance, RunRecord, StageRecord};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// Shard `index` of `count`, 1-based (`--shard 2/3`).
@@ -111,6 +111,19 @@ pub enum MergeError {
         /// The second file.
         b: String,
         /// What both hold.
+        what: String,
+    },
+    /// A shard that does not hold exactly the stage runs the plan assigns to
+    /// it: some are missing (deleted from the record?) or extra.
+    #[error("{file}: shard {index}/{count} does not hold what the plan assigns to it: {what}")]
+    Incomplete {
+        /// The shard's file.
+        file: String,
+        /// Its index.
+        index: usize,
+        /// Number of shards.
+        count: usize,
+        /// The missing and extra stage runs.
         what: String,
     },
     /// Some shards are missing: the merge would not be the whole run.
@@ -244,12 +257,95 @@ pub fn merge(records: &[(String, RunRecord)]) -> Result<RunRecord, MergeError> {
             stages.push((file, stage));
         }
     }
+    for &(file, record, shard) in &shards {
+        check_assignment(file, record, shard)?;
+    }
     // A stable sort: records the plan does not know keep their shard order, last.
     stages.sort_by_key(|(_, s)| shard0.plan.position(s));
     merged.stages = stages.into_iter().map(|(_, s)| s.clone()).collect();
     shard0.plan.locate(&mut merged);
     merged.status = merged.derived_status();
     Ok(merged)
+}
+
+/// The stage runs (name, case, mode) the plan assigns to `shard`, in execution order.
+fn assigned(shard: &ShardRecord) -> Vec<(&str, &str, Mode)> {
+    let plan = &shard.plan;
+    let part = Shard {
+        index: shard.index,
+        count: shard.count,
+    };
+    let mut runs = Vec::new();
+    for &mode in &plan.modes {
+        for (c, case) in plan.cases.iter().enumerate() {
+            for (rank, stage) in plan.stages.iter().enumerate() {
+                if part.owns(mode, c, rank, plan.stages.len()) {
+                    runs.push((stage.name.as_str(), case.as_str(), mode));
+                }
+            }
+        }
+    }
+    runs
+}
+
+/// Refuses a shard whose stage runs are not exactly those the plan assigns
+/// to it: a missing one (a deleted failure would otherwise merge into a
+/// pass) or an extra one (another shard's, or one the plan does not know).
+fn check_assignment(file: &str, record: &RunRecord, shard: &ShardRecord) -> Result<(), MergeError> {
+    let expected = assigned(shard);
+    let held: Vec<(&str, &str, Mode)> = record
+        .stages
+        .iter()
+        .map(|s| (s.name.as_str(), s.case.as_str(), s.mode))
+        .collect();
+    let show = |runs: Vec<&(&str, &str, Mode)>| {
+        const SHOWN: usize = 8;
+        let mut text: Vec<String> = runs
+            .iter()
+            .take(SHOWN)
+            .map(|(name, case, mode)| format!("`{name}` of case `{case}` ({})", mode.name()))
+            .collect();
+        if runs.len() > SHOWN {
+            text.push(format!("and {} more", runs.len() - SHOWN));
+        }
+        text.join(", ")
+    };
+    let (expected_set, held_set): (HashSet<_>, HashSet<_>) =
+        (expected.iter().collect(), held.iter().collect());
+    let missing: Vec<_> = expected.iter().filter(|r| !held_set.contains(r)).collect();
+    let extra: Vec<_> = held.iter().filter(|r| !expected_set.contains(r)).collect();
+    let mut what = Vec::new();
+    if !missing.is_empty() {
+        what.push(format!(
+            "{} missing: {}",
+            runs(missing.len()),
+            show(missing)
+        ));
+    }
+    if !extra.is_empty() {
+        what.push(format!(
+            "{} not assigned to it: {}",
+            runs(extra.len()),
+            show(extra)
+        ));
+    }
+    if what.is_empty() {
+        return Ok(());
+    }
+    if let Some(e) = record.errors.first() {
+        what.push(format!("its run-level error: {}", e.message));
+    }
+    Err(MergeError::Incomplete {
+        file: file.to_string(),
+        index: shard.index,
+        count: shard.count,
+        what: what.join("; "),
+    })
+}
+
+/// `1 stage run`, `2 stage runs`.
+fn runs(n: usize) -> String {
+    format!("{n} stage run{}", if n == 1 { "" } else { "s" })
 }
 
 /// Appends the items of `from` that `into` does not hold yet (by `same`).
@@ -264,8 +360,11 @@ fn push_new<T: Clone>(into: &mut Vec<T>, from: &[T], same: impl Fn(&T, &T) -> bo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::Status;
     use crate::plan::PlanStage;
     use crate::samples;
+    use crate::AnyRecord;
+    use std::path::Path;
 
     /// samples::failing_run in plan order, and its plan.
     fn whole() -> (RunRecord, RunPlan) {
@@ -286,6 +385,19 @@ mod tests {
             extents: Vec::new(),
         };
         let mut run = samples::failing_run();
+        // Every planned stage run: `head` in isolation, `proj` chained.
+        let renamed = |from: usize, name: &str| StageRecord {
+            name: name.into(),
+            function: format!("main.{name}"),
+            ..run.stages[from].clone()
+        };
+        let (head, proj) = (renamed(0, "head"), renamed(2, "proj"));
+        assert_eq!((head.mode, proj.mode), (Mode::Isolated, Mode::Chained));
+        run.stages.extend([head, proj]);
+        // Numbers that serde_json's default parser changes in the last digit.
+        let m = run.stages[1].outputs[0].metrics.as_mut().unwrap();
+        m.cosine = 0.9999999999999999;
+        m.rel_l2 = 0.30000000000000004;
         run.stages.sort_by_key(|s| plan.position(s));
         plan.locate(&mut run);
         (run, plan)
@@ -326,6 +438,79 @@ mod tests {
         let shards = split(&run, &plan, 3);
         assert_eq!(shards[1].1.stages.len(), 1);
         assert_eq!(run.first_divergence.as_ref().unwrap().stage, "norm");
+    }
+
+    #[test]
+    fn shards_read_back_from_their_files_merge_into_the_whole_to_the_last_digit() {
+        let (run, plan) = whole();
+        let whole_text = AnyRecord::Run(run.clone()).to_json();
+        assert!(whole_text.contains("0.9999999999999999"), "{whole_text}");
+        for count in 1..=4 {
+            let read_back: Vec<(String, RunRecord)> = split(&run, &plan, count)
+                .into_iter()
+                .map(|(file, r)| {
+                    let text = AnyRecord::Run(r).to_json();
+                    match AnyRecord::parse(&text, Path::new(&file)) {
+                        Ok(AnyRecord::Run(r)) => (file, r),
+                        other => panic!("{file}: {other:?}"),
+                    }
+                })
+                .collect();
+            let merged = AnyRecord::Run(merge(&read_back).unwrap());
+            assert_eq!(merged.to_json(), whole_text, "{count} shards");
+            // And a re-render of the merged record changes nothing.
+            let again = AnyRecord::parse(&merged.to_json(), Path::new("merged.json")).unwrap();
+            assert_eq!(again.to_json(), whole_text);
+        }
+    }
+
+    #[test]
+    fn refuses_a_shard_without_its_whole_part() {
+        let (run, plan) = whole();
+        let shards = split(&run, &plan, 2);
+        let err = |records: &[(String, RunRecord)]| merge(records).unwrap_err().to_string();
+        // The failing stage runs deleted: what is left would pass.
+        let mut cut = shards.clone();
+        for (_, r) in &mut cut {
+            r.stages.retain(|s| s.status == Status::Pass);
+            r.status = r.derived_status();
+            plan.locate(r);
+        }
+        assert_eq!(
+            err(&cut),
+            "shard1.json: shard 1/2 does not hold what the plan assigns to it: \
+             1 stage run missing: `proj` of case `b2` (isolated)"
+        );
+        assert_eq!(
+            err(&[shards[0].clone(), cut[1].clone()]),
+            "shard2.json: shard 2/2 does not hold what the plan assigns to it: \
+             3 stage runs missing: `norm` of case `b2` (isolated), \
+             `norm` of case `b2` (chained), `head` of case `b2` (chained)"
+        );
+        // A stage run the plan does not know, or in the wrong shard.
+        let mut extra = shards[1].clone();
+        extra.1.stages.push(StageRecord {
+            name: "ghost".into(),
+            ..shards[1].1.stages[0].clone()
+        });
+        assert!(err(&[shards[0].clone(), extra])
+            .ends_with("1 stage run not assigned to it: `ghost` of case `b2` (isolated)"));
+        let mut moved = shards.clone();
+        let stage = moved[0].1.stages.remove(0);
+        moved[1].1.stages.push(stage);
+        assert_eq!(
+            err(&moved),
+            "shard1.json: shard 1/2 does not hold what the plan assigns to it: \
+             1 stage run missing: `embed` of case `b2` (isolated)"
+        );
+        // A shard's run-level error is quoted: it may be why runs are missing.
+        let mut failed = shards.clone();
+        failed[0].1.stages.clear();
+        failed[0]
+            .1
+            .errors
+            .push(ErrorRecord::input("case `b2`: bad input"));
+        assert!(err(&failed).ends_with("; its run-level error: case `b2`: bad input"));
     }
 
     #[test]

@@ -21,6 +21,30 @@ fn every_sample_round_trips() {
 }
 
 #[test]
+fn a_re_rendered_record_keeps_every_number_to_the_last_digit() {
+    let mut run = samples::failing_run();
+    let m = run.stages[1].outputs[0].metrics.as_mut().unwrap();
+    m.cosine = 0.9999999999999999;
+    m.rel_l2 = 0.30000000000000004;
+    m.rms = 5e-324;
+    m.mean_abs = 2.2250738585072014e-308;
+    run.elapsed_s = 1.0000000000000002;
+    let text = AnyRecord::Run(run).to_json();
+    assert!(text.contains("\"cosine\": 0.9999999999999999,"), "{text}");
+    let first = AnyRecord::parse(&text, Path::new("run.json"))
+        .unwrap()
+        .to_json();
+    assert_eq!(first, text, "the first re-render writes what was read");
+    let second = AnyRecord::parse(&first, Path::new("again.json"))
+        .unwrap()
+        .to_json();
+    assert_eq!(
+        second, first,
+        "a re-render of the re-render is byte-identical"
+    );
+}
+
+#[test]
 fn non_finite_metrics_survive_where_v1_lost_them() {
     let mut run = samples::failing_run();
     let m = run.stages[1].outputs[0].metrics.as_mut().unwrap();
@@ -135,6 +159,19 @@ fn bad_files_are_named_in_the_error() {
     let e = AnyRecord::parse(&text, p).unwrap_err();
     assert!(matches!(e, RecordError::NotARecord { .. }), "{e}");
     assert!(e.to_string().contains("EOF"), "{e}");
+    // A verdict its parts contradict: `pass` over a failing stage.
+    let mut r = samples::failing_run();
+    r.stages.retain(|s| s.error.is_none());
+    r.status = Status::Fail;
+    let text = AnyRecord::Run(r).to_json();
+    let edited = text.replacen("\"status\": \"fail\"", "\"status\": \"pass\"", 1);
+    let e = AnyRecord::parse(&edited, p).unwrap_err();
+    assert!(matches!(e, RecordError::Inconsistent { .. }), "{e}");
+    let m = e.to_string();
+    assert!(
+        m.starts_with("reports/run.json: parity.run-record/2 record contradicts itself at `status`: it is `pass` but the stages and errors say `fail`"),
+        "{m}"
+    );
     let e = AnyRecord::read(Path::new("/nonexistent/run.json")).unwrap_err();
     assert!(e.to_string().contains("/nonexistent/run.json"), "{e}");
 }
