@@ -131,3 +131,99 @@ fn a_cuda_target_without_a_cuda_device_is_one_exit_2_before_anything_runs() {
     let printed = format!("{stdout}{stderr}");
     assert_eq!(printed.matches("device `cuda`").count(), 1, "{printed}");
 }
+
+#[test]
+fn the_basic_example_runs_on_vulkan_over_lavapipe() {
+    // Mesa's lavapipe (ci/setup.sh installs mesa-vulkan-drivers) is a real
+    // Vulkan 1.3 driver on the CPU: the vulkan-spirv modules really run.
+    let dir = basic_copy();
+    with_targets(
+        dir.path(),
+        "  targets:\n    cpu: {backend: llvm-cpu, device: local-task}\n    vulkan: {backend: vulkan-spirv, device: vulkan}\n",
+    );
+    let (code, _, stderr, record) = check(
+        dir.path(),
+        "stages.yaml",
+        &["--mode", "isolated", "--target", "vulkan"],
+    );
+    let record = record.expect("run.json");
+    let status = |name: &str| {
+        record["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .map(|s| s["status"].as_str().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    // Within the tolerances measured on the CPU (docs/gpu.md).
+    for stage in [
+        "layer_norm",
+        "strided_conv",
+        "scores",
+        "masked_softmax",
+        "proj_bf16",
+    ] {
+        assert_eq!(status(stage), "pass", "{stage} on vulkan: {stderr}");
+    }
+    // IREE 3.13's default Vulkan target has no bf16 storage: `attend` (bf16
+    // arguments) does not compile for it, an execution error for that stage
+    // only, naming the function and the backend.
+    assert_eq!(status("attend"), "error");
+    assert_eq!(code, 3, "{stderr}");
+    let attend = record["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "attend")
+        .unwrap();
+    let message = attend["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("function @attend") && message.contains("vulkan-spirv"),
+        "{message}"
+    );
+}
+
+#[test]
+fn cuda_modules_compile_here_and_a_module_for_another_device_is_refused_before_anything_runs() {
+    // CUDA compiles without a GPU or toolkit (PTX embedded), for a GB10
+    // (sm_121) and for Ada/Hopper PTX (sm_89).
+    let dir = basic_copy();
+    let compiler = parity_iree::IreeCompiler::load(None).expect("the IREE compiler");
+    let mlir = std::fs::read(dir.path().join("model.mlir")).unwrap();
+    for sm in ["sm_121", "sm_89"] {
+        let options = parity_iree::CompileOptions::new(
+            "cuda".to_string(),
+            vec![
+                "--iree-input-type=stablehlo".to_string(),
+                format!("--iree-cuda-target={sm}"),
+            ],
+        );
+        let vmfb = compiler
+            .compile("model.mlir", &mlir, &options)
+            .unwrap_or_else(|e| panic!("cuda {sm}: {e}"));
+        std::fs::write(dir.path().join(format!("model.{sm}.vmfb")), vmfb).unwrap();
+    }
+    // The module for a GB10, named as a prebuilt module of a CPU target.
+    let path = dir.path().join("stages.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text
+        .replacen("basic: {mlir: model.mlir}", "basic: {vmfb: model.sm_121.vmfb}", 1)
+        .replacen(
+            "  flags: [\"--iree-input-type=stablehlo\", \"--iree-llvmcpu-target-cpu=generic\"]\n",
+            "",
+            1,
+        );
+    std::fs::write(&path, text).unwrap();
+    let (code, _, stderr, record) = check(dir.path(), "stages.yaml", &[]);
+    assert_eq!(code, 2, "{stderr}");
+    let message = only_error(&record.unwrap());
+    assert!(
+        message.contains("target `default` (device `local-task`)")
+            && message.contains("module `basic` (")
+            && message.contains("model.sm_121.vmfb")
+            && message.contains(r#"built for device "cuda" (cuda, cuda-nvptx-fb, arch sm_121)"#)
+            && message.contains("cannot run on this device"),
+        "{message}"
+    );
+}
