@@ -326,3 +326,37 @@ fn terminal_escapes_in_stage_names_are_shown_escaped() {
         "{stdout}{stderr}"
     );
 }
+
+/// Issue 28: a module nesting 10,000 regions deep overflowed the stack of the
+/// compiler's recursive parser (an abort, no record). It is refused before
+/// the compiler sees it: exit 2 naming the module file, line and column.
+#[test]
+fn a_module_nested_past_the_parser_bound_is_exit_2_at_its_line() {
+    let dir = basic_copy();
+    let mlir = dir.path().join("model.mlir");
+    let mut text = std::fs::read_to_string(&mlir)
+        .unwrap()
+        .trim_end()
+        .to_string();
+    let lines = text.lines().count();
+    text.push_str("\nfunc.func private @deep() {\n");
+    text.push_str(&"\"test.nest\"() ({\n".repeat(10_000));
+    std::fs::write(&mlir, text).unwrap();
+    let (code, stdout, _, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 2, "{stdout}");
+    let record = record.unwrap();
+    let errors = record["errors"].as_array().unwrap();
+    // `@deep() {` (line lines + 1) leaves depth 1; nest line k adds `(` and `{`
+    // (its `()` closes), so the `{` of line k (column 16) reaches depth 2k + 1:
+    // 1001 at k = 500.
+    let at = format!("model.mlir: line {}:16", lines + 1 + 500);
+    assert!(
+        errors.iter().any(|e| e["kind"] == "input"
+            && e["message"].as_str().unwrap().contains(&at)
+            && e["message"]
+                .as_str()
+                .unwrap()
+                .contains("more than 1000 deep")),
+        "{at}: {errors:?}"
+    );
+}

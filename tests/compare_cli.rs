@@ -224,3 +224,36 @@ fn empty_and_all_masked_comparisons_fail_unless_allow_empty() {
     );
     assert_eq!(json(&[&a, &e, "--mask", &mask, "--allow-empty"]).0, 0);
 }
+
+/// A file whose name is not UTF-8 is read by its real name (the record shows
+/// it lossily): the path was reopened from its display string and so was
+/// "No such file or directory" for a file that exists.
+#[cfg(unix)]
+#[test]
+fn a_file_named_with_non_utf8_bytes_is_read() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"conv-\xff.npy"));
+    std::fs::copy(repo().join("examples/basic/oracle/conv.npy"), &odd).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_parity"))
+        .arg("compare")
+        .arg(&odd)
+        .arg(oracle("conv.npy"))
+        .arg("--json")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "pass", "{v}");
+    assert!(
+        v["actual"]["file"]
+            .as_str()
+            .unwrap()
+            .contains("conv-\u{fffd}.npy"),
+        "{v}"
+    );
+}

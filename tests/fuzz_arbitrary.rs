@@ -127,3 +127,35 @@ fn the_lengths_contract_holds_end_to_end_for_a_users_batch() {
     );
     assert!(r["compiler_revision"].is_null(), "{r:#}");
 }
+
+/// Issue 28: the same holed batch with NaN in its valid frames passed the
+/// buggy variant with "no difference (exact)" (NaN out on both sides,
+/// compared equal), while the finite batch fails. A non-finite valid frame
+/// is now refused before IREE, naming the file, the key and the index.
+#[test]
+fn nan_valid_frames_cannot_hide_the_leak() {
+    let dir = tempfile::tempdir().unwrap();
+    let holed = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0];
+    let path = dir.path().join("nan.npz");
+    let mut mel: Vec<f32> = (0..32).map(|i| i as f32 * 0.25).collect();
+    mel[3 * 4 + 1] = f32::NAN; // clip 0, valid frame 3, feature 1
+    let mel = Tensor::from_f32(vec![1, 8, 4], &mel).unwrap();
+    let mask = Tensor::from_f64_as(DType::Bool, vec![1, 8], &holed).unwrap();
+    let lengths = Tensor::from_f64_as(DType::I32, vec![1], &[2.0]).unwrap();
+    parity_tensor::write_npz(
+        &path,
+        &[("mel", &mel), ("mask", &mask), ("lengths", &lengths)],
+        false,
+    )
+    .unwrap();
+    let path = path.to_str().unwrap();
+    let (code, text, r) = fuzz("examples/masked/fuzz-bug.yaml", &["--input", path]);
+    assert_eq!(code, 2, "{text}");
+    let message = r["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("case `{path}`"))
+            && message.contains("key `mel` index [0, 3, 1] is NaN in a valid frame"),
+        "{message}"
+    );
+    assert!(r["invariants"].as_array().unwrap().is_empty(), "{r:#}");
+}

@@ -98,7 +98,15 @@ fn malformed_batches_are_refused_with_exit_2_before_iree() {
     hole[5] = 0.0;
     let bool_mask =
         |v: &[f64], clips| Tensor::from_f64_as(DType::Bool, vec![clips, 32], v).unwrap();
+    // A NaN in a valid frame (clip 0, frame 2, feature 3) would make both
+    // runs' outputs NaN and hide any leak from the padding.
+    let mut nan_mel = vec![0.5f32; 1024];
+    nan_mel[2 * 32 + 3] = f32::NAN;
+    let mut prefix = vec![1.0; 32];
+    prefix[..4].fill(0.0);
     let cases = [
+        ("nan_valid.npz", Tensor::from_f32(vec![1, 32, 32], &nan_mel).unwrap(), bool_mask(&prefix, 1),
+            "clip 0: key `mel` index [0, 2, 3] is NaN in a valid frame"),
         ("hole.npz", mel(1), bool_mask(&hole, 1), "clip 0: hole in a prefix mask: frame 4 is padded but frame 5 is valid"),
         ("all_padded.npz", mel(1), bool_mask(&[1.0; 32], 1), "clip 0: every frame is padded"),
         ("f32_mask.npz", mel(1), Tensor::from_f32(vec![1, 32], &[0.0; 32]).unwrap(), "mask: dtype f32 (the contract says bool)"),

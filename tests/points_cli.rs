@@ -271,3 +271,44 @@ stages:
     // A tensor of a later block is no value of this stage.
     assert_eq!(get("{case}/conformer_0_attention")["status"], "no_match");
 }
+
+/// `n` nested `scf.execute_region`s in one function (issue 28's shape).
+fn nested_regions(n: usize) -> String {
+    let mut s = String::from("func.func @main(%a: tensor<f32>) -> tensor<f32> {\n");
+    for i in 0..n {
+        s += &format!("%r{i} = scf.execute_region -> tensor<f32> {{\n");
+    }
+    s += "scf.yield %a : tensor<f32>\n";
+    for i in (0..n).rev() {
+        s += "}\n";
+        if i > 0 {
+            s += &format!("scf.yield %r{i} : tensor<f32>\n");
+        }
+    }
+    s + "return %r0 : tensor<f32>\n}\n"
+}
+
+/// Issue 28: 10,000 nested regions aborted parity with "stack overflow"
+/// inside the compiler's parser; now it is exit 2 naming the file and line,
+/// and a modest depth still reads.
+#[test]
+fn ten_thousand_nested_regions_are_a_clean_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("deep.mlir");
+    std::fs::write(&deep, nested_regions(10_000)).unwrap();
+    let out = parity(dir.path(), &["points", "deep.mlir"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("deep.mlir: line 1001:43") && stderr.contains("more than 1000 deep"),
+        "{stderr}"
+    );
+    std::fs::write(dir.path().join("ok.mlir"), nested_regions(300)).unwrap();
+    let out = parity(dir.path(), &["points", "ok.mlir", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

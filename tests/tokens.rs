@@ -288,3 +288,46 @@ fn bad_input_is_exit_2_naming_the_tensor_and_other_cases_still_run() {
         .unwrap()
         .contains("no `tokens:` section"));
 }
+
+/// Issue 28: `prompt_length: "30"` for a 4-token prompt on the 24-position
+/// toy passed with `--case` (exit 0, 14 of 16 greedy tokens wrong). It is
+/// exit 2 naming the spec position, the case and the prompt's length; with
+/// `context_length: 24` in the spec it is refused before anything compiles.
+#[test]
+fn a_prompt_length_past_the_prompt_or_the_context_is_exit_2() {
+    let dir = example_copy("tokens");
+    let out = dir.path().join("out");
+    let spec = std::fs::read_to_string(dir.path().join("stages.yaml")).unwrap();
+    let long = spec.replace("prompt_length: \"4\"", "prompt_length: \"30\"");
+    assert_ne!(long, spec);
+    std::fs::write(dir.path().join("long.yaml"), &long).unwrap();
+    let (code, stdout, _, r) = tokens(dir.path(), &out, "long.yaml", &["--case", "clean_a"]);
+    assert_eq!(code, 2, "{stdout}");
+    let c = case(&r, "clean_a");
+    assert_eq!(c["status"], "error");
+    assert!(c["greedy_tokens"].as_array().unwrap().is_empty());
+    let msg = c["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("long.yaml:16:18")
+            && msg.contains("case `clean_a` is 30")
+            && msg.contains("`clean_a/prompt`")
+            && msg.contains("at most 4 fit"),
+        "{msg}"
+    );
+
+    let ctx = long.replace(
+        "  max_new_tokens: 16\n",
+        "  max_new_tokens: 16\n  context_length: 24\n",
+    );
+    std::fs::write(dir.path().join("ctx.yaml"), ctx).unwrap();
+    let (code, _, _, r) = tokens(dir.path(), &out, "ctx.yaml", &["--case", "clean_a"]);
+    assert_eq!(code, 2);
+    let msg = r["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("ctx.yaml:17:18")
+            && msg.contains("past context_length 24")
+            && msg.contains("at most 9 prompt tokens fit"),
+        "{msg}"
+    );
+    assert!(r["compiler_revision"].is_null(), "{r:#}");
+}

@@ -88,9 +88,11 @@ fn source(file: &std::path::Path, key: Option<&str>) -> TensorSource {
     }
 }
 
-fn load(src: &mut TensorSource) -> Result<Tensor, ErrorRecord> {
-    let t = load_tensor(std::path::Path::new(&src.file), src.key.as_deref())
-        .map_err(|e| ErrorRecord::input(e.to_string()))?;
+/// Loads the tensor `src` describes from `path` itself: the record's `file`
+/// is for display only (a lossy string when the name is not UTF-8), so it is
+/// never reopened.
+fn load(path: &std::path::Path, src: &mut TensorSource) -> Result<Tensor, ErrorRecord> {
+    let t = load_tensor(path, src.key.as_deref()).map_err(|e| ErrorRecord::input(e.to_string()))?;
     src.dtype = Some(t.dtype().name().to_string());
     src.shape = Some(t.shape().to_vec());
     Ok(t)
@@ -106,11 +108,11 @@ fn compare_files(args: &CompareArgs) -> CompareRecord {
             args.key_b.as_deref().or(args.key.as_deref()),
         ),
     );
-    let actual = match load(&mut record.actual) {
+    let actual = match load(&args.actual, &mut record.actual) {
         Ok(t) => t,
         Err(e) => return record.with_error(e),
     };
-    let expected = match load(&mut record.expected) {
+    let expected = match load(&args.expected, &mut record.expected) {
         Ok(t) => t,
         Err(e) => return record.with_error(e),
     };
@@ -118,7 +120,7 @@ fn compare_files(args: &CompareArgs) -> CompareRecord {
         None => None,
         Some(path) => {
             let mut src = source(path, args.mask_key.as_deref());
-            let tensor = load(&mut src);
+            let tensor = load(path, &mut src);
             record.mask = Some(src);
             let tensor = match tensor {
                 Ok(t) => t,

@@ -11,6 +11,9 @@ pub enum OracleCommand {
     /// .npy/.npz/.safetensors dump under DIR. Names: `<stem>` for an .npy,
     /// `<stem>/<key>` for an .npz/.safetensors, `@f64` appended when the file
     /// stem or the key ends in `_f64` or `@f64` (see docs/your-model.md).
+    /// Headers are read, never memory-mapped (a file truncated meanwhile is an
+    /// error naming it); directory links into the tree or to its ancestors are
+    /// not followed; names that are not UTF-8 are refused.
     Index(IndexArgs),
 }
 
@@ -85,8 +88,16 @@ fn index(args: IndexArgs) -> anyhow::Result<i32> {
             names.join(", ")
         )
     };
+    let links = if built.skipped_links.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; directory links not followed (they lead back into the tree or to a directory already walked): {}",
+            built.skipped_links.join(", ")
+        )
+    };
     println!(
-        "{}: {} tensors from {} files{skipped}",
+        "{}: {} tensors from {} files{skipped}{links}",
         out.display(),
         built.tensors.len(),
         built.files

@@ -204,8 +204,25 @@ pub(super) fn print_stdout(body: &str) -> anyhow::Result<i32> {
     }
 }
 
+/// A location name in the listing: always in double quotes, escaped as the
+/// scope tree's points are (`yaml_point`), so a name holding terminal
+/// controls (colour codes, a window-title escape, BEL) is shown, not obeyed.
+fn quoted_name(name: &str) -> String {
+    let spelled = yaml_point(name);
+    if spelled.starts_with('"') {
+        spelled
+    } else {
+        format!("\"{spelled}\"")
+    }
+}
+
 /// The human listing: signatures, then (with --function) the scope tree, points spelled for YAML.
+/// Every other name (module, function, type) goes through the terminal sanitiser.
 fn text(out: &PointsJson) -> String {
+    crate::report::sanitize::terminal(&listing(out)).into_owned()
+}
+
+fn listing(out: &PointsJson) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(s, "module {} (normalised by the IREE compiler)", out.module);
@@ -213,7 +230,7 @@ fn text(out: &PointsJson) -> String {
         let sig = |vs: &[ValueJson]| {
             vs.iter()
                 .map(|v| match &v.loc_name {
-                    Some(n) => format!("{}: {} \"{n}\"", v.value, v.ty),
+                    Some(n) => format!("{}: {} {}", v.value, v.ty, quoted_name(n)),
                     None => format!("{}: {}", v.value, v.ty),
                 })
                 .collect::<Vec<_>>()
@@ -262,5 +279,52 @@ fn flatten<'a>(nodes: &'a [ScopeJson], depth: usize, rows: &mut Vec<(String, &'a
     for n in nodes {
         rows.push((format!("{}{}", "  ".repeat(depth), yaml_point(&n.point)), n));
         flatten(&n.children, depth + 1, rows);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(loc_name: &str) -> ValueJson {
+        ValueJson {
+            value: "%arg0".into(),
+            ty: "tensor<f32>".into(),
+            loc_name: Some(loc_name.into()),
+        }
+    }
+
+    #[test]
+    fn location_names_with_terminal_controls_are_shown_escaped() {
+        let out = PointsJson {
+            schema: POINTS_SCHEMA,
+            module: "m\u{1b}[2J.mlir".into(),
+            functions: vec![FunctionJson {
+                name: "main".into(),
+                public: true,
+                ops: 1,
+                args: vec![value("\u{1b}[31mred\u{1b}[0m"), value("params['w']")],
+                results: vec![value("\u{1b}]0;owned\u{7}x\u{9b}y")],
+                scopes: None,
+            }],
+        };
+        let listed = text(&out);
+        for control in ['\u{1b}', '\u{7}', '\u{9b}'] {
+            assert!(!listed.contains(control), "raw {control:?} in:\n{listed}");
+        }
+        assert!(
+            listed.contains("%arg0: tensor<f32> \"\\u001b[31mred\\u001b[0m\""),
+            "{listed}"
+        );
+        assert!(
+            listed.contains("%arg0: tensor<f32> \"\\u001b]0;owned\\u0007x\\u009by\""),
+            "{listed}"
+        );
+        // Ordinary names read as before.
+        assert!(
+            listed.contains("%arg0: tensor<f32> \"params['w']\""),
+            "{listed}"
+        );
+        assert!(listed.contains("module m\\x1b[2J.mlir"), "{listed}");
     }
 }

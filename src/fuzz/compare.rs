@@ -2,7 +2,8 @@
 //! rows the spec's `valid:` rule keeps (from a lengths output of the
 //! reference run, or a subsampling stride), bit for bit or within a
 //! `max_abs` tolerance. A NaN or infinity that appears or moves is an
-//! infinite difference.
+//! infinite difference, and so is a NaN on both sides: the contract has no
+//! NaN-equals-NaN rule, and a NaN output hides whatever else leaked into it.
 
 use parity_record::MovedElement;
 use parity_spec::{FuzzSpec, FuzzTolerance, ValidRegion};
@@ -34,7 +35,9 @@ impl Diff {
 }
 
 fn element_diff(a: f64, b: f64) -> f64 {
-    if a.to_bits() == b.to_bits() {
+    if a.is_nan() || b.is_nan() {
+        f64::INFINITY
+    } else if a.to_bits() == b.to_bits() {
         0.0
     } else if a.is_finite() && b.is_finite() {
         (a - b).abs()
@@ -191,7 +194,10 @@ mod tests {
     #[test]
     fn non_finite_moves_are_infinite() {
         assert_eq!(element_diff(1.0, f64::NAN), f64::INFINITY);
-        assert_eq!(element_diff(f64::NAN, f64::NAN), 0.0);
+        // NaN never equals NaN, not even bit for bit (issue 28: NaN outputs
+        // on both sides hid a leak from a padded hole).
+        assert_eq!(element_diff(f64::NAN, f64::NAN), f64::INFINITY);
+        assert_eq!(element_diff(f64::INFINITY, f64::INFINITY), 0.0);
         assert_eq!(element_diff(1.0, 1.5), 0.5);
     }
 }

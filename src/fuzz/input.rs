@@ -6,7 +6,7 @@
 use super::case::{Fill, Inputs};
 use super::compare::compare_clip;
 use super::exec::Exec;
-use super::validate::validate;
+use super::validate::{validate, Malformed};
 use super::{malformed, seed, strategy, FuzzError};
 use parity_record::{
     ControlRecord, ErrorRecord, FuzzRecord, InvariantRecord, MinimalCase, Status, Violation,
@@ -93,12 +93,46 @@ pub fn load_checked(spec: &parity_spec::FuzzSpec, path: &Path) -> Result<Checked
     let case = format!("case `{}`", path.display());
     let inputs = load(path).map_err(|m| ErrorRecord::input(format!("{case}: {m}")))?;
     let (shape, valid) = validate(spec, &inputs.mel, &inputs.mask, inputs.lengths.as_ref())
+        .and_then(|checked| finite_valid_frames(spec, &inputs).map(|()| checked))
         .map_err(|m| FuzzError::Malformed(m).to_record(&case))?;
     Ok(Checked {
         inputs,
         shape,
         valid,
     })
+}
+
+/// Refuses a batch with NaN or an infinity in a valid frame of `mel` (after
+/// the guard accepted its layout). Such a value makes the valid outputs NaN or
+/// infinite whatever leaks from the padding, so pad_content would compare NaN
+/// with NaN and see no leak (issue 28: a padded hole passed "no difference").
+fn finite_valid_frames(spec: &parity_spec::FuzzSpec, inputs: &Inputs) -> Result<(), Malformed> {
+    let &[clips, bucket, features] = inputs.mel.shape() else {
+        return Ok(());
+    };
+    let padded_value = if spec.mask.padded { 1.0 } else { 0.0 };
+    for clip in 0..clips {
+        for frame in (0..bucket).filter(|&k| inputs.mask.get_f64(clip * bucket + k) != padded_value)
+        {
+            for feature in 0..features {
+                let v = inputs
+                    .mel
+                    .get_f64((clip * bucket + frame) * features + feature);
+                if !v.is_finite() {
+                    return Err(Malformed::Clip {
+                        clip,
+                        message: format!(
+                            "key `mel` index [{clip}, {frame}, {feature}] is {v} in a valid \
+                             frame: a non-finite valid value makes the outputs non-finite \
+                             whatever leaks from the padding, so no invariant could see a \
+                             leak (valid frames must be finite)"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `--input FILE` after the guard: pad-content invariance of that batch

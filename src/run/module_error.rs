@@ -34,6 +34,18 @@ pub enum ModuleError {
         #[source]
         source: Arc<std::io::Error>,
     },
+    /// The MLIR text nests deeper than the compiler's parser can recurse
+    /// (input; checked before the compiler, which would overflow the stack).
+    #[error("module `{module}`: {}: {source}", path.display())]
+    TooDeep {
+        /// The module's name in the spec.
+        module: String,
+        /// Its file.
+        path: PathBuf,
+        /// Where the bound is passed.
+        #[source]
+        source: parity_mlir::MlirError,
+    },
     /// The module is MLIR but the compiler is not available.
     #[error("module `{module}`: {source}")]
     NoCompiler {
@@ -122,6 +134,7 @@ impl ModuleError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             ModuleError::Read { .. }
+            | ModuleError::TooDeep { .. }
             | ModuleError::Undeclared { .. }
             | ModuleError::UnknownFunction(_) => ErrorKind::Input,
             ModuleError::Invoke(e) => match **e {

@@ -88,6 +88,11 @@ pub fn compile_for(
                     source: why.clone(),
                 }),
                 Ok(compiler) => read(path).and_then(|mlir| {
+                    parity_mlir::check_nesting(&mlir).map_err(|source| ModuleError::TooDeep {
+                        module: name.clone(),
+                        path: path.to_path_buf(),
+                        source,
+                    })?;
                     let pending = Pending {
                         name,
                         source_name: path.display().to_string(),

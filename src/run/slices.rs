@@ -151,6 +151,16 @@ pub enum ReadModuleError {
         #[source]
         source: std::io::Error,
     },
+    /// The text nests deeper than the compiler's parser can recurse
+    /// (checked before the compiler sees it, which would overflow the stack).
+    #[error("{source_name}: {source}")]
+    TooDeep {
+        /// The MLIR file.
+        source_name: String,
+        /// Where the bound is passed.
+        #[source]
+        source: parity_mlir::MlirError,
+    },
     /// The IREE compiler cannot parse or normalise it.
     #[error(transparent)]
     Normalise(#[from] parity_iree::IreeError),
@@ -170,7 +180,9 @@ impl ReadModuleError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             ReadModuleError::Normalise(_) => ErrorKind::Execution,
-            ReadModuleError::Read { .. } | ReadModuleError::Parse { .. } => ErrorKind::Input,
+            ReadModuleError::Read { .. }
+            | ReadModuleError::TooDeep { .. }
+            | ReadModuleError::Parse { .. } => ErrorKind::Input,
         }
     }
 
@@ -200,6 +212,12 @@ pub fn read_normalised(
             })
         }
     };
+    if let Err(source) = parity_mlir::check_nesting(&bytes) {
+        return Err(ReadModuleError::TooDeep {
+            source_name,
+            source,
+        });
+    }
     let normal = compiler.normalize(&source_name, &bytes)?;
     match parity_mlir::parse(&normal) {
         Ok(module) => Ok((module, source_name)),

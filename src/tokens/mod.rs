@@ -11,6 +11,7 @@ pub mod error;
 pub(crate) mod judge;
 mod localise;
 pub mod math;
+mod prompt;
 pub(crate) mod session;
 
 pub use error::TokensError;
@@ -187,6 +188,9 @@ fn run_case(
         Ok(p) => p,
         Err(m) => return errored(0, TokensError::Template(m)),
     };
+    if let Err(e) = prompt::check(session, case, p) {
+        return errored(p, e);
+    }
     let oracle = match OracleCase::load(session, case) {
         Ok(o) => o,
         Err(e) => return errored(p, e),

@@ -29,9 +29,16 @@ pub fn spec(data: &[u8]) {
     }
 }
 
-/// Generic-form MLIR text: parse into the SSA graph, resolve every named
-/// scope, cut one slice per function, and promote the text to f64.
+/// Generic-form MLIR text: the nesting bound checked before the compiler
+/// (any bytes), then parse into the SSA graph, resolve every named scope, cut
+/// one slice per function, and promote the text to f64.
 pub fn mlir(data: &[u8]) {
+    if let Err(e) = parity_mlir::check_nesting(data) {
+        assert!(
+            e.line >= 1 && e.col >= 1,
+            "nesting error without a position: {e}"
+        );
+    }
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };

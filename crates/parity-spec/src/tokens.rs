@@ -23,6 +23,11 @@ pub struct TokensSpec {
     pub max_new_tokens: usize,
     /// Template rendering to the prompt length P (decode step s >= 1 runs at position P + s - 1).
     pub prompt_length: String,
+    /// Where `prompt_length` is written (errors about the prompt point here).
+    pub prompt_length_location: Location,
+    /// Positions the model holds (`context_length`), when the spec says:
+    /// prompt_length + max_new_tokens - 1 must fit.
+    pub context_length: Option<usize>,
     /// The prefill call (step 0).
     pub prefill: TokenCall,
     /// The decode call (steps >= 1).

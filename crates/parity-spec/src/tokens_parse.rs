@@ -14,6 +14,7 @@ const TOKENS_KEYS: &[&str] = &[
     "cases",
     "max_new_tokens",
     "prompt_length",
+    "context_length",
     "prefill",
     "decode",
     "logits",
@@ -56,8 +57,18 @@ pub(crate) fn parse_tokens(
     if max_new_tokens == 0 {
         return Err(cx.invalid(n_node, "`max_new_tokens` must be at least 1".into()));
     }
-    let prompt_length =
-        template_string(&cx, "tokens", m.req(&cx, "prompt_length")?, "prompt_length")?;
+    let p_node = m.req(&cx, "prompt_length")?;
+    let prompt_length = template_string(&cx, "tokens", p_node, "prompt_length")?;
+    let context_length = match m.opt("context_length") {
+        Some(n) => {
+            let c = cx.usize(n, "context_length")?;
+            if c == 0 {
+                return Err(cx.invalid(n, "`context_length` must be at least 1".into()));
+            }
+            Some(c)
+        }
+        None => None,
+    };
     let prefill = parse_call(top, m.req(&cx, "prefill")?, "prefill", literal_budget)?;
     let decode = parse_call(top, m.req(&cx, "decode")?, "decode", literal_budget)?;
     let logits = match m.opt("logits") {
@@ -116,6 +127,8 @@ pub(crate) fn parse_tokens(
         cases,
         max_new_tokens,
         prompt_length,
+        prompt_length_location: location(p_node),
+        context_length,
         prefill,
         decode,
         logits,
@@ -365,9 +378,38 @@ pub(crate) fn validate(spec: &Spec) -> Result<(), SpecError> {
         }
     }
     for case in &t.cases {
-        let p = t
-            .prompt_len(case)
-            .map_err(|m| err(t.location, "tokens", m))?;
+        let at = t.prompt_length_location;
+        let p = t.prompt_len(case).map_err(|m| err(at, "tokens", m))?;
+        if p == 0 {
+            return Err(err(
+                at,
+                "tokens",
+                format!(
+                    "`prompt_length` of case `{}` is 0: prefill needs at least one prompt token",
+                    case.name
+                ),
+            ));
+        }
+        // Decode step s >= 1 runs at position P + s - 1, so the last of
+        // max_new_tokens steps needs position P + max_new_tokens - 2.
+        if let Some(context) = t.context_length {
+            let last = p + t.max_new_tokens - 2;
+            if last >= context {
+                return Err(err(
+                    at,
+                    "tokens",
+                    format!(
+                        "`prompt_length` of case `{}` is {p}: with max_new_tokens {} the last \
+                         decode step runs at position {last}, past context_length {context} \
+                         (positions 0..{}); at most {} prompt tokens fit",
+                        case.name,
+                        t.max_new_tokens,
+                        context - 1,
+                        (context + 1).saturating_sub(t.max_new_tokens),
+                    ),
+                ));
+            }
+        }
         for (which, call) in [("prefill", &t.prefill), ("decode", &t.decode)] {
             TokensSpec::render(&call.function, case).map_err(|m| err(call.location, which, m))?;
             for (i, arg) in call.args.iter().enumerate() {

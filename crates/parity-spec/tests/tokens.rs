@@ -112,8 +112,8 @@ fn mistakes_name_line_column_and_part() {
     let text = tokens(GOOD_ARGS, "").replace("vars: {P: 3}", "vars: {P: x}");
     assert_err(
         &fx.err(&text),
-        7,
-        3,
+        9,
+        18,
         &["`prompt_length` of case `a` is `x`"],
     );
     // An undeclared module.
@@ -122,4 +122,53 @@ fn mistakes_name_line_column_and_part() {
     // Without tokens, stages stay required.
     let msg = fx.err(HEADER);
     assert!(msg.contains("`stages`"), "{msg}");
+}
+
+/// Issue 28: `prompt_length: "30"` on a 24-position model was accepted and
+/// decoded garbage. With `context_length`, prompt_length + max_new_tokens - 1
+/// must fit; the error names the spec position, the case and the limit.
+#[test]
+fn a_prompt_past_the_context_is_refused_at_the_spec() {
+    let fx = Fixture::new();
+    let with = |p: &str, context: &str| {
+        tokens(GOOD_ARGS, &format!("  context_length: {context}\n"))
+            .replace("vars: {P: 3}", &format!("vars: {{P: {p}}}"))
+    };
+    // The issue's case: 30 prompt tokens, 24 positions.
+    assert_err(
+        &fx.err(&with("30", "24")),
+        9,
+        18,
+        &[
+            "case `a` is 30",
+            "past context_length 24",
+            "at most 21 prompt tokens fit",
+        ],
+    );
+    // max_new_tokens 4 from P = 3: decode positions 3, 4, 5; 5 does not fit in 5 positions.
+    assert_err(
+        &fx.err(&with("3", "5")),
+        9,
+        18,
+        &[
+            "position 5, past context_length 5",
+            "at most 2 prompt tokens",
+        ],
+    );
+    assert!(fx.parse(&with("3", "6")).is_ok());
+    assert_err(
+        &fx.err(&with("0", "24")),
+        9,
+        18,
+        &["case `a` is 0", "at least one prompt token"],
+    );
+    assert_err(
+        &fx.err(&with("3", "0")),
+        16,
+        19,
+        &["`context_length` must be at least 1"],
+    );
+    // Without context_length, a zero prompt is still refused.
+    let text = tokens(GOOD_ARGS, "").replace("vars: {P: 3}", "vars: {P: 0}");
+    assert_err(&fx.err(&text), 9, 18, &["at least one prompt token"]);
 }

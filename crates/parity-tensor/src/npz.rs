@@ -170,54 +170,74 @@ impl NpzArchive {
         what: &str,
     ) -> Result<Tensor, TensorError> {
         let path = &self.path;
-        let short = |e: std::io::Error| {
-            // The zip reader checks the CRC-32 at the member's end and says only "Invalid checksum".
-            let reason = if e.to_string().contains("checksum") {
-                "CRC-32 mismatch: the inflated bytes do not match the archive's CRC \
-                 (the file is damaged)"
-                    .to_string()
-            } else {
-                format!("cannot decompress member: {e}")
-            };
-            TensorError::malformed(path, what, reason)
-        };
-        let mut head = vec![0u8; 10];
-        reader.read_exact(&mut head).map_err(short)?;
-        if head.get(6).is_some_and(|&major| major >= 2) {
-            let mut more = [0u8; 2];
-            reader.read_exact(&mut more).map_err(short)?;
-            head.extend(more);
-        }
-        let pre = parse_preamble(&head).map_err(|r| TensorError::malformed(path, what, r))?;
-        let mut text = vec![0u8; pre.header_len];
-        reader.read_exact(&mut text).map_err(short)?;
-        let header = parse_header(&text, pre.major).map_err(|r| header_error(path, what, r))?;
-        let nbytes = checked_nbytes(&header.shape, header.dtype).ok_or_else(|| {
-            TensorError::malformed(path, what, format!("shape {:?} too large", header.shape))
-        })?;
-        let bound = compressed
-            .saturating_mul(MAX_DEFLATE_RATIO)
-            .saturating_add(1024);
-        let total = (pre.data_start() as u64).saturating_add(nbytes as u64);
-        if total > bound || total != declared {
-            return Err(TensorError::malformed(
-                path,
-                what,
-                format!(
-                    "npy header needs {total} bytes but the member holds {declared} \
-                     ({compressed} compressed)"
-                ),
-            ));
-        }
+        let (header, nbytes) = member_header(&mut reader, compressed, declared, path, what)?;
         // read_to_end grows with the bytes actually inflated; take() caps it.
         let mut data = Vec::new();
         reader
             .take(nbytes as u64 + 1)
             .read_to_end(&mut data)
-            .map_err(short)?;
+            .map_err(|e| member_read_error(path, what, e))?;
         check_data_len(&header, data.len(), path, what)?;
         owned_tensor(&header, data, path, what)
     }
+}
+
+/// A read error inside a member, as the error to report: the zip reader checks
+/// the CRC-32 at the member's end and says only "Invalid checksum".
+pub(crate) fn member_read_error(path: &Path, what: &str, e: std::io::Error) -> TensorError {
+    let reason = if e.to_string().contains("checksum") {
+        "CRC-32 mismatch: the inflated bytes do not match the archive's CRC \
+         (the file is damaged)"
+            .to_string()
+    } else if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        "the member ends early (the file is truncated, or changed while being read)".to_string()
+    } else {
+        format!("cannot decompress member: {e}")
+    };
+    TensorError::malformed(path, what, reason)
+}
+
+/// Reads a member's npy preamble and header from `reader` (positioned at the
+/// member's first byte) and checks the data size it implies against the
+/// member's declared size and the most `compressed` bytes can inflate to.
+/// Returns the header and its data size in bytes.
+pub(crate) fn member_header(
+    reader: &mut impl Read,
+    compressed: u64,
+    declared: u64,
+    path: &Path,
+    what: &str,
+) -> Result<(crate::npy_header::NpyHeader, usize), TensorError> {
+    let short = |e| member_read_error(path, what, e);
+    let mut head = vec![0u8; 10];
+    reader.read_exact(&mut head).map_err(short)?;
+    if head.get(6).is_some_and(|&major| major >= 2) {
+        let mut more = [0u8; 2];
+        reader.read_exact(&mut more).map_err(short)?;
+        head.extend(more);
+    }
+    let pre = parse_preamble(&head).map_err(|r| TensorError::malformed(path, what, r))?;
+    let mut text = vec![0u8; pre.header_len];
+    reader.read_exact(&mut text).map_err(short)?;
+    let header = parse_header(&text, pre.major).map_err(|r| header_error(path, what, r))?;
+    let nbytes = checked_nbytes(&header.shape, header.dtype).ok_or_else(|| {
+        TensorError::malformed(path, what, format!("shape {:?} too large", header.shape))
+    })?;
+    let bound = compressed
+        .saturating_mul(MAX_DEFLATE_RATIO)
+        .saturating_add(1024);
+    let total = (pre.data_start() as u64).saturating_add(nbytes as u64);
+    if total > bound || total != declared {
+        return Err(TensorError::malformed(
+            path,
+            what,
+            format!(
+                "npy header needs {total} bytes but the member holds {declared} \
+                 ({compressed} compressed)"
+            ),
+        ));
+    }
+    Ok((header, nbytes))
 }
 
 /// Writes `tensors` to an `.npz` at `path` (members `<name>.npy`), deflated if

@@ -48,16 +48,67 @@ pub struct SafetensorsFile {
 pub fn read_safetensors(path: impl AsRef<Path>) -> Result<SafetensorsFile, TensorError> {
     let path = path.as_ref().to_path_buf();
     let map = map_file(&path)?;
-    let bad = |reason: String| TensorError::malformed(&path, "safetensors", reason);
-    let len_bytes: [u8; 8] = map
-        .get(..8)
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| {
-            bad(format!(
-                "file is {} bytes, shorter than the 8-byte header length",
-                map.len()
-            ))
-        })?;
+    let first = map.get(..8).and_then(|b| b.try_into().ok());
+    let data_start = header_end(&path, first, map.len())?;
+    let layout = parse_layout(&path, &map[8..data_start], map.len())?;
+    Ok(SafetensorsFile {
+        path,
+        map,
+        data_start,
+        names: layout.names,
+        entries: layout.entries,
+        metadata: layout.metadata,
+    })
+}
+
+/// A validated header: what [`read_safetensors`] checks, without the data.
+pub(crate) struct Layout {
+    /// Tensor names in data-region order.
+    pub(crate) names: Vec<String>,
+    entries: HashMap<String, Entry>,
+    metadata: BTreeMap<String, String>,
+}
+
+impl Layout {
+    /// Dtype and shape of the tensor `name` (an error for a dtype parity does not support).
+    pub(crate) fn dtype_shape(
+        &self,
+        path: &Path,
+        name: &str,
+    ) -> Result<(DType, Vec<usize>), TensorError> {
+        let entry = self
+            .entries
+            .get(name)
+            .ok_or_else(|| TensorError::MissingKey {
+                path: path.to_path_buf(),
+                key: name.to_string(),
+                available: self.names.join(", "),
+            })?;
+        let dtype = entry
+            .dtype
+            .clone()
+            .map_err(|dtype| TensorError::UnsupportedDType {
+                path: path.to_path_buf(),
+                what: format!("safetensors tensor `{name}`"),
+                dtype,
+            })?;
+        Ok((dtype, entry.shape.clone()))
+    }
+}
+
+/// Where the header ends (8 + N), from the file's first 8 bytes (None when the
+/// file is shorter) and its length `file_len`.
+pub(crate) fn header_end(
+    path: &Path,
+    first: Option<[u8; 8]>,
+    file_len: usize,
+) -> Result<usize, TensorError> {
+    let bad = |reason: String| TensorError::malformed(path, "safetensors", reason);
+    let len_bytes = first.ok_or_else(|| {
+        bad(format!(
+            "file is {file_len} bytes, shorter than the 8-byte header length"
+        ))
+    })?;
     let header_len = u64::from_le_bytes(len_bytes);
     if header_len > MAX_HEADER_LEN {
         return Err(bad(format!(
@@ -65,12 +116,23 @@ pub fn read_safetensors(path: impl AsRef<Path>) -> Result<SafetensorsFile, Tenso
         )));
     }
     let data_start = 8 + header_len as usize;
-    let header = map.get(8..data_start).ok_or_else(|| {
-        bad(format!(
-            "header length {header_len} runs past the end of the {}-byte file",
-            map.len()
-        ))
-    })?;
+    if data_start > file_len {
+        return Err(bad(format!(
+            "header length {header_len} runs past the end of the {file_len}-byte file"
+        )));
+    }
+    Ok(data_start)
+}
+
+/// Parses and checks the JSON `header` of a file of `file_len` bytes whose
+/// data region starts right after it.
+pub(crate) fn parse_layout(
+    path: &Path,
+    header: &[u8],
+    file_len: usize,
+) -> Result<Layout, TensorError> {
+    let bad = |reason: String| TensorError::malformed(path, "safetensors", reason);
+    let data_start = 8 + header.len();
     if header.first() != Some(&b'{') {
         return Err(bad("header does not start with '{'".into()));
     }
@@ -79,12 +141,12 @@ pub fn read_safetensors(path: impl AsRef<Path>) -> Result<SafetensorsFile, Tenso
     let metadata = raw.metadata;
     let mut entries: Vec<(String, Entry)> = Vec::with_capacity(raw.entries.len());
     for (name, entry) in raw.entries {
-        let entry = validate_entry(&path, &name, entry)?;
+        let entry = validate_entry(path, &name, entry)?;
         entries.push((name, entry));
     }
     // The ranges must tile [0, data_len) exactly: sort, then walk.
     entries.sort_by_key(|(_, e)| (e.start, e.end));
-    let data_len = map.len() - data_start;
+    let data_len = file_len - data_start;
     let mut cursor = 0usize;
     for (name, e) in &entries {
         if e.start != cursor {
@@ -113,10 +175,7 @@ pub fn read_safetensors(path: impl AsRef<Path>) -> Result<SafetensorsFile, Tenso
         }
         by_name.insert(name, entry);
     }
-    Ok(SafetensorsFile {
-        path,
-        map,
-        data_start,
+    Ok(Layout {
         names,
         entries: by_name,
         metadata,

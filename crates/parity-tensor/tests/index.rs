@@ -219,3 +219,58 @@ fn a_flat_directory_of_one_case() {
         .to_string()
         .contains("`a/b`"));
 }
+
+/// Issue 28: two links to `.` made the walk grow without bound (1.3 GB in
+/// 30 s); one listed `self/self/.../a`. Links into the tree and to its
+/// ancestors are skipped and reported; a link out of the tree is followed once.
+#[cfg(unix)]
+#[test]
+fn directory_links_back_into_the_tree_are_not_followed() {
+    use std::os::unix::fs::symlink;
+    let base = tempfile::tempdir().unwrap();
+    let dir = base.path().join("tree");
+    let outside = base.path().join("outside");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let t = Tensor::from_f32(vec![2], &[1.0, 2.0]).unwrap();
+    write_npy(dir.join("a.npy"), &t).unwrap();
+    write_npy(dir.join("sub/b.npy"), &t).unwrap();
+    write_npy(outside.join("c.npy"), &t).unwrap();
+    symlink(".", dir.join("self")).unwrap();
+    symlink(".", dir.join("again")).unwrap();
+    symlink("..", dir.join("sub/up")).unwrap();
+    symlink("../..", dir.join("sub/top")).unwrap();
+    symlink(&outside, dir.join("ext")).unwrap();
+    symlink(&outside, dir.join("ext2")).unwrap();
+    symlink(&dir, outside.join("back")).unwrap();
+    let built = index_dir(&dir, &IndexOptions::default()).unwrap();
+    let names: Vec<&str> = built.tensors.keys().map(String::as_str).collect();
+    assert_eq!(names, ["a", "ext/c", "sub/b"]);
+    assert_eq!(
+        built.skipped_links,
+        ["again", "ext/back", "ext2", "self", "sub/top", "sub/up"]
+    );
+}
+
+/// A name that is not UTF-8 was turned lossy and then not found ("No such
+/// file or directory" for a file that exists); now it is refused by name.
+#[cfg(unix)]
+#[test]
+fn a_file_name_that_is_not_utf8_is_refused_by_name() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let t = Tensor::from_f32(vec![2], &[1.0, 2.0]).unwrap();
+    write_npy(
+        dir.path().join(std::ffi::OsStr::from_bytes(b"a\xff.npy")),
+        &t,
+    )
+    .unwrap();
+    let err = index_dir(dir.path(), &IndexOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("a\u{fffd}.npy") && err.contains("not valid UTF-8"),
+        "{err}"
+    );
+    assert!(!err.contains("No such file"), "{err}");
+}

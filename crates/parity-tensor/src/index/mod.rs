@@ -2,18 +2,25 @@
 //! from a directory of `.npy` / `.npz` / `.safetensors` dumps, for `parity oracle index`.
 //!
 //! Every tensor file under the directory (recursively, hidden entries skipped)
-//! is opened with the same readers [`crate::OracleStore`] uses, so a file the
-//! store could not read fails here, named. Names follow [`naming`]; the output
-//! is sorted by tensor name, so the same dumps always give the same manifest.
+//! is checked with the same parsers [`crate::OracleStore`] uses, so a file the
+//! store could not read fails here, named; the bytes are read, never mapped
+//! (see [`probe`]). Names follow [`naming`]; the output is sorted by tensor
+//! name, so the same dumps always give the same manifest.
+//!
+//! Directory links: a link to a directory inside the tree (`.`, a sibling) or
+//! to one of its ancestors is not followed, since that directory is indexed
+//! under its own name already and following it would loop; a link to any
+//! other directory is followed, once per directory. Skipped links are listed
+//! in [`IndexedManifest::skipped_links`].
 
 pub mod naming;
+mod probe;
 
 use crate::error::TensorError;
-use crate::load::{open_tensor_file, TensorFile};
 use crate::store::MANIFEST_SCHEMA;
 use naming::{case_of, file_stem, tensor_name, CasePattern};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Component, Path, PathBuf};
 
 /// Why a directory cannot be indexed.
@@ -61,6 +68,12 @@ pub enum IndexError {
     Case {
         /// The name as given.
         case: String,
+    },
+    /// A file or directory whose name is not UTF-8: a manifest names files in JSON strings.
+    #[error("{}: the name is not valid UTF-8, which a manifest (JSON) cannot name; rename it", .path.display())]
+    NonUtf8Name {
+        /// The entry (shown lossily).
+        path: PathBuf,
     },
     /// A dump file cannot be named relative to the manifest's directory.
     #[error("{file}: cannot be named relative to the manifest directory {manifest_dir}")]
@@ -114,6 +127,10 @@ pub struct IndexedManifest {
     /// Tensor files read.
     #[serde(skip)]
     pub files: usize,
+    /// Directory links not followed (they lead back into the tree, or to a
+    /// directory already walked), relative to the dump directory.
+    #[serde(skip)]
+    pub skipped_links: Vec<String>,
 }
 
 impl IndexedManifest {
@@ -142,8 +159,13 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
             return Err(IndexError::Case { case: case.clone() });
         }
     }
-    let mut files = Vec::new();
-    walk(dir, &mut Vec::new(), &mut files)?;
+    let mut walk = Walk::new(dir)?;
+    walk.dir(&mut Vec::new())?;
+    let Walk {
+        files,
+        skipped_links,
+        ..
+    } = walk;
     let manifest_dir = options.manifest_dir.as_deref().unwrap_or(dir);
     let mut tensors = BTreeMap::new();
     let mut sources: BTreeMap<String, String> = BTreeMap::new();
@@ -166,8 +188,8 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
             }
         }
         let path = components.iter().fold(dir.to_path_buf(), |p, c| p.join(c));
-        let opened = match open_tensor_file(&path) {
-            Ok(f) => f,
+        let arrays = match probe::probe_path(&path) {
+            Ok(a) => a,
             Err(e) => {
                 bad.push(e);
                 continue;
@@ -175,18 +197,7 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
         };
         read += 1;
         let file = relative_name(&path, manifest_dir)?;
-        let keys: Vec<Option<String>> = match &opened {
-            TensorFile::Npy(_) => vec![None],
-            _ => opened.keys().into_iter().map(Some).collect(),
-        };
-        for key in keys {
-            let tensor = match opened.get(key.as_deref(), &path) {
-                Ok(t) => t,
-                Err(e) => {
-                    bad.push(e);
-                    continue;
-                }
-            };
+        for probe::Probed { key, dtype, shape } in arrays {
             let name = tensor_name(&stem, key.as_deref(), file_f64);
             let source = match &key {
                 Some(k) => format!("{}[{k}]", path.display()),
@@ -204,8 +215,8 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
                 IndexedEntry {
                     file: file.clone(),
                     key,
-                    dtype: tensor.dtype().name().to_string(),
-                    shape: tensor.shape().to_vec(),
+                    dtype: dtype.name().to_string(),
+                    shape,
                 },
             );
         }
@@ -228,39 +239,89 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
         tensors,
         skipped_cases,
         files: read,
+        skipped_links,
     })
 }
 
-/// Tensor files under `dir/prefix`, as relative components, sorted; hidden entries skipped.
-fn walk(
-    dir: &Path,
-    prefix: &mut Vec<String>,
-    out: &mut Vec<Vec<String>>,
-) -> Result<(), IndexError> {
-    let here = prefix.iter().fold(dir.to_path_buf(), |p, c| p.join(c));
-    let list_err = |source| IndexError::List {
-        path: here.clone(),
-        source,
-    };
-    let mut entries = Vec::new();
-    for entry in std::fs::read_dir(&here).map_err(list_err)? {
-        let entry = entry.map_err(list_err)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with('.') {
-            entries.push((name, entry.path()));
+/// The walk of a dump directory: tensor files found, links skipped.
+struct Walk<'a> {
+    root: &'a Path,
+    /// The tree's real path: a directory link resolving under it is not followed.
+    root_real: PathBuf,
+    /// Real paths of the directories outside the tree already walked through links.
+    outside: HashSet<PathBuf>,
+    files: Vec<Vec<String>>,
+    skipped_links: Vec<String>,
+}
+
+impl<'a> Walk<'a> {
+    fn new(root: &'a Path) -> Result<Self, IndexError> {
+        let root_real = root.canonicalize().map_err(|source| IndexError::List {
+            path: root.to_path_buf(),
+            source,
+        })?;
+        Ok(Walk {
+            root,
+            root_real,
+            outside: HashSet::new(),
+            files: Vec::new(),
+            skipped_links: Vec::new(),
+        })
+    }
+
+    /// Tensor files under `root/prefix`, as relative components, sorted; hidden entries skipped.
+    fn dir(&mut self, prefix: &mut Vec<String>) -> Result<(), IndexError> {
+        let here = prefix
+            .iter()
+            .fold(self.root.to_path_buf(), |p, c| p.join(c));
+        let list_err = |source| IndexError::List {
+            path: here.clone(),
+            source,
+        };
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(&here).map_err(list_err)? {
+            let entry = entry.map_err(list_err)?;
+            let path = entry.path();
+            // A lossy name would name a file that does not exist.
+            let name = entry
+                .file_name()
+                .into_string()
+                .map_err(|_| IndexError::NonUtf8Name { path: path.clone() })?;
+            if !name.starts_with('.') {
+                let link = entry.file_type().is_ok_and(|t| t.is_symlink());
+                entries.push((name, path, link));
+            }
+        }
+        entries.sort();
+        for (name, path, link) in entries {
+            prefix.push(name.clone());
+            if path.is_dir() {
+                if !link || self.follow(&path) {
+                    self.dir(prefix)?;
+                } else {
+                    self.skipped_links.push(prefix.join("/"));
+                }
+            } else if is_tensor_file(&name) {
+                self.files.push(prefix.clone());
+            }
+            prefix.pop();
+        }
+        Ok(())
+    }
+
+    /// Whether to walk through the directory link `path`: only to a directory
+    /// outside the tree, not an ancestor of it (which holds the tree), and not
+    /// walked yet; so no loop, and no directory twice through links.
+    fn follow(&mut self, path: &Path) -> bool {
+        match path.canonicalize() {
+            Ok(real) => {
+                !real.starts_with(&self.root_real)
+                    && !self.root_real.starts_with(&real)
+                    && self.outside.insert(real)
+            }
+            Err(_) => false,
         }
     }
-    entries.sort();
-    for (name, path) in entries {
-        prefix.push(name.clone());
-        if path.is_dir() {
-            walk(dir, prefix, out)?;
-        } else if is_tensor_file(&name) {
-            out.push(prefix.clone());
-        }
-        prefix.pop();
-    }
-    Ok(())
 }
 
 fn is_tensor_file(name: &str) -> bool {
