@@ -5,7 +5,7 @@
 //! it), effective length and dense PLE against the solo run, and slot reuse.
 
 use super::target::Observed;
-use crate::tokens::case::OracleCase;
+use crate::tokens::case::{reference_noise, OracleCase};
 use crate::tokens::judge::{judge_step, Evidence};
 use crate::tokens::session::Session;
 use parity_record::{ServingVerdict, Status, TokenMode};
@@ -308,6 +308,9 @@ fn oracle_check(ev: &RequestEvidence<'_>, session: Option<&Session<'_>>) -> Serv
             .iter()
             .map(|r| r.iter().map(|&x| f64::from(x)).collect())
             .collect();
+        // The reference noise from the spec or the truth: a serving target's
+        // own sensitivity is not measured.
+        let noise = reference_noise(session, oracle, None);
         let judged = judge_step(
             &Evidence {
                 session,
@@ -316,6 +319,7 @@ fn oracle_check(ev: &RequestEvidence<'_>, session: Option<&Session<'_>>) -> Serv
                 oracle,
                 production: &production,
                 mode: TokenMode::Greedy,
+                noise: &noise,
             },
             k,
         );
