@@ -567,7 +567,66 @@ impl TokensRecord {
 
 #[cfg(test)]
 mod arbiter_tests {
-    use super::WrongSide;
+    use super::*;
+
+    #[test]
+    fn a_finding_that_names_production_wrong_never_exits_0() {
+        let mut r = TokensRecord::new("s.yaml", "0", String::new());
+        assert_eq!(r.exit_code(), ExitCode::Pass);
+        r.findings.push(TokenFinding {
+            case: "c".into(),
+            step: 3,
+            verdict: TokenVerdict::NearTie,
+            logits_gate: false,
+            localisation: None,
+            first_divergent_layer: None,
+            first_divergent_op: None,
+            layer_vs_f64: Some(LayerVsF64 {
+                stage: "layer_1".into(),
+                output: "hidden".into(),
+                truth: "t".into(),
+                production_vs_truth: 0.16,
+                oracle_vs_truth: 2.2e-7,
+                wrong: WrongSide::judge(0.16, 2.2e-7),
+            }),
+            notes: Vec::new(),
+        });
+        assert_eq!(r.exit_code(), ExitCode::Fail);
+        assert_eq!(r.derived_status(), Status::Fail);
+        r.findings[0].layer_vs_f64.as_mut().unwrap().wrong = WrongSide::Oracle;
+        assert_eq!(r.exit_code(), ExitCode::Pass);
+    }
+
+    #[test]
+    fn a_case_beyond_its_logits_gate_fails_without_a_flip() {
+        let mut r = TokensRecord::new("s.yaml", "0", String::new());
+        let mut c = TokenCaseRecord {
+            case: "c".into(),
+            status: Status::Pass,
+            prompt_length: 4,
+            oracle_tokens: vec![1, 2],
+            greedy_tokens: vec![1, 2],
+            teacher_forced_tokens: vec![1, 2],
+            steps: Vec::new(),
+            summary: None,
+            first_divergent_token: None,
+            later_mismatches: Vec::new(),
+            reference_noise: None,
+            logits_gate: Some(LogitsGate {
+                mode: TokenMode::TeacherForced,
+                criteria: Vec::new(),
+                steps: 2,
+                failed_steps: Vec::new(),
+                first_failure: None,
+            }),
+            errors: Vec::new(),
+        };
+        assert!(!c.fails());
+        c.logits_gate.as_mut().unwrap().failed_steps.push(0);
+        assert!(c.fails());
+        r.cases.push(c);
+        assert_eq!(r.exit_code(), ExitCode::Fail);
+    }
 
     #[test]
     fn the_side_ten_times_further_from_the_truth_is_wrong() {
