@@ -119,7 +119,10 @@ fn near_tie_is_named_and_passes_unless_exact_tokens() {
         .map(|m| m["source"].as_str().unwrap())
         .collect();
     assert_eq!(sources, ["spec", "truth", "perturbation"]);
-    assert!(noise["sources"][2]["value"].as_f64().unwrap() > 0.0, "{noise}");
+    assert!(
+        noise["sources"][2]["value"].as_f64().unwrap() > 0.0,
+        "{noise}"
+    );
     // The truth decides: its two logits lie within the noise of each other.
     assert_eq!(d["rule"], "truth");
     assert_eq!(d["truth_token"], 30);
@@ -341,7 +344,10 @@ fn a_decode_attention_scale_error_fails_at_step_3_in_layer_1_and_is_no_near_tie(
     assert_eq!(g[..3], o[..3], "the first 3 tokens agree");
     assert_ne!(g[3], o[3]);
     let d = &r["first_divergent_token"];
-    assert_eq!((d["case"].as_str(), d["step"].as_u64()), (Some("clean_a"), Some(3)));
+    assert_eq!(
+        (d["case"].as_str(), d["step"].as_u64()),
+        (Some("clean_a"), Some(3))
+    );
     assert_eq!(d["verdict"], "divergent", "{d}");
     assert_eq!(d["counted"], true);
     assert_eq!(d["rule"], "truth");
@@ -365,7 +371,10 @@ fn a_decode_attention_scale_error_fails_at_step_3_in_layer_1_and_is_no_near_tie(
     let b = case(&r, "clean_b");
     assert!(b["first_divergent_token"].is_null());
     assert_eq!(b["status"], "fail");
-    assert_eq!(b["logits_gate"]["failed_steps"].as_array().unwrap().len(), 15);
+    assert_eq!(
+        b["logits_gate"]["failed_steps"].as_array().unwrap().len(),
+        15
+    );
     let moved = b["summary"]["max_abs_delta_logit"].as_f64().unwrap();
     assert!(moved > 1e4 * b["reference_noise"]["value"].as_f64().unwrap());
     // Localised to the faulty layer, and the layer's truth names production.
@@ -389,14 +398,24 @@ fn a_decode_attention_scale_error_fails_at_step_3_in_layer_1_and_is_no_near_tie(
             m["oracle_margin"].as_f64().unwrap(),
         );
         let (with_old, _) = parity::tokens::math::verdict_rule(pm, om, None, Some(old));
-        assert_eq!(with_old, parity_record::TokenVerdict::NearTie, "step {s}: old noise {old}");
+        assert_eq!(
+            with_old,
+            parity_record::TokenVerdict::NearTie,
+            "step {s}: old noise {old}"
+        );
         let (with_reference, _) =
             parity::tokens::math::verdict_rule(pm, om, None, m["noise"].as_f64());
-        assert_eq!(with_reference, parity_record::TokenVerdict::Divergent, "step {s}");
+        assert_eq!(
+            with_reference,
+            parity_record::TokenVerdict::Divergent,
+            "step {s}"
+        );
     }
     let old = run_measured_noise(steps, 16);
-    assert!(steps.iter().all(|s| s["max_abs_delta_logit"].as_f64().unwrap()
-        <= parity_record::NOISE_GATE_FACTOR * old));
+    assert!(steps
+        .iter()
+        .all(|s| s["max_abs_delta_logit"].as_f64().unwrap()
+            <= parity_record::NOISE_GATE_FACTOR * old));
 }
 
 #[test]
@@ -413,12 +432,27 @@ fn a_prefill_only_fault_fails_though_no_token_flips() {
     assert_eq!(a["status"], "fail");
     let gate = &a["logits_gate"];
     assert_eq!(gate["failed_steps"][0], 0, "{gate}");
-    assert!(gate["first_failure"].as_str().unwrap().starts_with("step 0: max |Δlogit|"), "{gate}");
+    assert!(
+        gate["first_failure"]
+            .as_str()
+            .unwrap()
+            .starts_with("step 0: max |Δlogit|"),
+        "{gate}"
+    );
     assert_eq!(a["steps"][0]["logits_pass"], false);
     // The prefill step is a finding of its own (examples/tokens has no prefill chain).
     let f = &r["findings"][0];
-    assert_eq!((f["step"].as_u64(), f["logits_gate"].as_bool()), (Some(0), Some(true)));
-    assert!(f["notes"][0].as_str().unwrap().contains("no `tokens.step_stages.prefill`"));
+    assert_eq!(
+        (f["step"].as_u64(), f["logits_gate"].as_bool()),
+        (Some(0), Some(true))
+    );
+    assert!(f["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("no `tokens.step_stages.prefill`"));
     assert!(stdout.contains("case clean_a (P = 4): fail"), "{stdout}");
-    assert!(!stdout.contains("every token matches the oracle"), "{stdout}");
+    assert!(
+        !stdout.contains("every token matches the oracle"),
+        "{stdout}"
+    );
 }

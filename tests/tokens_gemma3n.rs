@@ -100,7 +100,10 @@ fn as_shipped_mlx_vlm_gives_two_findings_and_the_truth_sides_with_production() {
     assert_eq!(noise["source"], "perturbation", "{noise}");
     assert!(noise["sources"][1]["value"].is_null(), "{noise}");
     assert!(
-        noise["sources"][1]["detail"].as_str().unwrap().starts_with("refused"),
+        noise["sources"][1]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("refused"),
         "{noise}"
     );
 }
@@ -161,7 +164,10 @@ fn bf16_storage_flips_a_near_tie_and_records_it() {
     for c in r["cases"].as_array().unwrap() {
         assert_eq!(c["status"], "pass", "{}", c["case"]);
         assert_eq!(c["logits_gate"]["failed_steps"], serde_json::json!([]));
-        let all = c["first_divergent_token"].as_object().into_iter().map(|_| &c["first_divergent_token"]);
+        let all = c["first_divergent_token"]
+            .as_object()
+            .into_iter()
+            .map(|_| &c["first_divergent_token"]);
         for m in all.chain(c["later_mismatches"].as_array().unwrap()) {
             assert_eq!(m["verdict"], "near_tie", "{m}");
         }

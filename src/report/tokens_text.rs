@@ -156,7 +156,11 @@ pub fn finding_line(f: &parity_record::TokenFinding) -> String {
         f.case,
         f.step,
         f.verdict.name(),
-        if f.logits_gate { ", logits beyond the gate" } else { "" }
+        if f.logits_gate {
+            ", logits beyond the gate"
+        } else {
+            ""
+        }
     )
 }
 

@@ -224,7 +224,10 @@ pub fn decode_loop(
 
 /// max |a − b| over the logits.
 fn spread(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
 }
 
 /// The perturbation source, from the stream that measured it.
@@ -359,7 +362,11 @@ pub fn compare_case(
                 failed.push((s, why));
             }
         }
-        rec.logits_gate = Some(logits_gate(TokenMode::TeacherForced, f.logits.len(), failed));
+        rec.logits_gate = Some(logits_gate(
+            TokenMode::TeacherForced,
+            f.logits.len(),
+            failed,
+        ));
         rec.summary = super::judge::summary(&rec.steps);
         let mut judged = rec
             .steps

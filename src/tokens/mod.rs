@@ -211,7 +211,8 @@ fn run_case(
     // The perturbation noise is measured on one stream: teacher-forced when it runs.
     let ulps = session.tokens.verdict.perturbation_ulps;
     let stream = |mode| {
-        let measure = mode == TokenMode::TeacherForced || !modes.contains(&TokenMode::TeacherForced);
+        let measure =
+            mode == TokenMode::TeacherForced || !modes.contains(&TokenMode::TeacherForced);
         modes.contains(&mode).then(|| {
             decode_loop(
                 session,
@@ -246,7 +247,10 @@ fn count_production_wrong(record: &mut TokensRecord) {
         let Some(c) = record.cases.iter_mut().find(|c| c.case == case) else {
             continue;
         };
-        let tokens = c.first_divergent_token.iter_mut().chain(&mut c.later_mismatches);
+        let tokens = c
+            .first_divergent_token
+            .iter_mut()
+            .chain(&mut c.later_mismatches);
         for t in tokens.filter(|t| t.step == step && !t.counted) {
             t.counted = true;
             t.verdict = TokenVerdict::Divergent;

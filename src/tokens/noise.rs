@@ -10,9 +10,7 @@
 use super::case::OracleCase;
 use super::math::StepStats;
 use parity_compare::{compare, evaluate, CompareOptions, Criterion, TruthErrors};
-use parity_record::{
-    NoiseMeasurement, NoiseSource, ReferenceNoise, NOISE_GATE_FACTOR,
-};
+use parity_record::{NoiseMeasurement, NoiseSource, ReferenceNoise, NOISE_GATE_FACTOR};
 use parity_spec::{LogitsTolerance, TokensSpec};
 use parity_tensor::{DType, Tensor};
 
@@ -34,7 +32,11 @@ pub fn truth_measurement(oracle: &OracleCase) -> NoiseMeasurement {
     };
     let (mut worst, mut at, mut range) = (0.0f64, 0usize, 0.0f64);
     for (s, (o, t)) in oracle.logits.iter().zip(truth).enumerate() {
-        let d = o.iter().zip(t).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let d = o
+            .iter()
+            .zip(t)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         if d > worst {
             (worst, at) = (d, s);
         }
@@ -62,7 +64,10 @@ pub fn truth_measurement(oracle: &OracleCase) -> NoiseMeasurement {
 /// The spec source: the `max_abs` of `tokens.logits`.
 pub fn spec_measurement(spec_path: &str, t: &TokensSpec) -> NoiseMeasurement {
     let (value, detail) = match &t.logits_tolerance {
-        None => (None, "the spec has no `tokens.logits` tolerance".to_string()),
+        None => (
+            None,
+            "the spec has no `tokens.logits` tolerance".to_string(),
+        ),
         Some(tol) => match tol.max_abs() {
             Some(v) => (
                 Some(v),
@@ -73,7 +78,8 @@ pub fn spec_measurement(spec_path: &str, t: &TokensSpec) -> NoiseMeasurement {
             ),
             None => (
                 None,
-                "`tokens.logits` has no `max_abs` criterion (it still gates every step)".to_string(),
+                "`tokens.logits` has no `max_abs` criterion (it still gates every step)"
+                    .to_string(),
             ),
         },
     };
@@ -176,7 +182,10 @@ pub fn gate_words(tol: Option<&LogitsTolerance>, noise: &ReferenceNoise) -> Vec<
         Some(t) => {
             let mut w: Vec<String> = t.criteria.iter().map(criterion_words).collect();
             w.extend(t.max_kl.map(|x| format!("max_kl {x:.4e}")));
-            w.extend(t.max_abs_delta_p.map(|x| format!("max_abs_delta_p {x:.4e}")));
+            w.extend(
+                t.max_abs_delta_p
+                    .map(|x| format!("max_abs_delta_p {x:.4e}")),
+            );
             w
         }
         None => vec![match noise.value {

@@ -97,8 +97,7 @@ pub(crate) fn parse_tokens(
     };
     if let Some(t) = &logits_tolerance {
         if oracle.truth_logits.is_none()
-            && t
-                .criteria
+            && t.criteria
                 .iter()
                 .any(|c| matches!(c, parity_compare::Criterion::VsF64 { .. }))
         {

@@ -137,8 +137,15 @@ fn a_logits_tolerance_parses_and_its_mistakes_are_named() {
     assert_eq!(t.logits, "logits");
     let tol = t.logits_tolerance.as_ref().expect("a tolerance");
     assert_eq!(tol.criteria.len(), 3);
-    assert_eq!(tol.max_abs(), Some(2.0e-4), "the tightest max_abs is the noise");
-    assert_eq!((tol.max_kl, tol.max_abs_delta_p), (Some(1.0e-9), Some(1.0e-5)));
+    assert_eq!(
+        tol.max_abs(),
+        Some(2.0e-4),
+        "the tightest max_abs is the noise"
+    );
+    assert_eq!(
+        (tol.max_kl, tol.max_abs_delta_p),
+        (Some(1.0e-9), Some(1.0e-5))
+    );
     assert_eq!(t.verdict.perturbation_ulps, 2);
     // The name alone still works, with no tolerance and the default perturbation.
     let spec = fx.parse(&tokens(GOOD_ARGS, "  logits: logits\n")).unwrap();
@@ -148,7 +155,10 @@ fn a_logits_tolerance_parses_and_its_mistakes_are_named() {
     // Mistakes: an empty mapping, a bad criterion, a negative bound, vs_f64 without a truth.
     let msg = fx.err(&tokens(GOOD_ARGS, "  logits: {output: logits}\n"));
     assert_err(&msg, 16, 11, &["tokens.logits", "needs a `tolerance`"]);
-    let msg = fx.err(&tokens(GOOD_ARGS, "  logits: {tolerance: [{max_abz: 1}]}\n"));
+    let msg = fx.err(&tokens(
+        GOOD_ARGS,
+        "  logits: {tolerance: [{max_abz: 1}]}\n",
+    ));
     assert_err(&msg, 16, 24, &["invalid tolerance criterion", "max_abz"]);
     let msg = fx.err(&tokens(GOOD_ARGS, "  logits: {max_kl: -1}\n"));
     assert_err(&msg, 16, 20, &["`max_kl` must be finite and >= 0"]);
