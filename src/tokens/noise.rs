@@ -229,12 +229,12 @@ pub fn gate_step(
         failed.extend(criteria_failures(&t.criteria, oracle, production, truth));
     }
     if let Some(max) = t.max_kl {
-        if !(stats.kl <= max) {
+        if stats.kl.is_nan() || stats.kl > max {
             failed.push(format!("KL {:.4e} > max_kl {max:.4e}", stats.kl));
         }
     }
     if let Some(max) = t.max_abs_delta_p {
-        if !(stats.delta_p.abs() <= max) {
+        if stats.delta_p.is_nan() || stats.delta_p.abs() > max {
             failed.push(format!(
                 "|Δp| {:.4e} > max_abs_delta_p {max:.4e}",
                 stats.delta_p.abs()
