@@ -94,6 +94,18 @@ fn as_shipped_mlx_vlm_gives_two_findings_and_the_truth_sides_with_production() {
         stdout.contains("who is wrong there: the oracle"),
         "{stdout}"
     );
+    // The oracle lies far from its own truth: the truth is refused as a noise
+    // source and production's perturbation gives the noise.
+    let noise = &r["cases"][0]["reference_noise"];
+    assert_eq!(noise["source"], "perturbation", "{noise}");
+    assert!(noise["sources"][1]["value"].is_null(), "{noise}");
+    assert!(
+        noise["sources"][1]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("refused"),
+        "{noise}"
+    );
 }
 
 #[test]
@@ -103,13 +115,15 @@ fn the_late_divergence_fault_diverges_at_step_16_in_layer_2s_attention_mask() {
     let first = &r["first_divergent_token"];
     assert_eq!(first["step"], 16, "{stdout}");
     assert_eq!(first["verdict"], "divergent", "{stdout}");
-    // Noise measured on the 16 agreeing steps before it, far below the margins.
-    assert_eq!(
-        first["noise_steps"].as_array().unwrap().len(),
-        16,
+    // The truth's top-1 is the oracle's token, by far more than the reference
+    // noise (the oracle's own distance from the truth).
+    assert_eq!(first["noise_source"], "truth", "{first}");
+    assert_eq!(first["rule"], "truth", "{first}");
+    assert_eq!(first["truth_token"], first["oracle_token"], "{first}");
+    assert!(
+        first["truth_margin"].as_f64().unwrap() > 1e3 * first["noise"].as_f64().unwrap(),
         "{first}"
     );
-    assert_eq!(first["truth_token"], first["oracle_token"], "{first}");
     assert_eq!(r["first_divergent_layer"]["stage"], "layer_2", "{stdout}");
     // The injected mask is three ops (subtract, compare, and); two edits
     // disable it, on two of them (the subtract's operands swapped, the `and`
@@ -142,6 +156,21 @@ fn bf16_storage_flips_a_near_tie_and_records_it() {
     assert_eq!(first["case"], "full128", "{stdout}");
     assert_eq!(first["step"], 7, "{stdout}");
     assert_eq!(first["verdict"], "near_tie", "{stdout}");
-    assert!(first["noise"].as_f64().unwrap() > 0.0);
+    // The noise is the spec's `tokens.logits` max_abs, measured on this
+    // known-good bf16 run; the truth's 5e-5 is the f32 oracle's.
+    assert_eq!(first["noise_source"], "spec", "{first}");
+    assert_eq!(first["noise"], 4.0, "{first}");
+    assert_eq!(first["rule"], "truth", "{first}");
+    for c in r["cases"].as_array().unwrap() {
+        assert_eq!(c["status"], "pass", "{}", c["case"]);
+        assert_eq!(c["logits_gate"]["failed_steps"], serde_json::json!([]));
+        let all = c["first_divergent_token"]
+            .as_object()
+            .into_iter()
+            .map(|_| &c["first_divergent_token"]);
+        for m in all.chain(c["later_mismatches"].as_array().unwrap()) {
+            assert_eq!(m["verdict"], "near_tie", "{m}");
+        }
+    }
     assert!(stdout.contains("localised step: full128.s07"), "{stdout}");
 }

@@ -3,9 +3,13 @@
 //! count representable values, the verdict follows its documented rule and is
 //! monotone in the noise, and the softmax statistics behave as distances.
 
-use parity::tokens::math::{argmax, judge, noise_before, step_stats, top_gap, top_gap_ulp, top_k};
+use parity::tokens::math::{
+    argmax, judge, step_stats, top_gap, top_gap_ulp, top_k, truth_deficits, verdict_rule,
+};
+use parity::tokens::noise::{perturb, reference};
 use parity_compare::{ulp_distance, UlpDType};
-use parity_record::TokenVerdict;
+use parity_record::{NoiseMeasurement, NoiseSource, TokenVerdict, VerdictRule};
+use parity_tensor::{DType, Tensor};
 use proptest::prelude::*;
 
 fn logits() -> impl Strategy<Value = Vec<f64>> {
@@ -71,7 +75,7 @@ proptest! {
         let a = argmax(p).unwrap();
         let b = argmax(o).unwrap();
         prop_assume!(a != b);
-        let j = judge(p, o, a, b, Some(noise));
+        let j = judge(p, o, a, b, Some(noise), None);
         prop_assert!(j.production_margin >= 0.0 && j.oracle_margin >= 0.0);
         let expected = if j.oracle_margin == 0.0 || j.production_margin + j.oracle_margin <= 2.0 * noise {
             TokenVerdict::NearTie
@@ -81,10 +85,10 @@ proptest! {
         prop_assert_eq!(j.verdict, expected);
         // More noise never turns a near tie into a divergence.
         if j.verdict == TokenVerdict::NearTie {
-            prop_assert_eq!(judge(p, o, a, b, Some(noise + more)).verdict, TokenVerdict::NearTie);
+            prop_assert_eq!(judge(p, o, a, b, Some(noise + more), None).verdict, TokenVerdict::NearTie);
         }
         // No measurement is noise 0: only exact oracle ties are near ties then.
-        let none = judge(p, o, a, b, None).verdict;
+        let none = judge(p, o, a, b, None, None).verdict;
         prop_assert_eq!(none == TokenVerdict::NearTie, j.oracle_margin == 0.0 || j.production_margin + j.oracle_margin <= 0.0);
     }
 
@@ -104,21 +108,87 @@ proptest! {
     }
 
     #[test]
-    fn noise_is_the_largest_delta_of_the_agreeing_steps_before(
-        steps in prop::collection::vec((0.0f64..3.0, any::<bool>()), 1..30), at in 0usize..30,
+    fn the_truth_decides_whatever_the_margins(
+        p in logits(), o in logits(), t in logits(), noise in 0.0f64..3.0,
     ) {
-        let deltas: Vec<f64> = steps.iter().map(|s| s.0).collect();
-        let agree: Vec<bool> = steps.iter().map(|s| s.1).collect();
-        let (noise, used) = noise_before(&deltas, &agree, at);
-        let want: Vec<usize> = (0..at.min(deltas.len())).filter(|&s| agree[s]).collect();
-        prop_assert_eq!(&used, &want);
-        let max = want.iter().map(|&s| deltas[s]).fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
-        prop_assert_eq!(noise, max);
-        // Nothing at or after the step counts, whatever it holds.
-        let mut later = deltas.clone();
-        for d in later.iter_mut().skip(at) { *d = 1e9; }
-        prop_assert_eq!(noise_before(&later, &agree, at).0, max);
+        let n = p.len().min(o.len()).min(t.len());
+        let (p, o, t) = (&p[..n], &o[..n], &t[..n]);
+        let a = argmax(p).unwrap();
+        let b = argmax(o).unwrap();
+        prop_assume!(a != b);
+        let j = judge(p, o, a, b, Some(noise), Some(t));
+        prop_assert_eq!(j.rule, VerdictRule::Truth);
+        let (da, db) = truth_deficits(t, a, b);
+        prop_assert!(da >= 0.0 && db >= 0.0);
+        // near_tie exactly when both tokens lie within the noise of the truth's top-1.
+        prop_assert_eq!(j.verdict == TokenVerdict::NearTie, da <= noise && db <= noise);
+        // The truth's top-1 is the oracle's token by more than the noise: divergent.
+        if db == 0.0 && da > noise {
+            prop_assert_eq!(j.verdict, TokenVerdict::Divergent);
+        }
     }
+
+    #[test]
+    fn perturbation_moves_every_finite_element_by_exactly_k_ulps(
+        v in prop::collection::vec(-1.0e3f32..1.0e3, 1..64), k in 1u32..16, seed in 1u64..u64::MAX,
+    ) {
+        let vals: Vec<f64> = v.iter().map(|&x| f64::from(x)).collect();
+        for (dtype, ulp) in [(DType::F32, UlpDType::F32), (DType::Bf16, UlpDType::Bf16), (DType::F16, UlpDType::F16)] {
+            let t = Tensor::from_f64_as(dtype, vec![vals.len()], &vals).unwrap();
+            let mut rng = seed;
+            let moved = perturb(&t, k, &mut rng);
+            prop_assert_eq!(moved.shape(), t.shape());
+            for (x, y) in t.to_f64_vec().into_iter().zip(moved.to_f64_vec()) {
+                prop_assert!(y.is_finite());
+                prop_assert_eq!(ulp_distance(x, y, ulp), Some(u64::from(k)), "{} -> {} ({:?})", x, y, dtype);
+            }
+        }
+        // Integers are left alone.
+        let i = Tensor::from_f64_as(DType::I32, vec![3], &[1.0, 2.0, 3.0]).unwrap();
+        let mut rng = seed;
+        prop_assert_eq!(perturb(&i, k, &mut rng).to_f64_vec(), vec![1.0, 2.0, 3.0]);
+    }
+}
+
+#[test]
+fn the_reference_noise_is_the_spec_else_the_truth_else_the_perturbation() {
+    let m = |source, value: Option<f64>| NoiseMeasurement {
+        source,
+        value,
+        detail: String::new(),
+    };
+    let all = |spec, truth, pert| {
+        vec![
+            m(NoiseSource::Spec, spec),
+            m(NoiseSource::Truth, truth),
+            m(NoiseSource::Perturbation, pert),
+        ]
+    };
+    let r = reference(all(Some(0.5), Some(1e-5), Some(2e-5)), 0.0);
+    assert_eq!((r.source, r.value), (NoiseSource::Spec, Some(0.5)));
+    let r = reference(all(None, Some(1e-5), Some(2e-5)), 0.0);
+    assert_eq!((r.source, r.value), (NoiseSource::Truth, Some(1e-5)));
+    assert_eq!(r.sources.len(), 3, "every source is kept with its value");
+    let r = reference(all(None, None, Some(2e-5)), 0.0);
+    assert_eq!((r.source, r.value), (NoiseSource::Perturbation, Some(2e-5)));
+    let r = reference(all(None, None, None), 0.0);
+    assert_eq!((r.source, r.value), (NoiseSource::None, None));
+    // The floor raises whatever is used.
+    let r = reference(all(None, Some(1e-5), None), 1e-3);
+    assert_eq!((r.source, r.value), (NoiseSource::Truth, Some(1e-3)));
+    let r = reference(all(None, None, None), 1e-3);
+    assert_eq!(r.value, Some(1e-3));
+}
+
+#[test]
+fn a_run_measured_noise_would_pass_the_flips_the_reference_noise_fails() {
+    // The margins of examples/tokens' decode scale fault at step 3 (production
+    // 0, oracle 13): 1.318 needed; the old noise was the largest |Δlogit| of
+    // the three agreeing steps before, all carrying the fault: 0.908.
+    let (need, old, reference) = (1.318, 0.908, 4.0e-6);
+    let rule = |noise| verdict_rule(need / 2.0, need / 2.0, None, Some(noise)).0;
+    assert_eq!(rule(old), TokenVerdict::NearTie, "the old, wrong green");
+    assert_eq!(rule(reference), TokenVerdict::Divergent);
 }
 
 #[test]
@@ -127,13 +197,13 @@ fn exact_ties_and_nan() {
     assert_eq!(argmax(&[1.0, f64::NAN]), None);
     assert_eq!(argmax(&[]), None);
     // An exact tie in the oracle is a near tie even with no noise at all.
-    let j = judge(&[0.0, 2.0], &[1.0, 1.0], 1, 0, None);
+    let j = judge(&[0.0, 2.0], &[1.0, 1.0], 1, 0, None, None);
     assert_eq!((j.oracle_margin, j.verdict), (0.0, TokenVerdict::NearTie));
     // A production tie alone is not: the oracle prefers its token by 1.
-    let j = judge(&[1.0, 1.0], &[2.0, 1.0], 1, 0, Some(0.25));
+    let j = judge(&[1.0, 1.0], &[2.0, 1.0], 1, 0, Some(0.25), None);
     assert_eq!(j.verdict, TokenVerdict::Divergent);
     assert_eq!(
-        judge(&[1.0, 1.0], &[2.0, 1.0], 1, 0, Some(0.5)).verdict,
+        judge(&[1.0, 1.0], &[2.0, 1.0], 1, 0, Some(0.5), None).verdict,
         TokenVerdict::NearTie
     );
 }

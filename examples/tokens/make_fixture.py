@@ -8,6 +8,10 @@ Run with the pinned fixture environment (tools/fixtures/requirements.txt):
 Writes, next to this script:
   model.mlir, model_fault.mlir  production (toy_lm.py: JAX -> StableHLO, weights as arguments);
                                 the fault: layer 1 ignores its sliding window
+  model_scale.mlir              the decode-only fault: layer 1's attention scale is 1.25 / sqrt(D)
+                                in decode (prefill is clean)
+  model_prefill.mlir            the prefill-only fault: layer 0's attention scale is 1.5 / sqrt(D)
+                                in prefill (decode is clean, but reads the prefill's caches)
   weights.safetensors           f32 weights, seeded
   oracle/<case>.npz             numpy f32 oracle: tokens, logits, per-step layer tensors
   oracle/<case>_f64.npz         numpy f64 truth, teacher-forced on the oracle's tokens
@@ -24,6 +28,11 @@ running the real IREE-compiled module (generic x86-64 CPU, as the specs pin):
 `clean_a`/`clean_b` agree on every token with the clean module and, for
 `clean_a`, the faulty module agrees on >= 8 tokens and then diverges;
 `near_tie` flips at a step whose two logits are within the measured noise.
+The two scale faults (toy_lm.FAULTS) are checked on `clean_a`, with the
+factors chosen so that the checks hold: the decode-only one agrees on the
+first tokens and flips later (each flip one that parity's old near-tie rule,
+with the noise measured on the run under test, called a near tie); the
+prefill-only one moves the logits of every step without flipping a token.
 Everything is byte-reproducible: fixed seeds, sorted npz/safetensors writes
 with fixed zip timestamps, and a deterministic search order.
 """
@@ -298,7 +307,44 @@ SPECS = {
                           "# Expected: clean_a agrees for 10 tokens, then a divergent token localised to layer_1.\n"),
     "stages-exact.yaml": ("model.mlir", ["near_tie"], True,
                           "# examples/tokens: the near tie under exact_tokens: true. Expected: exit 1.\n"),
+    "stages-scale.yaml": ("model_scale.mlir", ["clean_a", "clean_b"], False,
+                          "# examples/tokens: layer 1's decode attention scale is 1.25 / sqrt(D) (model_scale.mlir).\n"
+                          "# Expected: clean_a agrees for 3 tokens, then a divergent token localised to layer_1;\n"
+                          "# clean_b flips no token but its logits fail the gate; exit 1.\n"),
+    "stages-prefill.yaml": ("model_prefill.mlir", ["clean_a"], False,
+                            "# examples/tokens: layer 0's prefill attention scale is 1.5 / sqrt(D) (model_prefill.mlir).\n"
+                            "# Expected: no token flips, every step's logits fail the gate; exit 1.\n"),
 }
+
+
+def check_faults(found, modules):
+    """The scale faults on `clean_a`, teacher-forced: what the docstring promises."""
+    prompt = found["clean_a"]["prompt"]
+    otoks, steps, _, _ = reference(prompt, np.float32)
+    orows = [t["logits"][0].astype(np.float64) for t in steps]
+    facts = {}
+    for name, module in modules.items():
+        ftoks, frows = module.run(prompt, forced=otoks)
+        flips = [s for s in range(N) if ftoks[s] != otoks[s]]
+        moved = max(float(np.abs(p - o).max()) for p, o in zip(frows, orows))
+        old = [old_rule(frows, orows, otoks, s) for s in flips]
+        facts[name] = {"flips": flips, "max_abs_dlogit": moved, "old_rule": old}
+    scale, prefill = facts["scale"], facts["prefill"]
+    if not (scale["flips"] and scale["flips"][0] >= 3 and all(v == "near_tie" for v in scale["old_rule"])):
+        sys.exit(f"check_faults: the decode scale fault does not flip late near ties only: {scale}")
+    if prefill["flips"] or prefill["max_abs_dlogit"] < 0.1:
+        sys.exit(f"check_faults: the prefill fault flips a token or moves no logit: {prefill}")
+    return facts
+
+
+def old_rule(rows, orows, otoks, s):
+    """parity's verdict before the reference noise: the noise was max |dlogit| over the
+    teacher-forced steps before s whose tokens agree, i.e. measured on the run it judged."""
+    a, b = int(np.argmax(rows[s])), otoks[s]
+    agree = [t for t in range(s) if int(np.argmax(rows[t])) == otoks[t]]
+    noise = max([float(np.abs(rows[t] - orows[t]).max()) for t in agree], default=0.0)
+    need = (rows[s][a] - rows[s][b]) + (orows[s][b] - orows[s][a])
+    return "near_tie" if orows[s][b] == orows[s][a] or need <= 2 * noise else "divergent"
 
 
 def write_specs():
@@ -312,11 +358,14 @@ def main():
     write_specs()
     if sys.argv[1:] == ["--specs"]:
         return
-    texts = {False: lower(False), True: lower(True)}
-    (HERE / "model.mlir").write_text(texts[False])
-    (HERE / "model_fault.mlir").write_text(texts[True])
+    texts = {f: lower(f) for f in (None, "window", "scale", "prefill")}
+    (HERE / "model.mlir").write_text(texts[None])
+    (HERE / "model_fault.mlir").write_text(texts["window"])
+    (HERE / "model_scale.mlir").write_text(texts["scale"])
+    (HERE / "model_prefill.mlir").write_text(texts["prefill"])
     (HERE / "weights.safetensors").write_bytes(st_save(dict(sorted(WEIGHTS.items()))))
-    found = search(Iree(texts[False]), Iree(texts[True]))
+    found = search(Iree(texts[None]), Iree(texts["window"]))
+    found["clean_a"]["faults"] = check_faults(found, {f: Iree(texts[f]) for f in ("scale", "prefill")})
     tensors = {}
     for case in sorted(found):
         toks, arrays, truth = case_arrays(found[case]["prompt"])

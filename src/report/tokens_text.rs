@@ -24,7 +24,9 @@ pub fn text(r: &TokensRecord) -> String {
         case_text(&mut t, c);
     }
     match &r.first_divergent_token {
-        None if r.cases.iter().all(|c| c.errors.is_empty()) && r.errors.is_empty() => {
+        None if r.cases.iter().all(|c| c.errors.is_empty() && !c.fails())
+            && r.errors.is_empty() =>
+        {
             let _ = writeln!(t, "every token matches the oracle");
         }
         None => {}
@@ -150,10 +152,15 @@ pub fn finding_line(f: &parity_record::TokenFinding) -> String {
         None => "no op".to_string(),
     };
     format!(
-        "case {}, step {} ({}): {layer}; {op}",
+        "case {}, step {} ({}{}): {layer}; {op}",
         f.case,
         f.step,
-        f.verdict.name()
+        f.verdict.name(),
+        if f.logits_gate {
+            ", logits beyond the gate"
+        } else {
+            ""
+        }
     )
 }
 
@@ -185,17 +192,24 @@ fn evidence(t: &mut String, d: &DivergentToken, indent: &str) {
         num(d.production_margin),
         num(d.oracle_margin)
     );
-    let noise = match d.noise {
-        Some(n) => format!(
+    let source = d.noise_source.map_or("", |s| s.name());
+    let noise = match (d.noise, d.noise_steps.is_empty()) {
+        (Some(n), true) => format!("{} (reference: {source})", num(n)),
+        // A record written before the reference noise: measured on agreeing steps.
+        (Some(n), false) => format!(
             "{} = max |Δlogit| over the {} agreeing {} steps {}",
             num(n),
             d.noise_steps.len(),
             d.mode.name(),
             steps_range(&d.noise_steps)
         ),
-        None => "none (no agreeing step to measure it on)".to_string(),
+        (None, _) => "none (no reference gave one)".to_string(),
     };
-    let _ = writeln!(t, "{indent}noise: {noise}");
+    let rule = d
+        .rule
+        .map(|r| format!("; decided by: {}", r.name()))
+        .unwrap_or_default();
+    let _ = writeln!(t, "{indent}noise: {noise}{rule}");
     if let (Some(gap), Some(margin)) = (d.truth_gap, d.truth_margin) {
         let _ = writeln!(
             t,
@@ -281,6 +295,45 @@ fn case_text(t: &mut String, c: &TokenCaseRecord) {
             num(s.rms_delta_p),
             num(s.max_abs_delta_p),
             num(s.max_abs_delta_logit)
+        );
+    }
+    if let Some(n) = &c.reference_noise {
+        let all: Vec<String> = n
+            .sources
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {}",
+                    m.source.name(),
+                    m.value.map_or("-".to_string(), num)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            t,
+            "  reference noise: {} from {} (sources: {})",
+            n.value.map_or("none".to_string(), num),
+            n.source.name(),
+            all.join(", ")
+        );
+    }
+    if let Some(g) = &c.logits_gate {
+        let _ = writeln!(
+            t,
+            "  logits gate ({}, {}): {}",
+            g.mode.name(),
+            g.criteria.join(", "),
+            if g.failed_steps.is_empty() {
+                format!("{} steps pass", g.steps)
+            } else {
+                format!(
+                    "{} of {} steps FAIL ({}); first: {}",
+                    g.failed_steps.len(),
+                    g.steps,
+                    steps_range(&g.failed_steps),
+                    g.first_failure.as_deref().unwrap_or("")
+                )
+            }
         );
     }
     if let Some(d) = &c.first_divergent_token {

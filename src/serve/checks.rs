@@ -7,7 +7,7 @@
 
 use super::answer::{logprobs_check, token_count_check};
 use super::target::Observed;
-use crate::tokens::case::OracleCase;
+use crate::tokens::case::{reference_noise, OracleCase};
 use crate::tokens::judge::{judge_step, Evidence};
 use crate::tokens::session::Session;
 use parity_record::{ServingVerdict, Status, TokenMode};
@@ -348,6 +348,9 @@ fn oracle_check(ev: &RequestEvidence<'_>, session: Option<&Session<'_>>) -> Serv
             .iter()
             .map(|r| r.iter().map(|&x| f64::from(x)).collect())
             .collect();
+        // The reference noise from the spec or the truth: a serving target's
+        // own sensitivity is not measured.
+        let noise = reference_noise(session, oracle, None);
         let judged = judge_step(
             &Evidence {
                 session,
@@ -356,6 +359,7 @@ fn oracle_check(ev: &RequestEvidence<'_>, session: Option<&Session<'_>>) -> Serv
                 oracle,
                 production: &production,
                 mode: TokenMode::Greedy,
+                noise: &noise,
             },
             k,
         );

@@ -4,8 +4,12 @@
 use super::error::{OracleProblem, TokensError};
 use super::judge::{judge_step, Evidence};
 use super::math::{argmax, step_stats, top_gap};
+use super::noise;
 use super::session::{Outputs, Session, StepInputs};
-use parity_record::{Status, StepMetrics, TokenCaseRecord, TokenMode};
+use parity_record::{
+    LogitsGate, NoiseMeasurement, NoiseSource, ReferenceNoise, Status, StepMetrics,
+    TokenCaseRecord, TokenMode,
+};
 use parity_spec::{Case, TokensSpec};
 
 /// The oracle's side of a case.
@@ -138,10 +142,17 @@ pub struct Stream {
     pub tokens: Vec<i64>,
     /// The error that stopped it, if any.
     pub error: Option<TokensError>,
+    /// Per step, max |Δlogit| between the production's logits and its logits
+    /// with every floating-point argument perturbed (when measured).
+    pub perturbed: Vec<f64>,
+    /// Why the perturbation could not be measured at some step.
+    pub perturb_error: Option<String>,
 }
 
 /// Runs decode steps 1..N after `prefill`, feeding the production's own
-/// token (greedy) or the oracle's (teacher-forced).
+/// token (greedy) or the oracle's (teacher-forced). With `perturb`, each step
+/// (prefill included) is also called with its arguments perturbed by that
+/// many ULPs, and the spread of the logits recorded (the perturbation noise).
 pub fn decode_loop(
     session: &Session<'_>,
     case: &Case,
@@ -149,27 +160,47 @@ pub fn decode_loop(
     oracle: &OracleCase,
     prefill: &(Vec<f64>, Outputs),
     mode: TokenMode,
+    perturb: Option<u32>,
 ) -> Stream {
     let vocab = oracle.logits[0].len();
     let mut stream = Stream::default();
     let mut state = prefill.1.clone();
     let mut logits = prefill.0.clone();
+    let mut pending: Option<Vec<f64>> = None;
     for step in 0..session.tokens.max_new_tokens {
-        if step > 0 {
-            let token = match mode {
-                TokenMode::Greedy => stream.tokens[step - 1],
-                TokenMode::TeacherForced => oracle.tokens[step - 1],
-            };
+        let token = match (step, mode) {
+            (0, _) => 0,
+            (_, TokenMode::Greedy) => stream.tokens[step - 1],
+            (_, TokenMode::TeacherForced) => oracle.tokens[step - 1],
+        };
+        let what = format!("case `{}`, {} step {step}", case.name, mode.name());
+        let call = |perturbed: Option<(u32, u64)>| {
             let inputs = StepInputs {
                 token,
                 position: TokensSpec::position(p, step),
                 state: &state,
             };
-            let what = format!("case `{}`, {} step {step}", case.name, mode.name());
-            let out = session
-                .call("decode", &session.tokens.decode, case, Some(&inputs))
+            let (which, spec_call, step_inputs) = if step == 0 {
+                ("prefill", &session.tokens.prefill, None)
+            } else {
+                ("decode", &session.tokens.decode, Some(&inputs))
+            };
+            session
+                .call_perturbed(which, spec_call, case, step_inputs, perturbed)
                 .and_then(|out| Ok((session.logits(&out, &what, vocab)?, out)))
-                .map_err(|e| e.context(&what));
+                .map_err(|e| e.context(&what))
+        };
+        if let (Some(ulps), None) = (perturb, &stream.perturb_error) {
+            // The same step with its arguments perturbed (same state, token,
+            // position); for steps >= 1 compared after the step's own call below.
+            match call(Some((ulps, noise::seed(&case.name, step)))) {
+                Ok((l, _)) if step == 0 => stream.perturbed.push(spread(&prefill.0, &l)),
+                Ok((l, _)) => pending = Some(l),
+                Err(e) => stream.perturb_error = Some(e.to_string()),
+            }
+        }
+        if step > 0 {
+            let out = call(None);
             match out {
                 Ok((l, out)) => {
                     logits = l;
@@ -181,6 +212,9 @@ pub fn decode_loop(
                 }
             }
         }
+        if let Some(l) = pending.take() {
+            stream.perturbed.push(spread(&logits, &l));
+        }
         // Logits were checked finite, so argmax is defined.
         stream.tokens.push(argmax(&logits).unwrap_or(0) as i64);
         stream.logits.push(logits.clone());
@@ -188,7 +222,75 @@ pub fn decode_loop(
     stream
 }
 
-/// Everything measured for one case, turned into its record.
+/// max |a − b| over the logits.
+fn spread(a: &[f64], b: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
+/// The perturbation source, from the stream that measured it.
+fn perturbation_measurement(ulps: u32, stream: Option<&Stream>) -> NoiseMeasurement {
+    let (value, detail) = match stream {
+        None => (
+            None,
+            "not measured (no decode of this case ran through parity's own calls)".to_string(),
+        ),
+        Some(s) if s.perturbed.is_empty() => (
+            None,
+            format!(
+                "not measured: {}",
+                s.perturb_error.as_deref().unwrap_or("no step ran")
+            ),
+        ),
+        Some(s) => {
+            let (at, worst) = s
+                .perturbed
+                .iter()
+                .copied()
+                .enumerate()
+                .fold((0, 0.0f64), |m, (i, x)| if x > m.1 { (i, x) } else { m });
+            (
+                Some(worst),
+                format!(
+                    "max |Δlogit| of production against itself with every floating-point argument moved by {ulps} ULPs, over {} steps (worst at step {at}){}",
+                    s.perturbed.len(),
+                    s.perturb_error
+                        .as_ref()
+                        .map(|e| format!("; stopped early: {e}"))
+                        .unwrap_or_default()
+                ),
+            )
+        }
+    };
+    NoiseMeasurement {
+        source: NoiseSource::Perturbation,
+        value,
+        detail,
+    }
+}
+
+/// The case's reference noise: spec, truth, perturbation (measured on `perturbed`).
+pub fn reference_noise(
+    session: &Session<'_>,
+    oracle: &OracleCase,
+    perturbed: Option<&Stream>,
+) -> ReferenceNoise {
+    let t = session.tokens;
+    noise::reference(
+        vec![
+            noise::spec_measurement(&session.spec.path.display().to_string(), t),
+            noise::truth_measurement(oracle),
+            perturbation_measurement(t.verdict.perturbation_ulps, perturbed),
+        ],
+        t.verdict.noise_floor,
+    )
+}
+
+/// Everything measured for one case, turned into its record: the reference
+/// noise, every compared step's logits against the gate, every mismatch
+/// judged.
 pub fn compare_case(
     session: &Session<'_>,
     case: &Case,
@@ -197,6 +299,8 @@ pub fn compare_case(
     greedy: Option<Stream>,
     forced: Option<Stream>,
 ) -> TokenCaseRecord {
+    // The perturbation is measured on the teacher-forced stream when it ran.
+    let noise = reference_noise(session, oracle, forced.as_ref().or(greedy.as_ref()));
     let mut rec = TokenCaseRecord {
         case: case.name.clone(),
         status: Status::Pass,
@@ -208,29 +312,39 @@ pub fn compare_case(
         summary: None,
         first_divergent_token: None,
         later_mismatches: Vec::new(),
+        reference_noise: None,
+        logits_gate: None,
         errors: Vec::new(),
     };
-    fn ev<'a>(
-        session: &'a Session<'a>,
-        case: &'a str,
-        p: usize,
-        oracle: &'a OracleCase,
-        stream: &'a Stream,
-        mode: TokenMode,
-    ) -> Evidence<'a> {
-        Evidence {
-            session,
-            case,
-            p,
-            oracle,
-            production: &stream.logits,
-            mode,
-        }
-    }
+    let ev = |production, mode| Evidence {
+        session,
+        case: &case.name,
+        p,
+        oracle,
+        production,
+        mode,
+        noise: &noise,
+    };
+    let tol = session.tokens.logits_tolerance.as_ref();
+    let gate = |s: usize, l: &[f64], st: &super::math::StepStats| {
+        let truth = oracle.truth.as_ref().map(|t| t[s].as_slice());
+        noise::gate_step(tol, &noise, &oracle.logits[s], l, truth, st)
+    };
+    let logits_gate = |mode, steps: usize, failed: Vec<(usize, Vec<String>)>| LogitsGate {
+        mode,
+        criteria: noise::gate_words(tol, &noise),
+        steps,
+        failed_steps: failed.iter().map(|f| f.0).collect(),
+        first_failure: failed
+            .first()
+            .map(|(s, why)| format!("step {s}: {}", why.join("; "))),
+    };
     if let Some(f) = &forced {
         rec.teacher_forced_tokens = f.tokens.clone();
+        let mut failed = Vec::new();
         for (s, l) in f.logits.iter().enumerate() {
             let st = step_stats(&oracle.logits[s], l, oracle.tokens[s] as usize);
+            let why = gate(s, l, &st);
             rec.steps.push(StepMetrics {
                 step: s,
                 oracle_token: oracle.tokens[s],
@@ -241,25 +355,26 @@ pub fn compare_case(
                 max_abs_delta_logit: st.max_abs_delta_logit,
                 oracle_gap: top_gap(&oracle.logits[s]),
                 production_gap: top_gap(l),
+                logits_pass: Some(why.is_empty()),
+                failed_criteria: why.clone(),
             });
+            if !why.is_empty() {
+                failed.push((s, why));
+            }
         }
+        rec.logits_gate = Some(logits_gate(
+            TokenMode::TeacherForced,
+            f.logits.len(),
+            failed,
+        ));
         rec.summary = super::judge::summary(&rec.steps);
-        let mismatches: Vec<usize> = rec
+        let mut judged = rec
             .steps
             .iter()
             .filter(|m| !m.top1_agree)
-            .map(|m| m.step)
-            .collect();
-        let judged: Vec<_> = mismatches
-            .iter()
-            .map(|&s| {
-                judge_step(
-                    &ev(session, &case.name, p, oracle, f, TokenMode::TeacherForced),
-                    s,
-                )
-            })
-            .collect();
-        let mut judged = judged.into_iter();
+            .map(|m| judge_step(&ev(&f.logits, TokenMode::TeacherForced), m.step))
+            .collect::<Vec<_>>()
+            .into_iter();
         rec.first_divergent_token = judged.next();
         rec.later_mismatches = judged.collect();
         if let Some(e) = &f.error {
@@ -273,9 +388,21 @@ pub fn compare_case(
             .iter()
             .zip(&oracle.tokens)
             .position(|(a, b)| a != b);
+        if forced.is_none() {
+            // Without teacher forcing, greedy's steps up to its first
+            // mismatch saw the oracle's tokens: those are gated.
+            let upto = first.map_or(g.logits.len(), |s| s + 1).min(g.logits.len());
+            let failed: Vec<(usize, Vec<String>)> = (0..upto)
+                .map(|s| {
+                    let st = step_stats(&oracle.logits[s], &g.logits[s], oracle.tokens[s] as usize);
+                    (s, gate(s, &g.logits[s], &st))
+                })
+                .filter(|f| !f.1.is_empty())
+                .collect();
+            rec.logits_gate = Some(logits_gate(TokenMode::Greedy, upto, failed));
+        }
         if let Some(s) = first {
-            let from_greedy =
-                judge_step(&ev(session, &case.name, p, oracle, g, TokenMode::Greedy), s);
+            let from_greedy = judge_step(&ev(&g.logits, TokenMode::Greedy), s);
             match &rec.first_divergent_token {
                 None => rec.first_divergent_token = Some(from_greedy),
                 Some(tf) if tf.step != s => rec.errors.push(parity_record::ErrorRecord::execution(format!(
@@ -295,14 +422,10 @@ pub fn compare_case(
             rec.errors.push(e.to_record());
         }
     }
+    rec.reference_noise = Some(noise);
     rec.status = if !rec.errors.is_empty() {
         Status::Error
-    } else if rec
-        .first_divergent_token
-        .iter()
-        .chain(&rec.later_mismatches)
-        .any(|t| t.counted)
-    {
+    } else if rec.fails() {
         Status::Fail
     } else {
         Status::Pass

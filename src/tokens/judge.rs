@@ -1,12 +1,13 @@
 //! The evidence at a mismatching step: both sides' top-k, gaps in ULPs, the
-//! logit noise measured on agreeing steps, the truth's gap, and the verdict.
+//! reference noise of the case, the truth's gap, and the verdict.
 
 use super::case::OracleCase;
-use super::math::{argmax, judge, noise_before, top_gap, top_gap_ulp, top_k};
+use super::math::{argmax, judge, top_gap, top_gap_ulp, top_k};
 use super::session::Session;
 use parity_compare::UlpDType;
 use parity_record::{
-    DivergentToken, StepMetrics, TeacherForcedSummary, TokenLogit, TokenMode, TokenVerdict,
+    DivergentToken, ReferenceNoise, StepMetrics, TeacherForcedSummary, TokenLogit, TokenMode,
+    TokenVerdict,
 };
 use parity_spec::TokensSpec;
 
@@ -24,6 +25,9 @@ pub struct Evidence<'a> {
     pub production: &'a [Vec<f64>],
     /// The mode they come from.
     pub mode: TokenMode,
+    /// The case's reference noise (never measured on `production`'s
+    /// differences from the oracle).
+    pub noise: &'a ReferenceNoise,
 }
 
 fn listed(l: &[f64], k: usize) -> Vec<TokenLogit> {
@@ -43,36 +47,20 @@ pub fn judge_step(ev: &Evidence<'_>, step: usize) -> DivergentToken {
     let orc = &ev.oracle.logits[step];
     let prod_tok = argmax(prod).unwrap_or(0);
     let oracle_tok = ev.oracle.tokens[step] as usize;
-    let deltas: Vec<f64> = ev
-        .production
-        .iter()
-        .zip(&ev.oracle.logits)
-        .map(|(a, b)| {
-            a.iter()
-                .zip(b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0, f64::max)
-        })
-        .collect();
-    let agree: Vec<bool> = ev
-        .production
-        .iter()
-        .zip(&ev.oracle.tokens)
-        .map(|(l, &t)| argmax(l) == Some(t as usize))
-        .collect();
-    // Only steps before: agreeing steps after a divergence may carry the very
-    // error that caused it (a wrong oracle agrees by chance on some steps), so
-    // they would make any flip look like noise.
-    let (measured, noise_steps) = noise_before(&deltas, &agree, step);
-    let noise = measured
-        .map(|n| n.max(verdict_spec.noise_floor))
-        .or((verdict_spec.noise_floor > 0.0).then_some(verdict_spec.noise_floor));
-    let j = judge(prod, orc, prod_tok, oracle_tok, noise);
+    let truth = ev.oracle.truth.as_ref().and_then(|t| t.get(step));
+    let noise = ev.noise.value;
+    let j = judge(
+        prod,
+        orc,
+        prod_tok,
+        oracle_tok,
+        noise,
+        truth.map(Vec::as_slice),
+    );
     let ulp = verdict_spec
         .ulp_dtype
         .and_then(UlpDType::from_dtype)
         .unwrap_or(UlpDType::F32);
-    let truth = ev.oracle.truth.as_ref().and_then(|t| t.get(step));
     let counted = verdict_spec.exact_tokens || j.verdict == TokenVerdict::Divergent;
     DivergentToken {
         case: ev.case.to_string(),
@@ -87,7 +75,9 @@ pub fn judge_step(ev: &Evidence<'_>, step: usize) -> DivergentToken {
         production_margin: j.production_margin,
         oracle_margin: j.oracle_margin,
         noise,
-        noise_steps,
+        noise_steps: Vec::new(),
+        noise_source: Some(ev.noise.source),
+        rule: Some(j.rule),
         truth_gap: truth.map(|t| top_gap(t)),
         truth_margin: truth.map(|t| t[oracle_tok] - t[prod_tok]),
         truth_token: truth.and_then(|t| argmax(t)).map(|t| t as i64),

@@ -12,18 +12,21 @@ use parity_record::{
 use parity_spec::Spec;
 
 /// Runs the chain for (`case`, `step`): the finding's localisation, first
-/// divergent layer and op, or notes saying why not.
+/// divergent layer and op, or notes saying why not. `logits_gate`: the step
+/// is localised because its logits failed the gate, not for a token flip.
 pub fn localise(
     spec: &Spec,
     options: &BisectOptions,
     case: &str,
     step: usize,
     verdict: TokenVerdict,
+    logits_gate: bool,
 ) -> TokenFinding {
     let mut record = TokenFinding {
         case: case.to_string(),
         step,
         verdict,
+        logits_gate,
         localisation: None,
         first_divergent_layer: None,
         first_divergent_op: None,

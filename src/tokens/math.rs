@@ -1,9 +1,10 @@
 //! The arithmetic of token parity, on plain slices: greedy choice, top-k,
 //! softmax statistics (llama.cpp's `--kl-divergence` quantities), ULP gaps,
-//! and the near-tie verdict. Everything is computed in f64.
+//! and the near-tie verdict against a reference noise. Everything is
+//! computed in f64.
 
 use parity_compare::{ulp_distance, UlpDType};
-use parity_record::TokenVerdict;
+use parity_record::{TokenVerdict, VerdictRule};
 
 /// The greedy choice: index of the largest logit, the lowest index among
 /// exact ties (numpy's and MLX's `argmax`). None when `logits` is empty or
@@ -115,53 +116,82 @@ pub struct Judgement {
     pub oracle_margin: f64,
     /// near_tie or divergent.
     pub verdict: TokenVerdict,
+    /// What decided it.
+    pub rule: VerdictRule,
 }
 
-/// Judges a mismatch: the production chose `prod_tok`, the oracle `oracle_tok`.
-///
-/// The flip needs the two tokens' logits to move by
-/// `production_margin + oracle_margin` relative to each other between the
-/// oracle and the production; on the agreeing steps every logit moved by at
-/// most `noise`, so two logits can move up to `2 · noise` relative to each
-/// other by noise alone. `near_tie` when the needed move is within that, or
-/// the oracle's two logits are exactly equal (an exact tie: the oracle's
-/// choice is only its lowest-index tie-break, and either token is its top-1);
-/// `divergent` otherwise. No noise measurement counts as noise 0.
+/// Judges a mismatch: the production chose `prod_tok`, the oracle `oracle_tok`;
+/// `noise` is the reference noise (a bound on how far a correct production's
+/// logits lie from the oracle's, measured on references, never on this run),
+/// `truth` the f64 truth's logits at this step when the spec has them.
+/// See [`verdict_rule`].
 pub fn judge(
     production: &[f64],
     oracle: &[f64],
     prod_tok: usize,
     oracle_tok: usize,
     noise: Option<f64>,
+    truth: Option<&[f64]>,
 ) -> Judgement {
     let at = |l: &[f64], i: usize| l.get(i).copied().unwrap_or(f64::NAN);
     let production_margin = at(production, prod_tok) - at(production, oracle_tok);
     let oracle_margin = at(oracle, oracle_tok) - at(oracle, prod_tok);
-    let noise = noise.unwrap_or(0.0);
-    let exact_tie = oracle_margin == 0.0;
-    let within = production_margin + oracle_margin <= 2.0 * noise;
+    let deficits = truth.map(|t| truth_deficits(t, prod_tok, oracle_tok));
+    let (verdict, rule) = verdict_rule(production_margin, oracle_margin, deficits, noise);
     Judgement {
         production_margin,
         oracle_margin,
-        verdict: if exact_tie || within {
-            TokenVerdict::NearTie
-        } else {
-            TokenVerdict::Divergent
-        },
+        verdict,
+        rule,
     }
 }
 
-/// The logit noise before `step`: max |Δlogit| over the steps before it whose
-/// top-1 agree, with those steps (None and no steps when none agrees, e.g. at
-/// step 0). `deltas[s]` is step s's max |Δlogit| and `agree[s]` whether its
-/// top-1 agree.
-pub fn noise_before(deltas: &[f64], agree: &[bool], step: usize) -> (Option<f64>, Vec<usize>) {
-    let steps: Vec<usize> = (0..step.min(deltas.len()))
-        .filter(|&s| agree.get(s).copied().unwrap_or(false))
-        .collect();
-    let noise = steps
-        .iter()
-        .map(|&s| deltas[s])
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
-    (noise, steps)
+/// How far the truth's logits of the production's and the oracle's tokens lie
+/// below the truth's top-1 logit (NaN for a token outside the vocabulary).
+pub fn truth_deficits(truth: &[f64], prod_tok: usize, oracle_tok: usize) -> (f64, f64) {
+    let top = truth.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let at = |i: usize| truth.get(i).map_or(f64::NAN, |x| top - x);
+    (at(prod_tok), at(oracle_tok))
+}
+
+/// The verdict rule on the numbers it rests on (docs/tokens.md, "The verdict").
+/// `noise` None counts as 0.
+///
+/// With the truth (`deficits`, each token's distance below the truth's
+/// top-1), the truth decides: `near_tie` when both tokens lie within the
+/// noise of its top-1 (the truth itself cannot separate them at this
+/// precision), `divergent` otherwise (it prefers one token by more than a
+/// correct production's logits can move: by the oracle's, production erred;
+/// by production's, the oracle did; by neither, both did).
+///
+/// Without it: the flip needs the two tokens' logits to move by
+/// `production_margin + oracle_margin` relative to each other; a correct
+/// production's logits lie within `noise` of the oracle's, so two of them
+/// move up to `2 · noise` relative to each other. `near_tie` when the needed
+/// move is within that, or the oracle's two logits are exactly equal (its
+/// choice is only its lowest-index tie-break); `divergent` otherwise.
+pub fn verdict_rule(
+    production_margin: f64,
+    oracle_margin: f64,
+    deficits: Option<(f64, f64)>,
+    noise: Option<f64>,
+) -> (TokenVerdict, VerdictRule) {
+    let noise = noise.unwrap_or(0.0);
+    let near = |yes: bool| {
+        if yes {
+            TokenVerdict::NearTie
+        } else {
+            TokenVerdict::Divergent
+        }
+    };
+    if let Some((prod, orc)) = deficits {
+        return (near(prod <= noise && orc <= noise), VerdictRule::Truth);
+    }
+    if oracle_margin == 0.0 {
+        return (TokenVerdict::NearTie, VerdictRule::ExactTie);
+    }
+    (
+        near(production_margin + oracle_margin <= 2.0 * noise),
+        VerdictRule::Margins,
+    )
 }

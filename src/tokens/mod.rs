@@ -12,6 +12,7 @@ pub(crate) mod judge;
 mod localise;
 pub mod math;
 mod prompt;
+pub mod noise;
 pub(crate) mod session;
 
 pub use error::TokensError;
@@ -21,7 +22,9 @@ use crate::run::inputs::InputSources;
 use crate::run::{self, RunOptions};
 use crate::target::Target;
 use case::{compare_case, decode_loop, OracleCase};
-use parity_record::{ErrorRecord, RunRecord, Status, TokenMode, TokenVerdict, TokensRecord};
+use parity_record::{
+    ErrorRecord, RunRecord, Status, TokenMode, TokenVerdict, TokensRecord, VerdictRule, WrongSide,
+};
 use parity_spec::Spec;
 use session::Session;
 use std::time::Instant;
@@ -127,21 +130,28 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
         .iter()
         .find_map(|c| c.first_divergent_token.clone());
     // Localise the first `divergent` mismatch at prefill and the first at
-    // decode (two causes, two findings); without any, the first near tie.
+    // decode (two causes, two findings); a phase without one, its first step
+    // whose logits failed the gate; without any, the first near tie.
     let all: Vec<_> = record
         .cases
         .iter()
         .flat_map(|c| c.first_divergent_token.iter().chain(&c.later_mismatches))
-        .map(|t| (t.case.clone(), t.step, t.verdict))
+        .map(|t| (t.case.clone(), t.step, t.verdict, false))
         .collect();
-    let divergent = |decode: bool| {
+    let gated: Vec<_> = record
+        .cases
+        .iter()
+        .flat_map(|c| {
+            let failed = c.logits_gate.iter().flat_map(|g| g.failed_steps.iter());
+            failed.map(|&s| (c.case.clone(), s, TokenVerdict::Divergent, true))
+        })
+        .collect();
+    let first = |decode: bool| {
         all.iter()
             .find(|t| t.2 == TokenVerdict::Divergent && (t.1 > 0) == decode)
+            .or_else(|| gated.iter().find(|t| (t.1 > 0) == decode))
     };
-    let mut targets: Vec<_> = [divergent(false), divergent(true)]
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut targets: Vec<_> = [first(false), first(true)].into_iter().flatten().collect();
     if targets.is_empty() {
         targets.extend(all.first());
     }
@@ -151,8 +161,8 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
             .push("localisation skipped (--no-localise)".to_string());
         targets.clear();
     }
-    for (case, step, verdict) in targets {
-        let finding = localise::localise(spec, &options.bisect, case, *step, *verdict);
+    for (case, step, verdict, gate) in targets {
+        let finding = localise::localise(spec, &options.bisect, case, *step, *verdict, *gate);
         if record.findings.is_empty() {
             record.localisation = finding.localisation.clone();
             record.first_divergent_layer = finding.first_divergent_layer.clone();
@@ -162,6 +172,7 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
         }
         record.findings.push(finding);
     }
+    count_production_wrong(&mut record);
     finish(record, clock)
 }
 
@@ -182,6 +193,8 @@ fn run_case(
         summary: None,
         first_divergent_token: None,
         later_mismatches: Vec::new(),
+        reference_noise: None,
+        logits_gate: None,
         errors: vec![e.in_case(&case.name).to_record()],
     };
     let p = match session.tokens.prompt_len(case) {
@@ -207,14 +220,70 @@ fn run_case(
             return rec;
         }
     };
+    // The perturbation noise is measured on one stream: teacher-forced when it runs.
+    let ulps = session.tokens.verdict.perturbation_ulps;
     let stream = |mode| {
-        modes
-            .contains(&mode)
-            .then(|| decode_loop(session, case, p, &oracle, &prefill, mode))
+        let measure =
+            mode == TokenMode::TeacherForced || !modes.contains(&TokenMode::TeacherForced);
+        modes.contains(&mode).then(|| {
+            decode_loop(
+                session,
+                case,
+                p,
+                &oracle,
+                &prefill,
+                mode,
+                measure.then_some(ulps),
+            )
+        })
     };
     let greedy = stream(TokenMode::Greedy);
     let forced = stream(TokenMode::TeacherForced);
     compare_case(session, case, p, &oracle, greedy, forced)
+}
+
+/// A finding whose layer's f64 truth names production wrong is a counted
+/// mismatch whatever the margins said: its token becomes `divergent` (rule
+/// `localisation`), its case fails.
+fn count_production_wrong(record: &mut TokensRecord) {
+    let wrong: Vec<(String, usize)> = record
+        .findings
+        .iter_mut()
+        .filter(|f| matches!(&f.layer_vs_f64, Some(v) if v.wrong == WrongSide::Production))
+        .map(|f| {
+            f.verdict = TokenVerdict::Divergent;
+            (f.case.clone(), f.step)
+        })
+        .collect();
+    for (case, step) in wrong {
+        let Some(c) = record.cases.iter_mut().find(|c| c.case == case) else {
+            continue;
+        };
+        let tokens = c
+            .first_divergent_token
+            .iter_mut()
+            .chain(&mut c.later_mismatches);
+        for t in tokens.filter(|t| t.step == step && !t.counted) {
+            t.counted = true;
+            t.verdict = TokenVerdict::Divergent;
+            t.rule = Some(VerdictRule::Localisation);
+            record.notes.push(format!(
+                "case `{case}`, step {step}: counted, since the localised layer's f64 truth names production wrong"
+            ));
+        }
+        if c.status == Status::Pass {
+            c.status = Status::Fail;
+        }
+    }
+    if let Some(first) = &mut record.first_divergent_token {
+        if let Some(t) = record.cases.iter().find_map(|c| {
+            c.first_divergent_token
+                .as_ref()
+                .filter(|t| t.case == first.case && t.step == first.step)
+        }) {
+            *first = t.clone();
+        }
+    }
 }
 
 fn finish(mut record: TokensRecord, clock: Instant) -> TokensRecord {

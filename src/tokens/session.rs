@@ -48,6 +48,21 @@ impl Session<'_> {
         case: &Case,
         step: Option<&StepInputs<'_>>,
     ) -> Result<Outputs, TokensError> {
+        self.call_perturbed(which, call, case, step, None)
+    }
+
+    /// [`Session::call`] with every floating-point argument (oracle inputs,
+    /// weights, literals, the state) moved by `perturb.0` ULPs of its dtype,
+    /// up or down as a generator seeded with `perturb.1` draws
+    /// ([`super::noise::perturb`]); None calls with the arguments as they are.
+    pub fn call_perturbed(
+        &self,
+        which: &str,
+        call: &TokenCall,
+        case: &Case,
+        step: Option<&StepInputs<'_>>,
+        perturb: Option<(u32, u64)>,
+    ) -> Result<Outputs, TokensError> {
         let function =
             TokensSpec::render(&call.function, case).map_err(|problem| TokensError::Call {
                 at: self.at(call.location),
@@ -108,7 +123,14 @@ impl Session<'_> {
             args.push((tensor, loc));
         }
         self.check_signature(which, call, &function, &args)?;
-        let tensors: Vec<Tensor> = args.into_iter().map(|(t, _)| t).collect();
+        let mut rng = perturb.map_or(1, |p| p.1);
+        let tensors: Vec<Tensor> = args
+            .into_iter()
+            .map(|(t, _)| match perturb {
+                Some((ulps, _)) => super::noise::perturb(&t, ulps, &mut rng),
+                None => t,
+            })
+            .collect();
         let results = self
             .modules
             .invoke(&self.tokens.module, &function, &tensors)

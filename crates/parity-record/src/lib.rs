@@ -60,7 +60,8 @@ pub use run::{
 pub use serving::{ServingRecord, ServingRequestRecord, ServingVerdict, SERVING_SCHEMA};
 pub use shard::{merge, MergeError, Shard, ShardRecord};
 pub use tokens::{
-    DivergentToken, LayerVsF64, StepLocalisation, StepMetrics, TeacherForcedSummary,
-    TokenCaseRecord, TokenFinding, TokenLogit, TokenMode, TokenVerdict, TokensRecord, WrongSide,
-    LAYER_ARBITER_RATIO, TOKENS_SCHEMA,
+    DivergentToken, LayerVsF64, LogitsGate, NoiseMeasurement, NoiseSource, ReferenceNoise,
+    StepLocalisation, StepMetrics, TeacherForcedSummary, TokenCaseRecord, TokenFinding, TokenLogit,
+    TokenMode, TokenVerdict, TokensRecord, VerdictRule, WrongSide, LAYER_ARBITER_RATIO,
+    NOISE_GATE_FACTOR, TOKENS_SCHEMA,
 };

@@ -22,6 +22,8 @@ fn steps(oracle: &[i64], production: &[i64], delta: &[f64]) -> Vec<StepMetrics> 
             max_abs_delta_logit: d,
             oracle_gap: 0.5 + s as f64 / 10.0,
             production_gap: 0.5 + s as f64 / 10.0 - d,
+            logits_pass: Some(d < 1e-4),
+            failed_criteria: Vec::new(),
         })
         .collect()
 }
@@ -58,7 +60,9 @@ fn token(case: &str, step: usize, p: i64, o: i64, verdict: TokenVerdict) -> Dive
         production_margin: gap,
         oracle_margin: gap,
         noise: Some(3.0e-6),
-        noise_steps: (0..step).collect(),
+        noise_steps: Vec::new(),
+        noise_source: Some(NoiseSource::Truth),
+        rule: Some(VerdictRule::Truth),
         truth_gap: Some(gap / 2.0),
         truth_margin: Some(if near { -1.0e-7 } else { gap }),
         truth_token: Some(if near { p } else { o }),
@@ -88,6 +92,8 @@ fn case(
         steps,
         first_divergent_token: None,
         later_mismatches: Vec::new(),
+        reference_noise: None,
+        logits_gate: None,
         errors: Vec::new(),
     }
 }
@@ -182,6 +188,7 @@ pub fn tokens_divergent() -> TokensRecord {
             case: "clean_a".into(),
             step: 4,
             verdict: TokenVerdict::Divergent,
+            logits_gate: false,
             localisation: r.localisation.clone(),
             first_divergent_layer: r.first_divergent_layer.clone(),
             first_divergent_op: r.first_divergent_op.clone(),
@@ -192,6 +199,7 @@ pub fn tokens_divergent() -> TokensRecord {
             case: "clean_a".into(),
             step: 0,
             verdict: TokenVerdict::Divergent,
+            logits_gate: false,
             localisation: None,
             first_divergent_layer: None,
             first_divergent_op: None,

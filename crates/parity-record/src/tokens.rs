@@ -52,6 +52,110 @@ impl TokenVerdict {
     }
 }
 
+/// Where the reference noise of a case comes from (docs/tokens.md, "The verdict").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseSource {
+    /// The `max_abs` of the spec's `tokens.logits` tolerance (measured on a known-good run).
+    Spec,
+    /// The oracle's own distance from the f64 truth logits.
+    Truth,
+    /// Production's own sensitivity: its logits with every floating-point
+    /// argument moved by a few ULPs, against its logits unmoved.
+    Perturbation,
+    /// No source gave a value (the noise is the spec's `noise_floor`, or 0).
+    None,
+}
+
+impl NoiseSource {
+    /// The snake_case name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            NoiseSource::Spec => "spec",
+            NoiseSource::Truth => "truth",
+            NoiseSource::Perturbation => "perturbation",
+            NoiseSource::None => "none",
+        }
+    }
+}
+
+/// What one noise source measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoiseMeasurement {
+    /// The source.
+    pub source: NoiseSource,
+    /// The value it gave (a bound on max |Δlogit| between a correct production
+    /// and the oracle); null when it gave none (no truth, refused, not measured).
+    #[serde(with = "crate::float::option")]
+    pub value: Option<f64>,
+    /// How it was measured, or why it gave nothing.
+    pub detail: String,
+}
+
+/// The reference noise of a case: measured on references (the spec's
+/// tolerance, the oracle against its truth, production against itself
+/// perturbed), never on the production-versus-oracle differences it judges.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceNoise {
+    /// The source used: the spec's, else the truth's, else the perturbation's.
+    pub source: NoiseSource,
+    /// The noise used (raised to the spec's `noise_floor`); null when no
+    /// source gave a value and there is no floor.
+    #[serde(with = "crate::float::option")]
+    pub value: Option<f64>,
+    /// Every source, with what it gave.
+    pub sources: Vec<NoiseMeasurement>,
+}
+
+/// What decided a mismatch's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictRule {
+    /// The f64 truth: near_tie when both tokens are within the noise of its
+    /// top-1, divergent otherwise.
+    Truth,
+    /// No truth: the margins against twice the reference noise.
+    Margins,
+    /// No truth: the oracle's two logits tie exactly.
+    ExactTie,
+    /// The step's layer was localised and its f64 truth names production wrong.
+    Localisation,
+}
+
+impl VerdictRule {
+    /// The snake_case name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerdictRule::Truth => "truth",
+            VerdictRule::Margins => "margins",
+            VerdictRule::ExactTie => "exact_tie",
+            VerdictRule::Localisation => "localisation",
+        }
+    }
+}
+
+/// The logits gate of a case: every compared step's logits against the
+/// spec's `tokens.logits` tolerance, or, without one, max |Δlogit| against
+/// [`NOISE_GATE_FACTOR`] times the reference noise.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LogitsGate {
+    /// The mode whose logits were gated (teacher-forced when it ran; else
+    /// greedy, up to and including its first mismatch).
+    pub mode: TokenMode,
+    /// What each step was held to, in words.
+    pub criteria: Vec<String>,
+    /// Steps gated.
+    pub steps: usize,
+    /// Steps whose logits failed.
+    pub failed_steps: Vec<usize>,
+    /// The first failing step's failed criteria, in words.
+    pub first_failure: Option<String>,
+}
+
+/// Without a spec tolerance, a step's max |Δlogit| may reach this many times
+/// the reference noise (the stage tolerances' policy: 10x measured).
+pub const NOISE_GATE_FACTOR: f64 = 10.0;
+
 /// The whole `parity tokens` run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TokensRecord {
@@ -130,6 +234,12 @@ pub struct TokenCaseRecord {
     /// Every teacher-forced mismatch after the first, each with its verdict
     /// (one early flip hides nothing later).
     pub later_mismatches: Vec<DivergentToken>,
+    /// The reference noise the verdicts and the gate used.
+    #[serde(default)]
+    pub reference_noise: Option<ReferenceNoise>,
+    /// The logits gate (none when no step was compared).
+    #[serde(default)]
+    pub logits_gate: Option<LogitsGate>,
     /// Errors of this case (a missing oracle tensor, a failed decode step, ...).
     pub errors: Vec<ErrorRecord>,
 }
@@ -161,6 +271,13 @@ pub struct StepMetrics {
     /// The production's top-1 minus top-2 logit.
     #[serde(with = "crate::float")]
     pub production_gap: f64,
+    /// Whether the step's logits pass the logits gate (null in records
+    /// written before the gate existed).
+    #[serde(default)]
+    pub logits_pass: Option<bool>,
+    /// The gate's failed criteria at this step, in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_criteria: Vec<String>,
 }
 
 /// Aggregates over the teacher-forced steps of one case.
@@ -215,12 +332,19 @@ pub struct DivergentToken {
     /// How much the oracle prefers its token: o[oracle] − o[production] (>= 0).
     #[serde(with = "crate::float")]
     pub oracle_margin: f64,
-    /// The logit noise: max |Δlogit| over `noise_steps` (raised to the spec's
-    /// `noise_floor`); null when there is no agreeing step to measure it on.
+    /// The reference noise of the case (the case's `reference_noise.value`);
+    /// null when no source gave one.
     #[serde(with = "crate::float::option")]
     pub noise: Option<f64>,
-    /// The agreeing steps the noise was measured on.
+    /// Always empty: the noise is no longer measured on agreeing steps of the
+    /// run under test (kept for readers of older records).
     pub noise_steps: Vec<usize>,
+    /// Where `noise` comes from.
+    #[serde(default)]
+    pub noise_source: Option<NoiseSource>,
+    /// What decided the verdict.
+    #[serde(default)]
+    pub rule: Option<VerdictRule>,
     /// The f64 truth's top-1 minus top-2 gap at this step, where a truth exists.
     #[serde(default, with = "crate::float::option")]
     pub truth_gap: Option<f64>,
@@ -257,8 +381,12 @@ pub struct TokenFinding {
     pub case: String,
     /// Step.
     pub step: usize,
-    /// The mismatch's verdict.
+    /// The mismatch's verdict (`divergent` for a step localised because its
+    /// logits failed the gate).
     pub verdict: TokenVerdict,
+    /// Localised because the step's logits failed the gate, not for a token flip.
+    #[serde(default)]
+    pub logits_gate: bool,
     /// The step-stage run, when the spec has a chain for the step.
     pub localisation: Option<StepLocalisation>,
     /// The first divergent stage (layer) of that run, isolated mode.
@@ -348,6 +476,20 @@ pub struct StepLocalisation {
     pub run: Box<RunRecord>,
 }
 
+impl TokenCaseRecord {
+    /// Whether the case fails: a counted mismatch or a step beyond the logits gate.
+    pub fn fails(&self) -> bool {
+        self.first_divergent_token
+            .iter()
+            .chain(&self.later_mismatches)
+            .any(|t| t.counted)
+            || self
+                .logits_gate
+                .as_ref()
+                .is_some_and(|g| !g.failed_steps.is_empty())
+    }
+}
+
 impl TokensRecord {
     /// An empty record of a run of `spec` that started at `started`.
     pub fn new(
@@ -393,14 +535,15 @@ impl TokensRecord {
             )
     }
 
-    /// Whether some mismatch counts against the run.
+    /// Whether something counts against the run: a counted mismatch, a step
+    /// whose logits failed the gate, or a finding whose layer's f64 truth
+    /// names production wrong.
     pub fn has_counted_mismatch(&self) -> bool {
-        self.cases.iter().any(|c| {
-            c.first_divergent_token
+        self.cases.iter().any(TokenCaseRecord::fails)
+            || self
+                .findings
                 .iter()
-                .chain(&c.later_mismatches)
-                .any(|t| t.counted)
-        })
+                .any(|f| matches!(&f.layer_vs_f64, Some(v) if v.wrong == WrongSide::Production))
     }
 
     /// The status the contents imply: error, else fail on a counted mismatch, else pass.
@@ -424,7 +567,66 @@ impl TokensRecord {
 
 #[cfg(test)]
 mod arbiter_tests {
-    use super::WrongSide;
+    use super::*;
+
+    #[test]
+    fn a_finding_that_names_production_wrong_never_exits_0() {
+        let mut r = TokensRecord::new("s.yaml", "0", String::new());
+        assert_eq!(r.exit_code(), ExitCode::Pass);
+        r.findings.push(TokenFinding {
+            case: "c".into(),
+            step: 3,
+            verdict: TokenVerdict::NearTie,
+            logits_gate: false,
+            localisation: None,
+            first_divergent_layer: None,
+            first_divergent_op: None,
+            layer_vs_f64: Some(LayerVsF64 {
+                stage: "layer_1".into(),
+                output: "hidden".into(),
+                truth: "t".into(),
+                production_vs_truth: 0.16,
+                oracle_vs_truth: 2.2e-7,
+                wrong: WrongSide::judge(0.16, 2.2e-7),
+            }),
+            notes: Vec::new(),
+        });
+        assert_eq!(r.exit_code(), ExitCode::Fail);
+        assert_eq!(r.derived_status(), Status::Fail);
+        r.findings[0].layer_vs_f64.as_mut().unwrap().wrong = WrongSide::Oracle;
+        assert_eq!(r.exit_code(), ExitCode::Pass);
+    }
+
+    #[test]
+    fn a_case_beyond_its_logits_gate_fails_without_a_flip() {
+        let mut r = TokensRecord::new("s.yaml", "0", String::new());
+        let mut c = TokenCaseRecord {
+            case: "c".into(),
+            status: Status::Pass,
+            prompt_length: 4,
+            oracle_tokens: vec![1, 2],
+            greedy_tokens: vec![1, 2],
+            teacher_forced_tokens: vec![1, 2],
+            steps: Vec::new(),
+            summary: None,
+            first_divergent_token: None,
+            later_mismatches: Vec::new(),
+            reference_noise: None,
+            logits_gate: Some(LogitsGate {
+                mode: TokenMode::TeacherForced,
+                criteria: Vec::new(),
+                steps: 2,
+                failed_steps: Vec::new(),
+                first_failure: None,
+            }),
+            errors: Vec::new(),
+        };
+        assert!(!c.fails());
+        c.logits_gate.as_mut().unwrap().failed_steps.push(0);
+        assert!(c.fails());
+        r.cases.push(c);
+        assert_eq!(r.exit_code(), ExitCode::Fail);
+    }
 
     #[test]
     fn the_side_ten_times_further_from_the_truth_is_wrong() {

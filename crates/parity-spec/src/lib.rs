@@ -44,7 +44,9 @@ pub use parity_tensor::DType;
 pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET, DEFAULT_TARGET_BACKEND};
 pub use serving::{Cancel, Request, RequestInput, Scenario, SERVING_CONTEXT};
 pub use stage::MAX_LITERAL_ELEMENTS;
-pub use tokens::{TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS};
+pub use tokens::{
+    LogitsTolerance, TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS,
+};
 pub use transform::{CheckpointMap, WeightTransform};
 pub use write::quote as yaml_quote;
 

@@ -5,6 +5,7 @@
 
 use crate::model::{Arg, Case, Location, Spec, Stage};
 use crate::template::{render, TemplateError};
+use parity_compare::Criterion;
 use parity_tensor::DType;
 use std::collections::BTreeMap;
 
@@ -34,6 +35,10 @@ pub struct TokensSpec {
     pub decode: TokenCall,
     /// Which output (of both calls) holds the logits, shape [1, vocab] or [vocab].
     pub logits: String,
+    /// The logits tolerance (`logits: {output, tolerance, max_kl, max_abs_delta_p}`):
+    /// every step's logits are gated by it, and its `max_abs` is the reference
+    /// noise of the verdict. None when `logits:` is only the output's name.
+    pub logits_tolerance: Option<LogitsTolerance>,
     /// Oracle tensor names (templates over the token case).
     pub oracle: TokenOracle,
     /// How a token mismatch is judged.
@@ -95,6 +100,34 @@ pub struct TokenOracle {
     pub truth_logits: Option<String>,
 }
 
+/// The tolerance of every step's logits against the oracle's row, set from
+/// measurements on a known-good run as stage tolerances are.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogitsTolerance {
+    /// Stage criteria on the logits row (max_abs, rms, allclose, vs_f64 with
+    /// the truth logits, ...): all must hold at every step.
+    pub criteria: Vec<Criterion>,
+    /// Largest KL(oracle || production) of a step, in nats.
+    pub max_kl: Option<f64>,
+    /// Largest |Δp| of a step (the oracle token's probability).
+    pub max_abs_delta_p: Option<f64>,
+    /// Where the mapping is.
+    pub location: Location,
+}
+
+impl LogitsTolerance {
+    /// The tightest `max_abs` criterion: the reference noise it declares.
+    pub fn max_abs(&self) -> Option<f64> {
+        self.criteria
+            .iter()
+            .filter_map(|c| match c {
+                Criterion::MaxAbs(v) => Some(*v),
+                _ => None,
+            })
+            .reduce(f64::min)
+    }
+}
+
 /// Verdict options.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TokenVerdictSpec {
@@ -102,8 +135,11 @@ pub struct TokenVerdictSpec {
     pub exact_tokens: bool,
     /// How many top logits to record at the divergent step (default 5).
     pub top_k: usize,
-    /// The measured noise is raised to at least this (default 0).
+    /// The reference noise is raised to at least this (default 0).
     pub noise_floor: f64,
+    /// ULPs (of each argument's own dtype) the perturbation moves every
+    /// floating-point argument by, to measure production's sensitivity (default 4).
+    pub perturbation_ulps: u32,
     /// Dtype the top-1/top-2 gaps are counted in ULPs of (default: the logits' dtype).
     pub ulp_dtype: Option<DType>,
 }

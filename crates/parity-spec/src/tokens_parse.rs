@@ -5,7 +5,9 @@ use crate::model::{Arg, Spec, Stage};
 use crate::parse::parse_cases;
 use crate::reader::Cx;
 use crate::stage::{dtype, location, parse_arg, parse_stage, template_string};
-use crate::tokens::{TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS};
+use crate::tokens::{
+    LogitsTolerance, TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS,
+};
 use crate::yaml::Node;
 use parity_tensor::DType;
 
@@ -24,7 +26,14 @@ const TOKENS_KEYS: &[&str] = &[
 ];
 const CALL_KEYS: &[&str] = &["function", "args", "outputs"];
 const ORACLE_KEYS: &[&str] = &["tokens", "logits", "truth_logits"];
-const VERDICT_KEYS: &[&str] = &["exact_tokens", "top_k", "noise_floor", "ulp_dtype"];
+const VERDICT_KEYS: &[&str] = &[
+    "exact_tokens",
+    "top_k",
+    "noise_floor",
+    "ulp_dtype",
+    "perturbation_ulps",
+];
+const LOGITS_KEYS: &[&str] = &["output", "tolerance", "max_kl", "max_abs_delta_p"];
 const STEP_KEYS: &[&str] = &["prefill", "decode"];
 const SCALAR_KEYS: &[&str] = &["dtype", "shape"];
 
@@ -71,9 +80,10 @@ pub(crate) fn parse_tokens(
     };
     let prefill = parse_call(top, m.req(&cx, "prefill")?, "prefill", literal_budget)?;
     let decode = parse_call(top, m.req(&cx, "decode")?, "decode", literal_budget)?;
-    let logits = match m.opt("logits") {
-        Some(n) => cx.name(n, "logits")?,
-        None => "logits".to_string(),
+    let (logits, logits_tolerance) = match m.opt("logits") {
+        Some(n) if matches!(n.value, crate::yaml::Value::Map(_)) => parse_logits(&cx, n)?,
+        Some(n) => (cx.name(n, "logits")?, None),
+        None => ("logits".to_string(), None),
     };
     for call in [("prefill", &prefill), ("decode", &decode)] {
         if !call.1.outputs.contains(&logits) {
@@ -96,6 +106,18 @@ pub(crate) fn parse_tokens(
             truth_logits: None,
         },
     };
+    if let Some(t) = &logits_tolerance {
+        if oracle.truth_logits.is_none()
+            && t.criteria
+                .iter()
+                .any(|c| matches!(c, parity_compare::Criterion::VsF64 { .. }))
+        {
+            return Err(cx.invalid(
+                m.opt("logits").unwrap_or(m.node),
+                "`tokens.logits` has a `vs_f64` criterion but `tokens.oracle` names no `truth_logits`".into(),
+            ));
+        }
+    }
     let verdict = match m.opt("verdict") {
         Some(v) => parse_verdict(&cx, v)?,
         None => TokenVerdictSpec {
@@ -103,6 +125,7 @@ pub(crate) fn parse_tokens(
             top_k: 5,
             noise_floor: 0.0,
             ulp_dtype: None,
+            perturbation_ulps: DEFAULT_PERTURBATION_ULPS,
         },
     };
     let (mut prefill_stages, mut decode_stages) = (Vec::new(), Vec::new());
@@ -132,6 +155,7 @@ pub(crate) fn parse_tokens(
         prefill,
         decode,
         logits,
+        logits_tolerance,
         oracle,
         verdict,
         prefill_stages,
@@ -283,6 +307,52 @@ fn parse_oracle(cx: &Cx<'_>, node: &Node) -> Result<TokenOracle, SpecError> {
     })
 }
 
+/// The perturbation's default size: a few ULPs.
+const DEFAULT_PERTURBATION_ULPS: u32 = 4;
+
+/// `logits: {output, tolerance, max_kl, max_abs_delta_p}`: the output's name
+/// (default `logits`) and the tolerance every step's logits are gated by.
+fn parse_logits(cx: &Cx<'_>, node: &Node) -> Result<(String, Option<LogitsTolerance>), SpecError> {
+    let m = cx.map(node, "logits", "tokens.logits", LOGITS_KEYS)?;
+    let output = match m.opt("output") {
+        Some(n) => cx.name(n, "output")?,
+        None => "logits".to_string(),
+    };
+    let criteria = match m.opt("tolerance") {
+        Some(n) => crate::tolerance::tolerance(cx, n, "tolerance")?,
+        None => Vec::new(),
+    };
+    let bound = |key: &str| -> Result<Option<f64>, SpecError> {
+        match m.opt(key) {
+            None => Ok(None),
+            Some(n) => {
+                let x = cx.f64(n, key)?;
+                if !x.is_finite() || x < 0.0 {
+                    return Err(cx.invalid(n, format!("`{key}` must be finite and >= 0, not {x}")));
+                }
+                Ok(Some(x))
+            }
+        }
+    };
+    let max_kl = bound("max_kl")?;
+    let max_abs_delta_p = bound("max_abs_delta_p")?;
+    if criteria.is_empty() && max_kl.is_none() && max_abs_delta_p.is_none() {
+        return Err(cx.invalid(
+            node,
+            "`tokens.logits` as a mapping needs a `tolerance`, `max_kl` or `max_abs_delta_p` (or write the output's name alone: `logits: NAME`)".into(),
+        ));
+    }
+    Ok((
+        output,
+        Some(LogitsTolerance {
+            criteria,
+            max_kl,
+            max_abs_delta_p,
+            location: location(node),
+        }),
+    ))
+}
+
 fn parse_verdict(cx: &Cx<'_>, node: &Node) -> Result<TokenVerdictSpec, SpecError> {
     let m = cx.map(node, "verdict", "tokens.verdict", VERDICT_KEYS)?;
     let top_k = match m.opt("top_k") {
@@ -317,7 +387,21 @@ fn parse_verdict(cx: &Cx<'_>, node: &Node) -> Result<TokenVerdictSpec, SpecError
         }
         None => None,
     };
+    let perturbation_ulps = match m.opt("perturbation_ulps") {
+        Some(n) => {
+            let k = cx.usize(n, "perturbation_ulps")?;
+            if !(1..=1024).contains(&k) {
+                return Err(cx.invalid(
+                    n,
+                    format!("`perturbation_ulps` must be in 1..=1024, not {k}"),
+                ));
+            }
+            k as u32
+        }
+        None => DEFAULT_PERTURBATION_ULPS,
+    };
     Ok(TokenVerdictSpec {
+        perturbation_ulps,
         exact_tokens: match m.opt("exact_tokens") {
             Some(n) => cx.bool(n, "exact_tokens")?,
             None => false,

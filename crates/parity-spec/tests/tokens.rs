@@ -171,4 +171,49 @@ fn a_prompt_past_the_context_is_refused_at_the_spec() {
     // Without context_length, a zero prompt is still refused.
     let text = tokens(GOOD_ARGS, "").replace("vars: {P: 3}", "vars: {P: 0}");
     assert_err(&fx.err(&text), 9, 18, &["at least one prompt token"]);
+#[test]
+fn a_logits_tolerance_parses_and_its_mistakes_are_named() {
+    let fx = Fixture::new();
+    let spec = fx
+        .parse(&tokens(
+            GOOD_ARGS,
+            "  logits:\n    output: logits\n    tolerance: [{max_abs: 3.0e-4}, {rms: 1.0e-4}, {max_abs: 2.0e-4}]\n    max_kl: 1.0e-9\n    max_abs_delta_p: 1.0e-5\n  verdict: {perturbation_ulps: 2}\n",
+        ))
+        .expect("valid");
+    let t = spec.tokens.as_ref().unwrap();
+    assert_eq!(t.logits, "logits");
+    let tol = t.logits_tolerance.as_ref().expect("a tolerance");
+    assert_eq!(tol.criteria.len(), 3);
+    assert_eq!(
+        tol.max_abs(),
+        Some(2.0e-4),
+        "the tightest max_abs is the noise"
+    );
+    assert_eq!(
+        (tol.max_kl, tol.max_abs_delta_p),
+        (Some(1.0e-9), Some(1.0e-5))
+    );
+    assert_eq!(t.verdict.perturbation_ulps, 2);
+    // The name alone still works, with no tolerance and the default perturbation.
+    let spec = fx.parse(&tokens(GOOD_ARGS, "  logits: logits\n")).unwrap();
+    let t = spec.tokens.as_ref().unwrap();
+    assert!(t.logits_tolerance.is_none());
+    assert_eq!(t.verdict.perturbation_ulps, 4);
+    // Mistakes: an empty mapping, a bad criterion, a negative bound, vs_f64 without a truth.
+    let msg = fx.err(&tokens(GOOD_ARGS, "  logits: {output: logits}\n"));
+    assert_err(&msg, 16, 11, &["tokens.logits", "needs a `tolerance`"]);
+    let msg = fx.err(&tokens(
+        GOOD_ARGS,
+        "  logits: {tolerance: [{max_abz: 1}]}\n",
+    ));
+    assert_err(&msg, 16, 24, &["invalid tolerance criterion", "max_abz"]);
+    let msg = fx.err(&tokens(GOOD_ARGS, "  logits: {max_kl: -1}\n"));
+    assert_err(&msg, 16, 20, &["`max_kl` must be finite and >= 0"]);
+    let msg = fx.err(&tokens(
+        GOOD_ARGS,
+        "  logits: {tolerance: [{vs_f64: {factor: 2}}]}\n",
+    ));
+    assert_err(&msg, 16, 11, &["`vs_f64`", "no `truth_logits`"]);
+    let msg = fx.err(&tokens(GOOD_ARGS, "  verdict: {perturbation_ulps: 0}\n"));
+    assert_err(&msg, 16, 32, &["`perturbation_ulps` must be in 1..=1024"]);
 }

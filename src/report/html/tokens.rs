@@ -44,16 +44,16 @@ pub fn section(out: &mut String, r: &TokensRecord) {
         }
         let _ = write!(
             out,
-            "</table><p>top-1 &minus; top-2: production {} ULP, oracle {} ULP ({}); margins production {}, oracle {}; noise {} over {} agreeing {} steps; verdict <b>{}</b>{}.</p>",
+            "</table><p>top-1 &minus; top-2: production {} ULP, oracle {} ULP ({}); margins production {}, oracle {}; reference noise {} ({}); verdict <b>{}</b>{}{}.</p>",
             d.production_gap_ulp,
             d.oracle_gap_ulp,
             esc(&d.ulp_dtype),
             num(d.production_margin),
             num(d.oracle_margin),
             d.noise.map_or("none".into(), num),
-            d.noise_steps.len(),
-            d.mode.name(),
+            d.noise_source.map_or("", |s| s.name()),
             d.verdict.name(),
+            d.rule.map(|r| format!(" (decided by {})", r.name())).unwrap_or_default(),
             match (d.truth_gap, d.truth_margin) {
                 (Some(g), Some(m)) => format!("; f64 truth gap {}, truth margin (oracle token over production token) {}", num(g), num(m)),
                 _ => String::new(),
@@ -126,7 +126,7 @@ fn case_section(out: &mut String, c: &TokenCaseRecord) {
     if !c.steps.is_empty() {
         let _ = write!(
             out,
-            "<figure class=\"chart\">{}<figcaption>Top-1 &minus; top-2 logit gap per teacher-forced step (oracle, production) and max |&Delta;logit| (the noise measure); a red step is a top-1 disagreement. A step whose gap is under the noise line can flip by rounding alone.</figcaption></figure>",
+            "<figure class=\"chart\">{}<figcaption>Top-1 &minus; top-2 logit gap per teacher-forced step (oracle, production) and max |&Delta;logit| against the oracle; a red step is a top-1 disagreement. A step whose gap is under the reference noise can flip by rounding alone.</figcaption></figure>",
             gap_chart(c)
         );
         if let Some(s) = &c.summary {
