@@ -208,7 +208,11 @@ fn cuda_modules_compile_here_and_a_module_for_another_device_is_refused_before_a
     let path = dir.path().join("stages.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     let text = text
-        .replacen("basic: {mlir: model.mlir}", "basic: {vmfb: model.sm_121.vmfb}", 1)
+        .replacen(
+            "basic: {mlir: model.mlir}",
+            "basic: {vmfb: model.sm_121.vmfb}",
+            1,
+        )
         .replacen(
             "  flags: [\"--iree-input-type=stablehlo\", \"--iree-llvmcpu-target-cpu=generic\"]\n",
             "",

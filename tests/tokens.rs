@@ -354,6 +354,8 @@ fn a_prompt_length_past_the_prompt_or_the_context_is_exit_2() {
         "{msg}"
     );
     assert!(r["compiler_revision"].is_null(), "{r:#}");
+}
+
 /// The steps before `step` whose top-1 agree, and the largest max |Δlogit|
 /// among them: the noise parity used to measure on the run under test
 /// (before the reference noise), for the mutation checks below.

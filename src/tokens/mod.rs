@@ -11,8 +11,8 @@ pub mod error;
 pub(crate) mod judge;
 mod localise;
 pub mod math;
-mod prompt;
 pub mod noise;
+mod prompt;
 pub(crate) mod session;
 
 pub use error::TokensError;

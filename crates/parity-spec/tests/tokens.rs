@@ -171,6 +171,8 @@ fn a_prompt_past_the_context_is_refused_at_the_spec() {
     // Without context_length, a zero prompt is still refused.
     let text = tokens(GOOD_ARGS, "").replace("vars: {P: 3}", "vars: {P: 0}");
     assert_err(&fx.err(&text), 9, 18, &["at least one prompt token"]);
+}
+
 #[test]
 fn a_logits_tolerance_parses_and_its_mistakes_are_named() {
     let fx = Fixture::new();
