@@ -17,6 +17,30 @@ fn with_targets(dir: &Path, targets: &str) {
     std::fs::write(&path, text.replacen(LEGACY, targets, 1)).unwrap();
 }
 
+/// The stage record named `name` (the first of its modes).
+fn stage<'r>(record: &'r serde_json::Value, name: &str) -> &'r serde_json::Value {
+    record["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no stage `{name}` in {record}"))
+}
+
+/// Runs `parity check` on the basic example with `targets` and `args`,
+/// expecting the preflight's refusal: exit 2 and one error; returns it.
+fn refused(targets: &str, args: &[&str]) -> String {
+    let dir = basic_copy();
+    with_targets(dir.path(), targets);
+    let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", args);
+    assert_eq!(code, 2, "{stderr}");
+    let message = only_error(&record.unwrap());
+    // Said once, not once per stage.
+    let printed = format!("{stdout}{stderr}");
+    assert_eq!(printed.matches(&message).count(), 1, "{printed}");
+    message
+}
+
 /// The one error of a run that stopped before any stage, and the record.
 fn only_error(record: &serde_json::Value) -> String {
     assert_eq!(record["status"], "error", "{record}");
@@ -67,14 +91,10 @@ fn a_target_is_selected_by_name_and_the_first_is_the_default() {
 
 #[test]
 fn an_unknown_target_is_exit_2_naming_the_spec_targets() {
-    let dir = basic_copy();
-    with_targets(
-        dir.path(),
+    let message = refused(
         "  targets:\n    cpu: {backend: llvm-cpu, device: local-task}\n    sync: {backend: llvm-cpu, device: local-sync}\n",
+        &["--target", "gb10"],
     );
-    let (code, _, stderr, record) = check(dir.path(), "stages.yaml", &["--target", "gb10"]);
-    assert_eq!(code, 2, "{stderr}");
-    let message = only_error(&record.unwrap());
     assert!(
         message.contains("no target named `gb10`") && message.contains("cpu, sync"),
         "{message}"
@@ -83,14 +103,7 @@ fn an_unknown_target_is_exit_2_naming_the_spec_targets() {
 
 #[test]
 fn a_driver_that_is_not_built_in_is_one_exit_2_before_anything_runs() {
-    let dir = basic_copy();
-    with_targets(
-        dir.path(),
-        "  targets:\n    amd: {backend: rocm, device: hip}\n",
-    );
-    let (code, _, stderr, record) = check(dir.path(), "stages.yaml", &[]);
-    assert_eq!(code, 2, "{stderr}");
-    let message = only_error(&record.unwrap());
+    let message = refused("  targets:\n    amd: {backend: rocm, device: hip}\n", &[]);
     assert!(
         message.contains("stages.yaml:")
             && message.contains("target `amd`")
@@ -102,23 +115,17 @@ fn a_driver_that_is_not_built_in_is_one_exit_2_before_anything_runs() {
 
 #[test]
 fn a_cuda_target_without_a_cuda_device_is_one_exit_2_before_anything_runs() {
-    let dir = basic_copy();
-    with_targets(
-        dir.path(),
-        "  targets:\n    gb10: {backend: cuda, device: cuda, flags: [--iree-cuda-target=sm_121]}\n",
-    );
     // The runtime has the CUDA driver: it loads libcuda.so at run time, so
     // only creating the device can fail. Where a CUDA device exists (a GPU
     // machine), this refusal cannot happen and the test has nothing to check.
-    let spec = parity_spec::Spec::load(dir.path().join("stages.yaml")).unwrap();
-    let target = parity::target::Target::select(&spec, None).unwrap();
-    if target.runtime().is_ok() {
+    if parity_iree::available_devices("cuda").is_ok_and(|d| !d.is_empty()) {
         eprintln!("a CUDA device exists here; nothing to refuse");
         return;
     }
-    let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &[]);
-    assert_eq!(code, 2, "{stderr}");
-    let message = only_error(&record.unwrap());
+    let message = refused(
+        "  targets:\n    gb10: {backend: cuda, device: cuda, flags: [--iree-cuda-target=sm_121]}\n",
+        &[],
+    );
     assert!(
         message.contains("target `gb10`")
             && message.contains("device `cuda`")
@@ -127,9 +134,6 @@ fn a_cuda_target_without_a_cuda_device_is_one_exit_2_before_anything_runs() {
     );
     // The driver is built in: IREE's message is not "no driver registered".
     assert!(!message.contains("no driver"), "{message}");
-    // Said once, not once per stage.
-    let printed = format!("{stdout}{stderr}");
-    assert_eq!(printed.matches("device `cuda`").count(), 1, "{printed}");
 }
 
 #[test]
@@ -147,37 +151,25 @@ fn the_basic_example_runs_on_vulkan_over_lavapipe() {
         &["--mode", "isolated", "--target", "vulkan"],
     );
     let record = record.expect("run.json");
-    let status = |name: &str| {
-        record["stages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == name)
-            .map(|s| s["status"].as_str().unwrap().to_string())
-            .unwrap_or_default()
-    };
+    let status = |name: &str| stage(&record, name)["status"].clone();
     // Within the tolerances measured on the CPU (docs/gpu.md).
-    for stage in [
+    for name in [
         "layer_norm",
         "strided_conv",
         "scores",
         "masked_softmax",
         "proj_bf16",
     ] {
-        assert_eq!(status(stage), "pass", "{stage} on vulkan: {stderr}");
+        assert_eq!(status(name), "pass", "{name} on vulkan: {stderr}");
     }
     // IREE 3.13's default Vulkan target has no bf16 storage: `attend` (bf16
     // arguments) does not compile for it, an execution error for that stage
     // only, naming the function and the backend.
     assert_eq!(status("attend"), "error");
     assert_eq!(code, 3, "{stderr}");
-    let attend = record["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "attend")
+    let message = stage(&record, "attend")["error"]["message"]
+        .as_str()
         .unwrap();
-    let message = attend["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("function @attend") && message.contains("vulkan-spirv"),
         "{message}"
