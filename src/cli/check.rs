@@ -50,9 +50,12 @@ pub struct CheckArgs {
     /// Path to libIREECompiler.so (default: found through EERIE_PYTHON's iree-base-compiler).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
     iree_compiler_lib: Option<PathBuf>,
-    /// The spec's target to run on (a `subject.targets` name; default: the first).
-    #[arg(long, value_name = "NAME")]
-    target: Option<String>,
+    /// The spec's targets to run on (`subject.targets` names; default: the
+    /// first). With two or more (`--target cpu,vulkan`), every output is also
+    /// compared between the targets and each failure is labelled
+    /// backend-specific, port, or oracle.
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    target: Vec<String>,
     /// After the run, localise the first isolated divergence to one StableHLO
     /// operation (as `parity bisect` does) and add `first_divergent_op` to run.json.
     #[arg(long)]
@@ -144,11 +147,20 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         cases: args.cases,
         stages: args.stages,
         shard: args.shard,
-        target: args.target,
+        target: args.target.first().cloned(),
     };
     let bar = super::progress::Bar::for_stderr();
-    let mut record = run::execute(&spec, &options, &mut |p| bar.update(&p));
+    let mut record = run::execute_targets(&spec, &options, &args.target, &mut |p| bar.update(&p));
     bar.finish();
+    // bisect runs on the target the first divergence was found on.
+    let options = RunOptions {
+        target: record
+            .first_divergence
+            .as_ref()
+            .and_then(|d| d.target.clone())
+            .or(options.target),
+        ..options
+    };
     let bisected = args.bisect.then(|| {
         crate::bisect::bisect_into_record(
             &spec,

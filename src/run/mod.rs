@@ -4,6 +4,7 @@
 pub mod artifacts;
 pub mod bind;
 pub mod compile_pool;
+pub mod cross;
 pub mod divergence;
 pub mod error_map;
 pub(crate) mod inputs;
@@ -21,6 +22,7 @@ pub mod transform;
 /// their old path so code written against `run::record` keeps compiling.
 pub use parity_record as record;
 
+use crate::run::cross::CrossTargets;
 use crate::run::inputs::InputSources;
 use crate::target::Target;
 use parity_record::{ErrorRecord, Mode, RunRecord, Shard, ShardRecord, StageRecord, Status};
@@ -84,6 +86,118 @@ pub struct Progress<'a> {
 /// after each stage. Never fails as a whole: problems become errors in the
 /// record, and stages that do not depend on a failure still run.
 pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progress)) -> RunRecord {
+    execute_on(spec, options, progress, CrossTargets::None)
+}
+
+/// Runs `spec` on each of `targets` in turn (the first target's outputs are
+/// kept, every later target's are compared with them as they are produced),
+/// then merges the records into one: every stage record names its target,
+/// `targets` lists them, and `triangulation` labels each output that fails
+/// anywhere with which side is off. One target is the same as [`execute`].
+/// The first divergence is that of the first target that diverges.
+pub fn execute_targets(
+    spec: &Spec,
+    options: &RunOptions,
+    targets: &[String],
+    progress: &mut dyn FnMut(Progress),
+) -> RunRecord {
+    if targets.len() < 2 {
+        let options = RunOptions {
+            target: targets.first().cloned().or_else(|| options.target.clone()),
+            ..options.clone()
+        };
+        return execute(spec, &options, progress);
+    }
+    let clock = Instant::now();
+    // Every target is checked before anything runs: one message per problem.
+    let mut merged = RunRecord::new(
+        spec.path.display().to_string(),
+        env!("CARGO_PKG_VERSION"),
+        now_rfc3339(),
+    );
+    for name in targets {
+        if let Err(e) = Target::ready(spec, Some(name)) {
+            merged.errors.push(ErrorRecord::input(e.to_string()));
+        }
+    }
+    if options.shard.is_some() {
+        merged.errors.push(ErrorRecord::input(
+            "--shard cannot be combined with several targets: run each target's shards separately"
+                .to_string(),
+        ));
+    }
+    if !merged.errors.is_empty() {
+        return finish(merged, clock);
+    }
+    let reference = cross::ReferenceOutputs::new(&targets[0]);
+    let mut parts = Vec::new();
+    for (i, name) in targets.iter().enumerate() {
+        let one = RunOptions {
+            target: Some(name.clone()),
+            ..options.clone()
+        };
+        let cross = if i == 0 {
+            CrossTargets::Keep(&reference)
+        } else {
+            CrossTargets::CompareWith(&reference)
+        };
+        parts.push(execute_on(spec, &one, progress, cross));
+    }
+    drop(reference);
+    finish(merge_targets(merged, parts), clock)
+}
+
+/// One record of per-target records, in target order.
+fn merge_targets(mut merged: RunRecord, parts: Vec<RunRecord>) -> RunRecord {
+    for mut part in parts {
+        let name = part.targets.first().map(|t| t.name.clone());
+        merged.compiler_revision = merged.compiler_revision.or(part.compiler_revision);
+        merged.targets.append(&mut part.targets);
+        if merged.first_divergence.is_none() {
+            merged.first_divergence = part.first_divergence.map(|mut d| {
+                d.target = name.clone();
+                d
+            });
+        }
+        merged
+            .chained_divergence
+            .extend(part.chained_divergence.into_iter().map(|mut d| {
+                d.target = name.clone();
+                d
+            }));
+        for e in part.errors {
+            if !merged.errors.iter().any(|m| m.message == e.message) {
+                merged.errors.push(e);
+            }
+        }
+        for w in part.warnings {
+            if !merged.warnings.contains(&w) {
+                merged.warnings.push(w);
+            }
+        }
+        for mut m in part.provenance.modules {
+            if let Some(n) = &name {
+                m.name = format!("{n}:{}", m.name);
+            }
+            merged.provenance.modules.push(m);
+        }
+        merged.provenance.oracle = merged.provenance.oracle.or(part.provenance.oracle);
+        if merged.provenance.weight_transforms.is_empty() {
+            merged.provenance.weight_transforms = part.provenance.weight_transforms;
+        }
+        merged.stages.append(&mut part.stages);
+    }
+    merged.triangulation = parity_record::triangulation::triangulate(&merged);
+    merged
+}
+
+/// [`execute`] on one target, with what its outputs do for a run over several.
+fn execute_on(
+    spec: &Spec,
+    options: &RunOptions,
+    progress: &mut dyn FnMut(Progress),
+    cross: CrossTargets,
+) -> RunRecord {
     let started = now_rfc3339();
     let clock = Instant::now();
     let mut record = RunRecord::new(
@@ -93,7 +207,10 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
     );
 
     let target = match Target::ready(spec, options.target.as_deref()) {
-        Ok(t) => t,
+        Ok(t) => {
+            record.targets.push(cross::target_record(&t));
+            t
+        }
         Err(e) => {
             record.errors.push(ErrorRecord::input(e.to_string()));
             return finish(record, clock);
@@ -242,6 +359,7 @@ pub fn execute(spec: &Spec, options: &RunOptions, progress: &mut dyn FnMut(Progr
         order: &selected,
         stage_errors: &stage_errors,
         owns: &owns,
+        cross,
     };
     let mut per_mode: Vec<Vec<StageRecord>> = vec![Vec::new(); options.modes.len()];
     let (tx, rx) = std::sync::mpsc::channel::<(usize, StageRecord)>();
@@ -303,6 +421,8 @@ struct ModeWork<'a> {
     stage_errors: &'a HashMap<slices::StageKey, ErrorRecord>,
     /// Whether this run's shard holds (mode, case index, stage rank).
     owns: &'a (dyn Fn(Mode, usize, usize) -> bool + Sync),
+    /// In a run over several targets: keep the outputs, or compare with the first target's.
+    cross: CrossTargets<'a>,
 }
 
 impl ModeWork<'_> {
@@ -325,6 +445,8 @@ impl ModeWork<'_> {
                     mode,
                     sources: self.sources,
                     modules: &modules,
+                    target: self.target.name(),
+                    cross: self.cross,
                 };
                 let rec = match self
                     .stage_errors
@@ -332,6 +454,7 @@ impl ModeWork<'_> {
                 {
                     Some(error) => StageRecord {
                         name: stage.name.clone(),
+                        target: self.target.name().to_string(),
                         case: case.to_string(),
                         mode,
                         function: format!("{}.{}", stage.module, stage.function),

@@ -73,6 +73,11 @@ pub fn compile_for(
     let mut compiled = BTreeMap::new();
     let mut planned = Vec::new();
     for (name, module) in &spec.subject.modules {
+        // A module none of the selected stages calls is not compiled at all
+        // (`--stage` on a GPU target would otherwise compile every module).
+        if used.is_some_and(|u| !u.contains_key(name)) {
+            continue;
+        }
         let read = |path: &std::path::Path| {
             parity_tensor::read_module_bytes(path).map_err(|e| ModuleError::Read {
                 module: name.clone(),

@@ -6,8 +6,9 @@ use parity_compare::{
     compare, default_tolerance, evaluate_with, CompareOptions, Criterion, Mask, Metrics,
     TruthErrors, UlpDType, VerdictOptions,
 };
+use super::cross::CrossTargets;
 use parity_record::{
-    Check, CriterionRecord, ElementRecord, ErrorKind, Mode, OutputMetrics, OutputRecord,
+    Check, CriterionRecord, CrossTarget, ElementRecord, ErrorKind, Mode, OutputMetrics, OutputRecord,
     StageRecord, Status, TruthRecord,
 };
 use parity_spec::{Arg, MaskSource, OutputSpec, Spec, Stage};
@@ -51,6 +52,10 @@ pub struct StageContext<'a> {
     pub sources: &'a InputSources,
     /// Compiled, loaded modules.
     pub modules: &'a ModuleSet,
+    /// The target's name (every stage record names it).
+    pub target: &'a str,
+    /// In a run over several targets: keep the outputs, or compare them with the first target's.
+    pub cross: super::cross::CrossTargets<'a>,
 }
 
 impl StageContext<'_> {
@@ -64,6 +69,7 @@ impl StageContext<'_> {
     ) -> StageRecord {
         let mut rec = StageRecord {
             name: stage.name.clone(),
+            target: self.target.to_string(),
             case: self.case.to_string(),
             mode: self.mode,
             function: format!("{}.{}", stage.module, stage.function),
@@ -125,7 +131,16 @@ impl StageContext<'_> {
             return rec;
         }
         for (o, (spec_out, actual)) in stage.outputs.iter().zip(results).enumerate() {
-            let out = self.check_output(stage, o, spec_out, &actual, &args);
+            let reference = match self.cross {
+                CrossTargets::CompareWith(r) => r
+                    .get(self.case, self.mode, &stage.name, &spec_out.name)
+                    .map(|t| (r.target.as_str(), t)),
+                _ => None,
+            };
+            let out = self.check_output(stage, o, spec_out, &actual, &args, reference);
+            if let CrossTargets::Keep(r) = self.cross {
+                r.keep(self.case, self.mode, &stage.name, &spec_out.name, &actual);
+            }
             if out.status == Status::Error {
                 rec.status = Status::Error;
                 if rec.error.is_none() {
@@ -292,6 +307,7 @@ impl StageContext<'_> {
         spec_out: &OutputSpec,
         actual: &Tensor,
         args: &[Tensor],
+        reference: Option<(&str, Tensor)>,
     ) -> OutputRecord {
         let mut out = OutputRecord {
             name: spec_out.name.clone(),
@@ -303,6 +319,7 @@ impl StageContext<'_> {
             metrics: None,
             criteria: Vec::new(),
             error_map: None,
+            vs_target: None,
         };
         let criteria = output_criteria(self.spec, spec_out, actual.dtype());
         match self.measure(spec_out, actual, args, &criteria) {
@@ -340,6 +357,10 @@ impl StageContext<'_> {
                         super::error_map::compute(actual, &compared.0, compared.1.as_ref());
                 }
                 out.metrics = Some(metrics_record(&metrics, truth.map(|(r, _)| r)));
+                if let Some((target, first)) = reference {
+                    out.vs_target =
+                        cross_target(target, actual, &first, compared.1.as_ref(), spec_out, &criteria);
+                }
             }
             Err(source) => {
                 // Run-time name errors (a missing oracle, truth or mask
@@ -436,6 +457,38 @@ impl StageContext<'_> {
         };
         Ok((metrics, truth, (expected, mask)))
     }
+}
+
+/// `actual` compared with the first target's output `first` (named `target`)
+/// under the output's criteria and mask; None when the two cannot be compared
+/// (a shape or dtype that differs between targets is already an error of its own).
+fn cross_target(
+    target: &str,
+    actual: &Tensor,
+    first: &Tensor,
+    mask: Option<&Mask>,
+    spec_out: &OutputSpec,
+    criteria: &[Criterion],
+) -> Option<CrossTarget> {
+    let options = output_compare_options(spec_out, criteria, actual.dtype());
+    let m = compare(actual, first, mask, &options).ok()?;
+    let allow = VerdictOptions {
+        allow_empty: spec_out.allow_empty,
+    };
+    let verdict = evaluate_with(criteria, &m, None, &allow);
+    Some(CrossTarget {
+        target: target.to_string(),
+        status: if verdict.passed {
+            Status::Pass
+        } else {
+            Status::Fail
+        },
+        max_abs: m.max_abs,
+        rms: m.rms,
+        max_ulp: m.max_ulp,
+        mismatches: m.mismatches,
+        count: m.count,
+    })
 }
 
 /// The first unmasked element of `t` that is NaN or infinite, and its value.

@@ -31,6 +31,7 @@ pub mod samples_tokens;
 pub mod serving;
 pub mod shard;
 pub mod tokens;
+pub mod triangulation;
 
 pub use any::{AnyRecord, RecordError};
 pub use baseline::{
@@ -55,10 +56,11 @@ pub use fuzz::{
 pub use plan::{PlanExtent, PlanStage, RunPlan};
 pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,
-    Provenance, RunRecord, StageRecord, TruthRecord, WeightTransformRecord, RUN_RECORD_SCHEMA,
+    Provenance, RunRecord, StageRecord, TargetRecord, TruthRecord, WeightTransformRecord, RUN_RECORD_SCHEMA,
 };
 pub use serving::{ServingRecord, ServingRequestRecord, ServingVerdict, SERVING_SCHEMA};
 pub use shard::{merge, MergeError, Shard, ShardRecord};
+pub use triangulation::{CrossTarget, TriangulationLabel, TriangulationRow, TriangulationTarget};
 pub use tokens::{
     DivergentToken, LayerVsF64, LogitsGate, NoiseMeasurement, NoiseSource, ReferenceNoise,
     StepLocalisation, StepMetrics, TeacherForcedSummary, TokenCaseRecord, TokenFinding, TokenLogit,

@@ -175,6 +175,7 @@ impl RunPlan {
                     case: s.case.clone(),
                     output,
                     mode,
+                    target: None,
                 };
                 (s.name.as_str(), d)
             })

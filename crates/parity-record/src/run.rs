@@ -51,6 +51,28 @@ pub struct RunRecord {
     /// run's plan for `parity report --merge`; absent for a whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::shard::ShardRecord>,
+    /// The targets the run executed on, in the order given (`--target a,b`);
+    /// one entry for a single-target run, empty in records older than targets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetRecord>,
+    /// With two or more targets: every output compared across the targets
+    /// and labelled with which side is off (see [`crate::triangulation`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triangulation: Vec<crate::triangulation::TriangulationRow>,
+}
+
+/// One target of a run: a name from the spec's `subject.targets`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetRecord {
+    /// The target's name in the spec (`default` for the older backend/driver pair).
+    pub name: String,
+    /// The compiler backend (`llvm-cpu`, `vulkan-spirv`, `cuda`, ...).
+    pub backend: String,
+    /// The runtime device (`local-task`, `vulkan`, `cuda`, ...).
+    pub device: String,
+    /// The target's own compile flags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
 }
 
 /// Where a divergence was found.
@@ -64,6 +86,9 @@ pub struct Divergence {
     pub output: String,
     /// The mode in which it failed.
     pub mode: Mode,
+    /// The target it failed on, in a run over several targets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// What the run's results depend on besides the spec and parity's version.
@@ -140,6 +165,9 @@ pub struct OracleProvenance {
 pub struct StageRecord {
     /// Stage name from the spec.
     pub name: String,
+    /// The target it ran on (empty in records older than targets).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub target: String,
     /// Case name.
     pub case: String,
     /// Isolated or chained.
@@ -183,6 +211,10 @@ pub struct OutputRecord {
     /// for the HTML report's heatmap (see [`crate::error_map`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_map: Option<crate::error_map::ErrorMap>,
+    /// In a run over several targets, on every target after the first: this
+    /// output compared with the first target's, under the same criteria and mask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_target: Option<crate::triangulation::CrossTarget>,
 }
 
 /// Metrics of one comparison, as stored in the record.
@@ -296,6 +328,8 @@ impl RunRecord {
             warnings: Vec::new(),
             stages: Vec::new(),
             shard: None,
+            targets: Vec::new(),
+            triangulation: Vec::new(),
         }
     }
 

@@ -66,6 +66,7 @@ fn output(name: &str, max_abs: f64, threshold: f64) -> OutputRecord {
         metrics: Some(metrics(max_abs, 16, if passed { 0 } else { 3 })),
         criteria: vec![max_abs_check(max_abs, threshold)],
         error_map: None,
+        vs_target: None,
     }
 }
 
@@ -77,6 +78,7 @@ fn stage(name: &str, mode: Mode, outputs: Vec<OutputRecord>) -> StageRecord {
     };
     StageRecord {
         name: name.into(),
+        target: String::new(),
         case: "b2".into(),
         mode,
         function: format!("main.{name}"),
@@ -144,6 +146,7 @@ pub fn failing_run() -> RunRecord {
     }
     r.stages.push(StageRecord {
         name: "proj".into(),
+        target: String::new(),
         case: "b2".into(),
         mode: Mode::Isolated,
         function: "main.proj".into(),
@@ -165,6 +168,7 @@ pub fn failing_run() -> RunRecord {
     });
     r.stages.push(StageRecord {
         name: "head".into(),
+        target: String::new(),
         case: "b2".into(),
         mode: Mode::Chained,
         function: "main.head".into(),
@@ -179,6 +183,7 @@ pub fn failing_run() -> RunRecord {
         case: "b2".into(),
         output: "normed".into(),
         mode,
+        target: None,
     };
     r.first_divergence = Some(div(Mode::Isolated));
     r.chained_divergence = vec![div(Mode::Chained)];

@@ -161,6 +161,7 @@ pub fn tokens_divergent() -> TokensRecord {
         case: "clean_a.s04".into(),
         output: "hidden".into(),
         mode: Mode::Isolated,
+        target: None,
     };
     let mut run = passing_run();
     run.status = Status::Fail;
