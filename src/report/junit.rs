@@ -65,12 +65,26 @@ fn case(name: &str, classname: &str, status: TestCaseStatus, secs: f64) -> TestC
 
 fn run_report(record: &RunRecord) -> Report {
     let mut suites: BTreeMap<(String, &str), TestSuite> = BTreeMap::new();
+    let multi = record.is_multi_target();
     for stage in &record.stages {
         let mode = stage.mode.name();
+        // In a run over several targets, each target's runs are a suite of their own.
+        let (suite_key, suite_name, classname) = if multi {
+            (
+                format!("{}\u{0}{}", stage.target, stage.case),
+                format!("{} ({mode}, {})", stage.case, stage.target),
+                format!("parity.{}.{}.{mode}", stage.target, stage.case),
+            )
+        } else {
+            (
+                stage.case.clone(),
+                format!("{} ({mode})", stage.case),
+                format!("parity.{}.{mode}", stage.case),
+            )
+        };
         let suite = suites
-            .entry((stage.case.clone(), mode))
-            .or_insert_with(|| TestSuite::new(x(&format!("{} ({mode})", stage.case))));
-        let classname = format!("parity.{}.{mode}", stage.case);
+            .entry((suite_key, mode))
+            .or_insert_with(|| TestSuite::new(x(&suite_name)));
         let secs = stage.invoke_ms / 1e3;
         if stage.outputs.is_empty() {
             let status = match (&stage.error, stage.status) {

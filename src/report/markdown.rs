@@ -132,11 +132,12 @@ fn run_parts(r: &RunRecord) -> (String, Vec<String>, String) {
         Some(d) => {
             let _ = writeln!(
                 head,
-                "**First divergence:** stage {} output {} (case {}, {})\n",
+                "**First divergence:** stage {} output {} (case {}, {}){}\n",
                 md(&d.stage),
                 md(&d.output),
                 md(&d.case),
-                d.mode.name()
+                d.mode.name(),
+                md(&d.on_target())
             );
         }
         None => head.push_str("**First divergence:** none in isolated mode\n\n"),
@@ -148,12 +149,25 @@ fn run_parts(r: &RunRecord) -> (String, Vec<String>, String) {
     for d in &r.chained_divergence {
         let _ = writeln!(
             head,
-            "- chained: accumulated error first crosses tolerance at {} output {} (case {})",
+            "- chained: accumulated error first crosses tolerance at {} output {} (case {}){}",
             md(&d.stage),
             md(&d.output),
-            md(&d.case)
+            md(&d.case),
+            md(&d.on_target())
         );
     }
+    if let Some(line) = super::triangulation_text::headline(r) {
+        let _ = writeln!(head, "\n**{}**\n", md(&line));
+        let (listed, left) = super::triangulation_text::listed(r);
+        for t in listed {
+            let _ = writeln!(head, "- {}", md(&super::triangulation_text::row_line(t)));
+        }
+        if left > 0 {
+            let _ = writeln!(head, "- ... and {left} more (run.json: triangulation)");
+        }
+        head.push('\n');
+    }
+    let multi = r.is_multi_target();
     for e in r.all_errors() {
         let _ = writeln!(head, "- error ({}): {}", e.kind.name(), md(&e.message));
     }
@@ -171,7 +185,7 @@ fn run_parts(r: &RunRecord) -> (String, Vec<String>, String) {
                 .unwrap_or("");
             rows.push(format!(
                 "| {} | {} | {} | - | {} | | {} |\n",
-                md(&s.name),
+                md(&s.display_name(multi)),
                 md(&s.case),
                 s.mode.name(),
                 s.status.name(),
@@ -200,7 +214,7 @@ fn run_parts(r: &RunRecord) -> (String, Vec<String>, String) {
             };
             rows.push(format!(
                 "| {} | {} | {} | {} | {} | {} | {} |\n",
-                md(&s.name),
+                md(&s.display_name(multi)),
                 md(&s.case),
                 s.mode.name(),
                 md(&o.name),

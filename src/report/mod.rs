@@ -18,6 +18,7 @@ pub mod terminal;
 #[cfg(test)]
 mod tests;
 pub mod tokens_text;
+pub mod triangulation_text;
 
 pub use html::Html;
 pub use json::Json;

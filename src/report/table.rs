@@ -88,10 +88,11 @@ fn stage_note(s: &StageRecord) -> &str {
         .unwrap_or("")
 }
 
-fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
+fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour, multi: bool) {
+    let name = s.display_name(multi);
     if s.outputs.is_empty() {
         table.add_row(vec![
-            Cell::new(clean(&s.name)),
+            Cell::new(clean(&name)),
             Cell::new(clean(&s.case)),
             Cell::new(s.mode.name()),
             Cell::new("-"),
@@ -123,7 +124,7 @@ fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour) {
             _ => failed_criteria(out),
         };
         table.add_row(vec![
-            Cell::new(clean(&s.name)),
+            Cell::new(clean(&name)),
             Cell::new(clean(&s.case)),
             Cell::new(s.mode.name()),
             Cell::new(clean(&out.name)),
@@ -159,7 +160,7 @@ pub fn render(record: &RunRecord, colour: Colour) -> String {
         table.force_no_tty();
     }
     for s in &record.stages {
-        stage_rows(&mut table, s, colour);
+        stage_rows(&mut table, s, colour, record.is_multi_target());
     }
     let mut text = table.to_string();
     text.push('\n');
@@ -262,19 +263,36 @@ pub fn summary(record: &RunRecord) -> String {
     }
     match &record.first_divergence {
         Some(d) => text.push_str(&format!(
-            "first divergence: stage `{}` output `{}` (case {}, {})\n",
+            "first divergence: stage `{}` output `{}` (case {}, {}){}\n",
             d.stage,
             d.output,
             d.case,
-            d.mode.name()
+            d.mode.name(),
+            d.on_target()
         )),
         None => text.push_str("first divergence: none in isolated mode\n"),
     }
     for d in &record.chained_divergence {
         text.push_str(&format!(
-            "chained: accumulated error first crosses tolerance at `{}` output `{}` (case {})\n",
-            d.stage, d.output, d.case
+            "chained: accumulated error first crosses tolerance at `{}` output `{}` (case {}){}\n",
+            d.stage,
+            d.output,
+            d.case,
+            d.on_target()
         ));
+    }
+    if let Some(head) = super::triangulation_text::headline(record) {
+        text.push_str(&head);
+        text.push('\n');
+        let (rows, left) = super::triangulation_text::listed(record);
+        for r in rows {
+            text.push_str(&format!("  {}\n", super::triangulation_text::row_line(r)));
+        }
+        if left > 0 {
+            text.push_str(&format!(
+                "  ... and {left} more (run.json: triangulation)\n"
+            ));
+        }
     }
     match &record.first_divergent_op {
         Some(Localisation::Op(op)) => text.push_str(&format!(

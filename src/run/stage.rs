@@ -1,15 +1,15 @@
 //! One stage in one case and mode: gather arguments, invoke, compare outputs.
 
+use super::cross::CrossTargets;
 use super::inputs::InputSources;
 use super::module_set::ModuleSet;
 use parity_compare::{
     compare, default_tolerance, evaluate_with, CompareOptions, Criterion, Mask, Metrics,
     TruthErrors, UlpDType, VerdictOptions,
 };
-use super::cross::CrossTargets;
 use parity_record::{
-    Check, CriterionRecord, CrossTarget, ElementRecord, ErrorKind, Mode, OutputMetrics, OutputRecord,
-    StageRecord, Status, TruthRecord,
+    Check, CriterionRecord, CrossTarget, ElementRecord, ErrorKind, Mode, OutputMetrics,
+    OutputRecord, StageRecord, Status, TruthRecord,
 };
 use parity_spec::{Arg, MaskSource, OutputSpec, Spec, Stage};
 use parity_tensor::{DType, Tensor};
@@ -358,8 +358,14 @@ impl StageContext<'_> {
                 }
                 out.metrics = Some(metrics_record(&metrics, truth.map(|(r, _)| r)));
                 if let Some((target, first)) = reference {
-                    out.vs_target =
-                        cross_target(target, actual, &first, compared.1.as_ref(), spec_out, &criteria);
+                    out.vs_target = cross_target(
+                        target,
+                        actual,
+                        &first,
+                        compared.1.as_ref(),
+                        spec_out,
+                        &criteria,
+                    );
                 }
             }
             Err(source) => {
@@ -470,12 +476,19 @@ fn cross_target(
     spec_out: &OutputSpec,
     criteria: &[Criterion],
 ) -> Option<CrossTarget> {
-    let options = output_compare_options(spec_out, criteria, actual.dtype());
+    // Between two productions only the direct criteria apply: `vs_f64`
+    // judges a production against the oracle's distance from a truth.
+    let criteria: Vec<Criterion> = criteria
+        .iter()
+        .filter(|c| !matches!(c, Criterion::VsF64 { .. }))
+        .cloned()
+        .collect();
+    let options = output_compare_options(spec_out, &criteria, actual.dtype());
     let m = compare(actual, first, mask, &options).ok()?;
     let allow = VerdictOptions {
         allow_empty: spec_out.allow_empty,
     };
-    let verdict = evaluate_with(criteria, &m, None, &allow);
+    let verdict = evaluate_with(&criteria, &m, None, &allow);
     Some(CrossTarget {
         target: target.to_string(),
         status: if verdict.passed {

@@ -56,14 +56,15 @@ pub use fuzz::{
 pub use plan::{PlanExtent, PlanStage, RunPlan};
 pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,
-    Provenance, RunRecord, StageRecord, TargetRecord, TruthRecord, WeightTransformRecord, RUN_RECORD_SCHEMA,
+    Provenance, RunRecord, StageRecord, TargetRecord, TruthRecord, WeightTransformRecord,
+    RUN_RECORD_SCHEMA,
 };
 pub use serving::{ServingRecord, ServingRequestRecord, ServingVerdict, SERVING_SCHEMA};
 pub use shard::{merge, MergeError, Shard, ShardRecord};
-pub use triangulation::{CrossTarget, TriangulationLabel, TriangulationRow, TriangulationTarget};
 pub use tokens::{
     DivergentToken, LayerVsF64, LogitsGate, NoiseMeasurement, NoiseSource, ReferenceNoise,
     StepLocalisation, StepMetrics, TeacherForcedSummary, TokenCaseRecord, TokenFinding, TokenLogit,
     TokenMode, TokenVerdict, TokensRecord, VerdictRule, WrongSide, LAYER_ARBITER_RATIO,
     NOISE_GATE_FACTOR, TOKENS_SCHEMA,
 };
+pub use triangulation::{CrossTarget, TriangulationLabel, TriangulationRow, TriangulationTarget};

@@ -160,6 +160,37 @@ pub struct OracleProvenance {
     pub provenance: serde_json::Value,
 }
 
+impl Divergence {
+    /// ` on target `vulkan`` in a run over several targets, else nothing.
+    pub fn on_target(&self) -> String {
+        self.target
+            .as_deref()
+            .map(|t| format!(" on target `{t}`"))
+            .unwrap_or_default()
+    }
+
+    /// Whether this divergence is at `stage`'s output `output`.
+    pub fn is_at(&self, stage: &StageRecord, output: &str) -> bool {
+        self.stage == stage.name
+            && self.case == stage.case
+            && self.mode == stage.mode
+            && self.output == output
+            && self.target.as_ref().is_none_or(|t| *t == stage.target)
+    }
+}
+
+impl StageRecord {
+    /// The stage's name for a report row: `name @target` in a run over
+    /// several targets (`multi`), else the name.
+    pub fn display_name(&self, multi: bool) -> String {
+        if multi && !self.target.is_empty() {
+            format!("{} @{}", self.name, self.target)
+        } else {
+            self.name.clone()
+        }
+    }
+}
+
 /// One stage run in one case and mode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageRecord {
@@ -352,6 +383,11 @@ impl RunRecord {
         } else {
             Status::Pass
         }
+    }
+
+    /// Whether the run went over two or more targets (rows then name their target).
+    pub fn is_multi_target(&self) -> bool {
+        self.targets.len() > 1
     }
 
     /// The process exit code for this record ([`ExitCode`]'s table).

@@ -169,7 +169,9 @@ pub fn triangulate(record: &RunRecord) -> Vec<TriangulationRow> {
             continue;
         };
         let next = order.len();
-        let first_seen = *order.entry((s.name.as_str(), s.case.as_str())).or_insert(next);
+        let first_seen = *order
+            .entry((s.name.as_str(), s.case.as_str()))
+            .or_insert(next);
         if s.outputs.is_empty() {
             bare.insert((s.name.as_str(), s.case.as_str(), s.mode, t), s.status);
         }
@@ -247,12 +249,13 @@ fn label(
         TriangulationLabel::Incomplete
     } else if view.iter().any(|t| t.status == Status::Pass) {
         TriangulationLabel::BackendSpecific
+    } else if view.iter().all(|t| t.vs_f64.is_some_and(|[p, o]| p < o)) {
+        TriangulationLabel::Oracle
     } else if view
         .iter()
-        .all(|t| t.vs_f64.is_some_and(|[p, o]| p < o))
+        .skip(1)
+        .all(|t| t.vs_first == Some(Status::Pass))
     {
-        TriangulationLabel::Oracle
-    } else if view.iter().skip(1).all(|t| t.vs_first == Some(Status::Pass)) {
         TriangulationLabel::Port
     } else {
         TriangulationLabel::Undetermined
@@ -323,7 +326,10 @@ mod tests {
         let record = two_targets(|o| o.vs_target = Some(cross(Status::Pass)));
         let rows = triangulate(&record);
         assert!(!rows.is_empty());
-        assert!(rows.iter().all(|r| r.label == TriangulationLabel::Port), "{rows:#?}");
+        assert!(
+            rows.iter().all(|r| r.label == TriangulationLabel::Port),
+            "{rows:#?}"
+        );
         assert!(rows.iter().all(|r| r.off == ["cpu", "gpu"]));
     }
 
@@ -347,7 +353,11 @@ mod tests {
         for r in &rows {
             assert_eq!(r.label, TriangulationLabel::BackendSpecific);
             assert_eq!(r.off, ["cpu"]);
-            assert!(r.explain().starts_with("cpu off, gpu matches the oracle"), "{}", r.explain());
+            assert!(
+                r.explain().starts_with("cpu off, gpu matches the oracle"),
+                "{}",
+                r.explain()
+            );
         }
     }
 
@@ -381,6 +391,8 @@ mod tests {
         record.stages.retain(|s| s.target == "cpu");
         let rows = triangulate(&record);
         assert!(!rows.is_empty());
-        assert!(rows.iter().all(|r| r.label == TriangulationLabel::Incomplete));
+        assert!(rows
+            .iter()
+            .all(|r| r.label == TriangulationLabel::Incomplete));
     }
 }

@@ -15,6 +15,7 @@ pub mod esc;
 mod fuzz;
 mod table;
 mod tokens;
+mod triangulation;
 
 use esc::{esc, json_script};
 use parity_record::{
@@ -194,6 +195,7 @@ fn run_section(out: &mut String, run: &RunRecord, i: usize) {
         "<script type=\"application/json\" class=\"parity-data\">{}</script>",
         json_script(&data)
     );
+    triangulation::render(out, run);
     table::render(out, run, &rows);
     let mut omitted = Vec::new();
     depth_section(out, run);
@@ -257,11 +259,12 @@ fn verdict(out: &mut String, run: &RunRecord) {
             let _ = write!(
                 out,
                 "<p class=\"first-divergence\" data-first-divergence>First divergence: stage \
-                 <b>{}</b>, output <b>{}</b>, case {} ({}).</p>",
+                 <b>{}</b>, output <b>{}</b>, case {} ({}){}.</p>",
                 esc(&d.stage),
                 esc(&d.output),
                 esc(&d.case),
-                d.mode.name()
+                d.mode.name(),
+                esc(&d.on_target())
             );
         }
         None => out.push_str("<p class=\"no-divergence\">No isolated divergence.</p>"),
@@ -270,10 +273,11 @@ fn verdict(out: &mut String, run: &RunRecord) {
         let _ = write!(
             out,
             "<p class=\"chained\">Chained, case {}: accumulated error first crosses its tolerance at \
-             stage <b>{}</b>, output <b>{}</b>.</p>",
+             stage <b>{}</b>, output <b>{}</b>{}.</p>",
             esc(&d.case),
             esc(&d.stage),
-            esc(&d.output)
+            esc(&d.output),
+            esc(&d.on_target())
         );
     }
     if !run.errors.is_empty() {
@@ -358,7 +362,13 @@ fn histograms(out: &mut String, run: &RunRecord, omitted: &mut Vec<String>) {
     }
     out.push_str("<h2>ULP histograms</h2><div class=\"grid\">");
     for (s, o, m) in all.iter().take(MAX_HISTOGRAMS) {
-        let title = format!("{} . {} ({}, {})", s.name, o.name, s.case, s.mode.name());
+        let title = format!(
+            "{} . {} ({}, {})",
+            s.display_name(run.is_multi_target()),
+            o.name,
+            s.case,
+            s.mode.name()
+        );
         let _ = write!(
             out,
             "<figure><figcaption>{} <span class=\"badge {}\">{}</span> max {} p99 {} ({})</figcaption>{}</figure>",
@@ -388,11 +398,7 @@ fn heatmaps(out: &mut String, run: &RunRecord, omitted: &mut Vec<String>) {
         .into_iter()
         .filter_map(|r| Some((r.stage, r.output?, r.output?.error_map.as_ref()?)))
         .collect();
-    maps.sort_by_key(|(s, o, _)| {
-        !first.is_some_and(|d| {
-            d.stage == s.name && d.case == s.case && d.output == o.name && d.mode == s.mode
-        })
-    });
+    maps.sort_by_key(|(s, o, _)| !first.is_some_and(|d| d.is_at(s, &o.name)));
     if maps.is_empty() {
         return;
     }
@@ -405,7 +411,7 @@ fn heatmaps(out: &mut String, run: &RunRecord, omitted: &mut Vec<String>) {
             "<figure class=\"heatmap\"><figcaption>{} . {} ({}, {}), shape {:?}: rows = axis {} \
              ({} in {} cells), columns = axis {} ({} in {} cells), other axes reduced by max; \
              colour log10 max |error| from {:.3e} (dark blue) to {:.3e} (yellow); hatched = padded, not compared (faint: partly padded)</figcaption>{}</figure>",
-            esc(&s.name),
+            esc(&s.display_name(run.is_multi_target())),
             esc(&o.name),
             esc(&s.case),
             s.mode.name(),
@@ -461,7 +467,7 @@ fn arbitration(out: &mut String, run: &RunRecord) {
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td>{}</td><td>{who}</td></tr>",
-            esc(&s.name),
+            esc(&s.display_name(run.is_multi_target())),
             esc(&o.name),
             esc(&s.case),
             s.mode.name(),

@@ -151,12 +151,7 @@ pub fn render(out: &mut String, run: &RunRecord, rows: &[Row]) {
 fn row(out: &mut String, run: &RunRecord, r: &Row) {
     let s = r.stage;
     let status = r.output.map_or(s.status, |o| o.status);
-    let is = |d: &Divergence| {
-        d.stage == s.name
-            && d.case == s.case
-            && d.mode == s.mode
-            && r.output.is_some_and(|o| o.name == d.output)
-    };
+    let is = |d: &Divergence| r.output.is_some_and(|o| d.is_at(s, &o.name));
     let first = run.first_divergence.as_ref().is_some_and(is);
     let chained = run.chained_divergence.iter().any(is);
     let _ = write!(
@@ -178,6 +173,13 @@ fn row(out: &mut String, run: &RunRecord, r: &Row) {
     };
     cell(out, r.depth.to_string(), r.depth.to_string());
     let mut stage_text = esc(&s.name);
+    if run.is_multi_target() {
+        let _ = write!(
+            stage_text,
+            " <span class=\"target\">@{}</span>",
+            esc(&s.target)
+        );
+    }
     if first {
         stage_text.push_str(
             " <span class=\"marker\" title=\"first divergence\">&#9873; first divergence</span>",
