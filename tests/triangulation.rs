@@ -228,3 +228,32 @@ fn an_unknown_second_target_is_exit_2_before_anything_runs() {
     let message = record["errors"][0]["message"].as_str().unwrap();
     assert!(message.contains("no target named `gb10`"), "{message}");
 }
+
+#[test]
+fn when_the_f64_truth_sides_with_production_on_every_target_the_label_is_oracle() {
+    // stages-strict.yaml: proj_bf16 fails on purpose (MLX rounds to bf16
+    // twice, IREE once), and its f64 truth is nearer to production.
+    let dir = basic_copy();
+    on_cpu_and_vulkan(dir.path(), "stages-strict.yaml");
+    let (code, stdout, stderr, record) = check(
+        dir.path(),
+        "stages.yaml",
+        &[
+            "--target",
+            "cpu,vulkan",
+            "--stage",
+            "proj_bf16",
+            "--mode",
+            "isolated",
+        ],
+    );
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let record = record.unwrap();
+    let rows = rows(&record);
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert_eq!(rows[0]["label"], "oracle", "{:#}", rows[0]);
+    for t in rows[0]["targets"].as_array().unwrap() {
+        let [production, oracle] = [&t["vs_f64"][0], &t["vs_f64"][1]].map(|v| v.as_f64().unwrap());
+        assert!(production < oracle, "{t}");
+    }
+}
