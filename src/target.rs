@@ -12,6 +12,8 @@
 //! `Send`: each thread asks the target for its own ([`Target::runtime`],
 //! [`Target::load`]).
 
+mod compile_check;
+
 use crate::run::{Compiled, ModuleSet};
 use parity_iree::{CompileOptions, IreeError, IreeRuntime, DRIVERS_BUILT_IN};
 use parity_spec::{Spec, TargetSpec};
@@ -51,6 +53,19 @@ pub enum TargetError {
         /// Its device.
         device: String,
         /// What IREE said, then what to do about it.
+        message: String,
+    },
+    /// The compiler rejects the target's flags (an unknown option, a CUDA SM
+    /// it has no target for), found by compiling a one-op probe.
+    #[error("{at}: target `{target}` ({backend}): {message}")]
+    Flags {
+        /// `spec:line:col` of the target's declaration.
+        at: String,
+        /// The target's name.
+        target: String,
+        /// Its backend.
+        backend: String,
+        /// What the compiler said, and what to do.
         message: String,
     },
     /// Prebuilt modules of the spec are built for another device than the
@@ -249,12 +264,7 @@ impl Target {
             "pick another target with --target".to_string()
         };
         Err(TargetError::Device {
-            at: format!(
-                "{}:{}:{}",
-                self.spec_path.display(),
-                self.spec.location.line,
-                self.spec.location.col
-            ),
+            at: self.at(),
             target: self.spec.name.clone(),
             device: self.spec.device.clone(),
             message: format!("{message}; {hint}"),

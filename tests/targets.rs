@@ -223,3 +223,49 @@ fn cuda_modules_compile_here_and_a_module_for_another_device_is_refused_before_a
         "{message}"
     );
 }
+
+#[test]
+fn a_flag_the_compiler_rejects_is_one_exit_2_before_anything_runs() {
+    let message = refused(
+        "  targets:\n    cpu: {backend: llvm-cpu, device: local-task}\n    odd: {backend: llvm-cpu, device: local-task, flags: [--iree-llvmcpu-no-such-flag]}\n",
+        &["--target", "odd"],
+    );
+    assert!(
+        message.contains("stages.yaml:")
+            && message.contains("target `odd` (llvm-cpu)")
+            && message.contains("option not found: iree-llvmcpu-no-such-flag")
+            && message.contains("fix the target's `flags:`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn doctor_names_a_cuda_sm_the_compiler_has_no_target_for_and_the_alternatives() {
+    // The first user's case: a binary built for sm_90a on a GB10. IREE 3.13
+    // has no sm_90a target; the compile preflight says so before anything
+    // compiles, whether or not this machine has a GPU.
+    let dir = basic_copy();
+    with_targets(
+        dir.path(),
+        "  targets:\n    cpu: {backend: llvm-cpu, device: local-task}\n    hopper: {backend: cuda, device: cuda, flags: [--iree-cuda-target=sm_90a]}\n    gb10: {backend: cuda, device: cuda, flags: [--iree-cuda-target=sm_121]}\n",
+    );
+    let out = common::parity(dir.path(), &["doctor", "stages.yaml"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no `{name}` line in {text}"))
+            .to_string()
+    };
+    let hopper = line("hopper");
+    assert!(
+        hopper.contains("no CUDA target `sm_90a`")
+            && hopper.contains("use sm_121")
+            && hopper.contains("use sm_89"),
+        "{hopper}"
+    );
+    // sm_121 compiles: its only possible problem here is the missing device.
+    assert!(!line("gb10").contains("no CUDA target"), "{text}");
+    assert!(line("cpu").ends_with("ready"), "{text}");
+}

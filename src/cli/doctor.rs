@@ -88,6 +88,8 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
                                 t.backend,
                                 c.target_backends().join(", ")
                             ));
+                        } else if let Err(e) = target.preflight_compile(c, &args.cache_dir) {
+                            problems.push(e.to_string());
                         }
                     }
                     let state = if problems.is_empty() {

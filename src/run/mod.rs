@@ -115,11 +115,17 @@ pub fn execute_targets(
         env!("CARGO_PKG_VERSION"),
         now_rfc3339(),
     );
+    let compiler = parity_iree::IreeCompiler::load(options.compiler_lib.as_deref()).ok();
     for name in targets {
-        if let Err(e) = Target::ready(spec, Some(name)) {
+        let checked = Target::ready(spec, Some(name)).and_then(|t| match &compiler {
+            Some(c) => t.preflight_compile(c, &options.cache_dir),
+            None => Ok(()),
+        });
+        if let Err(e) = checked {
             merged.errors.push(ErrorRecord::input(e.to_string()));
         }
     }
+    drop(compiler);
     if options.shard.is_some() {
         merged.errors.push(ErrorRecord::input(
             "--shard cannot be combined with several targets: run each target's shards separately"
@@ -299,6 +305,14 @@ fn execute_on(
             .values()
             .any(|m| matches!(m.source, parity_spec::ModuleSource::Mlir(_)));
     let compiler = modules::load_compiler(options, needs_compiler, &mut record);
+    // A flag the compiler rejects for this target is one input error, before
+    // any stage compiles (not one compile error per stage).
+    if let Ok(c) = &compiler {
+        if let Err(e) = target.preflight_compile(c, &options.cache_dir) {
+            record.errors.push(ErrorRecord::input(e.to_string()));
+            return finish(record, clock);
+        }
+    }
     // Only the functions the selected stages call are compiled (per-function artifacts).
     let mut used = modules::Used::new();
     for (_, stages) in &instantiated {
