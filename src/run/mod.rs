@@ -125,7 +125,6 @@ pub fn execute_targets(
             merged.errors.push(ErrorRecord::input(e.to_string()));
         }
     }
-    drop(compiler);
     if options.shard.is_some() {
         merged.errors.push(ErrorRecord::input(
             "--shard cannot be combined with several targets: run each target's shards separately"
