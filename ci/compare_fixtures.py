@@ -18,8 +18,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-STORES = ["oracle-dumps/gemma3n", "oracle-dumps/gemma3n-as-shipped", "examples/basic/oracle"]
-WEIGHTS = ["subject/gemma3n/weights.safetensors", "examples/basic/weights.safetensors"]
+STORES = [
+    "oracle-dumps/gemma3n",
+    "oracle-dumps/gemma3n-as-shipped",
+    "examples/basic/oracle",
+    "examples/mlx-lm/oracle",
+]
+WEIGHTS = [
+    "subject/gemma3n/weights.safetensors",
+    "examples/basic/weights.safetensors",
+    "examples/mlx-lm/model/model.safetensors",
+]
 TEXT_FILES = [
     # gzip with mtime 0 and no name: byte-reproducible.
     "subject/gemma3n/gemma3n_audio_f32.mlir.gz",
@@ -39,6 +48,10 @@ TEXT_FILES = [
     "subject/gemma3n/serving/gemma3n_serving_leak_ple_f32.mlir.gz",
     "subject/gemma3n/serving/gemma3n_serving_leak_mask_f32.mlir.gz",
     "subject/gemma3n/serving/serving-functions.json",
+    # The tiny Llama model in mlx-lm's format (tools/fixtures/mlx_lm_model.py).
+    "examples/mlx-lm/model/config.json",
+    "examples/mlx-lm/model/tokenizer.json",
+    "examples/mlx-lm/model/tokenizer_config.json",
 ]
 
 

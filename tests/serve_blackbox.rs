@@ -12,6 +12,7 @@ use common::fixture_server::{binary, FixtureServer};
 use common::repo;
 use parity::serve::adapters::command::CommandTemplate;
 use parity::serve::adapters::http::{complete, CallOptions, Endpoint, HttpOutcome};
+use parity::serve::adapters::mlx_lm::Api;
 use parity::serve::adapters::request::from_oracle;
 use parity::serve::adapters::wire::WireRequest;
 use parity_tensor::OracleStore;
@@ -44,6 +45,7 @@ fn call(url: &str, req: &WireRequest, stream: bool, hang_up_after: Option<usize>
     let endpoint = Endpoint::parse(url).expect("endpoint");
     complete(
         &endpoint,
+        &Api::OpenAi,
         req,
         CallOptions {
             stream,

@@ -108,3 +108,110 @@ fn a_transform_of_the_wrong_rank_is_an_input_error_naming_weight_and_entry() {
         "{msg}"
     );
 }
+
+/// A module whose `scores` takes the query kernel as `[hidden, heads,
+/// head_dim]` (16 x 4 x 4), as a JAX/keras attention kernel is laid out, and
+/// flattens it back inside; the spec's `scores` stage is pointed at it.
+fn heads_module(dir: &Path) {
+    std::fs::write(
+        dir.join("heads.mlir"),
+        r#"module {
+  func.func public @scores_heads(%h: tensor<2x4x16xf32>, %wq3: tensor<16x4x4xf32>, %wk: tensor<16x16xf32>) -> tensor<2x4x4xf32> {
+    %wq = stablehlo.reshape %wq3 : (tensor<16x4x4xf32>) -> tensor<16x16xf32>
+    %q = stablehlo.dot_general %h, %wq, contracting_dims = [2] x [0] : (tensor<2x4x16xf32>, tensor<16x16xf32>) -> tensor<2x4x16xf32>
+    %k = stablehlo.dot_general %h, %wk, contracting_dims = [2] x [0] : (tensor<2x4x16xf32>, tensor<16x16xf32>) -> tensor<2x4x16xf32>
+    %s = stablehlo.dot_general %q, %k, batching_dims = [0] x [0], contracting_dims = [2] x [2] : (tensor<2x4x16xf32>, tensor<2x4x16xf32>) -> tensor<2x4x4xf32>
+    %scale = stablehlo.constant dense<2.500000e-01> : tensor<2x4x4xf32>
+    %out = stablehlo.multiply %s, %scale : tensor<2x4x4xf32>
+    return %out : tensor<2x4x4xf32>
+  }
+}
+"#,
+    )
+    .unwrap();
+    let spec = dir.join("stages.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let text = text
+        .replacen(
+            "    basic: {mlir: model.mlir}\n",
+            "    basic: {mlir: model.mlir}\n    heads: {mlir: heads.mlir}\n",
+            1,
+        )
+        .replacen(
+            "    module: basic\n    function: scores\n",
+            "    module: heads\n    function: scores_heads\n",
+            1,
+        );
+    assert!(text.contains("function: scores_heads"));
+    std::fs::write(&spec, text).unwrap();
+}
+
+#[test]
+fn an_hf_projection_becomes_a_heads_kernel_by_transpose_then_reshape() {
+    // HF stores q_proj as [heads * head_dim, hidden]; the module takes
+    // [hidden, heads, head_dim]: transpose [1, 0], then reshape [16, 4, 4].
+    let dir = basic_copy();
+    hf_layout(
+        dir.path(),
+        "  - {match: \"attn\\\\.wq\", rename: \"hf.attn.wq\", transpose: [1, 0], reshape: [16, 4, 4]}\n",
+    );
+    heads_module(dir.path());
+    let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let record = record.unwrap();
+    let scores = stage(&record, "scores", "isolated");
+    assert_eq!(scores["status"], "pass", "{scores}");
+    assert_eq!(
+        scores["outputs"][0]["metrics"]["max_abs"].as_f64(),
+        Some(0.0),
+        "{scores}"
+    );
+    let applied = &record["provenance"]["weight_transforms"][0];
+    assert_eq!(
+        applied["reshape"],
+        serde_json::json!([16, 4, 4]),
+        "{applied}"
+    );
+    assert_eq!(applied["transpose"], serde_json::json!([1, 0]));
+    assert!(
+        stdout.contains("`attn.wq`: read as `hf.attn.wq`, transpose [1, 0], reshape to [16, 4, 4]"),
+        "{stdout}"
+    );
+
+    // Reshaped without the transpose: every shape fits, the numbers do not.
+    let dir = basic_copy();
+    hf_layout(
+        dir.path(),
+        "  - {match: \"attn\\\\.wq\", rename: \"hf.attn.wq\", reshape: [16, 4, 4]}\n",
+    );
+    heads_module(dir.path());
+    let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert_eq!(
+        stage(&record.unwrap(), "scores", "isolated")["status"],
+        "fail"
+    );
+}
+
+#[test]
+fn a_reshape_of_another_element_count_is_exit_2_naming_weight_entry_and_shapes() {
+    let dir = basic_copy();
+    hf_layout(
+        dir.path(),
+        "  - {match: \"attn\\\\.wq\", rename: \"hf.attn.wq\", transpose: [1, 0], reshape: [16, 4, 3]}\n",
+    );
+    heads_module(dir.path());
+    let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    let msg = stage(&record.unwrap(), "scores", "isolated")["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.contains("weight `attn.wq` (read as `hf.attn.wq`)")
+            // Line 23: heads_module added a module line above the entry.
+            && msg.contains("stages.yaml:23:5")
+            && msg.contains("`reshape` [16, 4, 3] has 192 elements but the weight (after any transpose) has shape [16, 16], 256 elements"),
+        "{msg}"
+    );
+}

@@ -4,7 +4,7 @@
 
 use super::emit::Outputs;
 use crate::run::RunOptions;
-use crate::serve::TargetChoice;
+use crate::serve::{TargetApi, TargetChoice};
 use parity_record::AnyRecord;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -45,6 +45,12 @@ pub struct ServeArgs {
     /// without it), JSON lines out (docs/serving-blackbox.md).
     #[arg(long, value_name = "TEMPLATE")]
     target_command: Option<String>,
+    /// With --target: the request form the server takes. `openai` (token-id
+    /// prompts, integer logprobs) or `mlx-lm` (mlx_lm.server: text prompts
+    /// through the scenario's `tokenizer:`, checked to give back the prompt's
+    /// ids; boolean logprobs); docs/serving-blackbox.md.
+    #[arg(long, value_name = "API", default_value = "openai", value_parser = parse_api, requires = "target")]
+    target_api: TargetApi,
     /// With --target or --target-command: one wall-clock deadline per
     /// request, in seconds, from connect (or start) to the last byte (or
     /// exit), whatever arrives in between; past it the request is an
@@ -57,6 +63,15 @@ pub struct ServeArgs {
         value_parser = parse_timeout
     )]
     request_timeout: Duration,
+}
+
+/// `openai` or `mlx-lm`.
+fn parse_api(text: &str) -> Result<TargetApi, String> {
+    match text {
+        "openai" => Ok(TargetApi::OpenAi),
+        "mlx-lm" => Ok(TargetApi::MlxLm),
+        _ => Err(format!("`{text}`: expected `openai` or `mlx-lm`")),
+    }
 }
 
 /// A positive, finite number of seconds (at most a day).
@@ -79,7 +94,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         ..RunOptions::default()
     };
     let choice = match (args.target, args.target_command) {
-        (Some(url), _) => TargetChoice::Http(url),
+        (Some(url), _) => TargetChoice::Http(url, args.target_api),
         (None, Some(template)) => TargetChoice::Command(template),
         (None, None) => TargetChoice::InProcess,
     };

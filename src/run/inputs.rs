@@ -102,7 +102,7 @@ impl InputSources {
     }
 
     /// A weight by name, with the spec's `weight_transforms` entry for it
-    /// applied (rename, then transpose, then cast).
+    /// applied (rename, then transpose, then reshape, then cast).
     pub fn weight(&self, name: &str) -> Result<Tensor, InputError> {
         let applied = self
             .transforms
@@ -125,6 +125,10 @@ impl InputSources {
         };
         let tensor = match &transform.transpose {
             Some(perm) => super::transform::permute(&tensor, perm).map_err(fail)?,
+            None => tensor,
+        };
+        let tensor = match &transform.reshape {
+            Some(shape) => super::transform::reshape(&tensor, shape).map_err(fail)?,
             None => tensor,
         };
         Ok(match transform.cast {

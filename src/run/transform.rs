@@ -1,5 +1,5 @@
-//! The tensor side of `weight_transforms:`: an axis permutation and a dtype
-//! cast, applied to a weight when it is loaded, and the run record's account
+//! The tensor side of `weight_transforms:`: an axis permutation, a reshape
+//! and a dtype cast, applied to a weight when it is loaded, and the run record's account
 //! of which weight got which transform.
 
 use parity_record::WeightTransformRecord;
@@ -40,6 +40,23 @@ pub fn permute(t: &Tensor, perm: &[usize]) -> Result<Tensor, String> {
         }
     }
     Tensor::from_bytes(t.dtype(), out_shape, bytes).map_err(|e| e.to_string())
+}
+
+/// `t` with shape `shape` (row-major element order kept); the element
+/// counts must agree.
+pub fn reshape(t: &Tensor, shape: &[usize]) -> Result<Tensor, String> {
+    let want = shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| format!("`reshape` {shape:?} overflows the element count"))?;
+    if want != t.numel() {
+        return Err(format!(
+            "`reshape` {shape:?} has {want} elements but the weight (after any transpose) has shape {:?}, {} elements",
+            t.shape(),
+            t.numel()
+        ));
+    }
+    Tensor::from_bytes(t.dtype(), shape.to_vec(), t.bytes().to_vec()).map_err(|e| e.to_string())
 }
 
 /// `t` converted to `dtype` (through f64: exact for every source value a
@@ -83,6 +100,7 @@ pub fn records(
                         weight: name.clone(),
                         source,
                         transpose: t.transpose.clone(),
+                        reshape: t.reshape.clone(),
                         cast: t.cast.map(|d| d.name().to_string()),
                         rule: format!(
                             "{}:{}:{}",
@@ -122,5 +140,24 @@ mod tests {
         assert_eq!(b.dtype(), DType::Bf16);
         assert_eq!(b.to_f64_vec(), vec![1.5, -2.0]);
         assert!(cast(&t, DType::I32).unwrap_err().contains("truncate"));
+    }
+
+    #[test]
+    fn reshape_keeps_the_order_and_checks_the_count() {
+        let t = Tensor::from_f32(
+            vec![2, 6],
+            &[0., 1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11.],
+        )
+        .unwrap();
+        let r = reshape(&t, &[2, 3, 2]).unwrap();
+        assert_eq!(r.shape(), &[2, 3, 2]);
+        assert_eq!(r.to_f64_vec(), t.to_f64_vec());
+        assert_eq!(
+            reshape(&t, &[2, 3, 3]).unwrap_err(),
+            "`reshape` [2, 3, 3] has 18 elements but the weight (after any transpose) has shape [2, 6], 12 elements"
+        );
+        assert!(reshape(&t, &[usize::MAX, 2])
+            .unwrap_err()
+            .contains("overflows"));
     }
 }

@@ -77,9 +77,21 @@ fn log_softmax_at(row: &[f64], token: usize) -> Option<f64> {
 /// A black box's logprobs: each finite and at most 0, and, for every token
 /// whose prefix equals the oracle's (up to and including the first
 /// divergent token), within [`LOGPROB_TOLERANCE`] of the oracle logits'
-/// log-softmax at that token.
+/// log-softmax at that token. The scenario run's, or, when it sent none
+/// (mlx_lm.server streams text only), the solo run's.
 pub(super) fn logprobs_check(ev: &RequestEvidence<'_>) -> ServingVerdict {
-    let o = ev.observed;
+    let mut v = logprobs_of(ev, ev.observed);
+    let solo = ev
+        .solo
+        .filter(|s| s.error.is_none() && s.refused.is_none() && !s.logprobs.is_empty());
+    if let (true, Some(s)) = (ev.observed.logprobs.is_empty(), solo) {
+        v = logprobs_of(ev, s);
+        v.message = format!("the solo run's (the scenario run sent none): {}", v.message);
+    }
+    v
+}
+
+fn logprobs_of(ev: &RequestEvidence<'_>, o: &Observed) -> ServingVerdict {
     let id = &ev.request.id;
     let sl = show(o.slot);
     if o.logprobs.is_empty() {

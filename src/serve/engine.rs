@@ -14,7 +14,7 @@ use super::target::{Observed, ServingTarget};
 use crate::run::inputs::InputSources;
 use crate::run::{self, ModuleSet, RunOptions};
 use parity_record::RunRecord;
-use parity_spec::{Module, ModuleSource, Request, Scenario, Spec};
+use parity_spec::{Module, ModuleSource, Request, Scenario, ScenarioSource, Spec};
 use parity_tensor::Tensor;
 
 /// The module name the serving module is loaded under.
@@ -48,14 +48,24 @@ impl InProcess {
     /// Loads the scenario's spec and compiles (or takes from the cache) its
     /// serving module and the spec's audio module.
     pub fn open(scenario: &Scenario, options: &RunOptions) -> Result<InProcess, ServeError> {
-        let spec = Spec::load(&scenario.spec)?;
-        let functions = Functions::load(&scenario.module)?;
+        let ScenarioSource::Production {
+            spec: spec_path,
+            module,
+        } = &scenario.source
+        else {
+            return Err(ServeError::Convention(format!(
+                "{}: an oracle-only scenario has no serving module to run in-process",
+                scenario.path.display()
+            )));
+        };
+        let spec = Spec::load(spec_path)?;
+        let functions = Functions::load(module)?;
         if functions.slots != scenario.slots {
             return Err(ServeError::Convention(format!(
                 "{}: the scenario asks for {} slots but {} is exported for {} (slot_decode_s{})",
                 scenario.path.display(),
                 scenario.slots,
-                scenario.module.display(),
+                module.display(),
                 functions.slots,
                 functions.slots
             )));
@@ -66,7 +76,7 @@ impl InProcess {
         only.subject.modules.insert(
             SERVING.to_string(),
             Module {
-                source: ModuleSource::Mlir(scenario.module.clone()),
+                source: ModuleSource::Mlir(module.clone()),
                 flags: Vec::new(),
                 location: scenario.location,
             },

@@ -6,18 +6,21 @@
 //! admission rules say which requests must be refused, and its session reads
 //! the oracle's tokens and logits.
 
+use super::adapters::mlx_lm::Api;
 use super::adapters::targets::{CommandTarget, HttpTarget, REQUEST_TIMEOUT};
+use super::adapters::tokenizer::WordLevel;
 use super::admission::{prepare, Prepared};
-use super::checks::{check_request, RequestEvidence};
 use super::engine::InProcess;
 use super::error::ServeError;
+use super::judge::{record_requests, Gathered};
+use super::oracle_only;
 use super::target::{Observed, ServingTarget};
 use crate::run::{self, RunOptions};
 use crate::tokens::case::OracleCase;
 use crate::tokens::error::TokensError;
 use crate::tokens::session::Session;
-use parity_record::{ErrorRecord, ServingRecord, ServingRequestRecord, Status};
-use parity_spec::{Case, RequestInput, Scenario, TokensSpec};
+use parity_record::{ErrorRecord, ServingRecord};
+use parity_spec::{Case, Scenario, ScenarioSource, TokensSpec};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -27,17 +30,27 @@ use std::time::{Duration, Instant};
 pub enum TargetChoice {
     /// The in-process engine on IREE.
     InProcess,
-    /// An OpenAI-compatible endpoint on loopback (`--target URL`).
-    Http(String),
+    /// An OpenAI-compatible endpoint on loopback (`--target URL`), spoken to
+    /// in parity's form or, with `--target-api mlx-lm`, in mlx_lm.server's.
+    Http(String, TargetApi),
     /// A command template run per request (`--target-command TEMPLATE`).
     Command(String),
+}
+
+/// The request form an HTTP target takes (`--target-api`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetApi {
+    /// Token-id prompts, integer `logprobs`, `token_ids` in answers (docs/serving-blackbox.md).
+    OpenAi,
+    /// `mlx_lm.server`'s: text prompts through the scenario's `tokenizer:`, boolean `logprobs`.
+    MlxLm,
 }
 
 impl TargetChoice {
     fn name(&self) -> &'static str {
         match self {
             TargetChoice::InProcess => "in-process",
-            TargetChoice::Http(_) => "http",
+            TargetChoice::Http(..) => "http",
             TargetChoice::Command(_) => "command",
         }
     }
@@ -75,35 +88,71 @@ pub fn execute_on(
             return finish(record);
         }
     };
-    record.module = scenario.module.display().to_string();
     record.slots = scenario.slots;
     record.context = scenario.context;
-    let mut target = match InProcess::open(&scenario, options) {
-        Ok(t) => t,
+    let black_box = match open_black_box(&scenario, choice, request_timeout) {
+        Ok(b) => b,
         Err(e) => {
             record.errors.push(e.to_record());
             return finish(record);
         }
     };
-    record.compiler_revision = target.compiler_revision.clone();
-    let black_box: Result<Option<Box<dyn ServingTarget>>, ServeError> = match choice {
-        TargetChoice::InProcess => Ok(None),
-        TargetChoice::Http(url) => {
-            HttpTarget::new(url, request_timeout).map(|t| Some(Box::new(t) as _))
+    let result = match (&scenario.source, black_box) {
+        (ScenarioSource::Production { module, .. }, black_box) => {
+            record.module = module.display().to_string();
+            let mut target = match InProcess::open(&scenario, options) {
+                Ok(t) => t,
+                Err(e) => {
+                    record.errors.push(e.to_record());
+                    return finish(record);
+                }
+            };
+            record.compiler_revision = target.compiler_revision.clone();
+            match black_box {
+                None => serve(&scenario, &mut target, None, &mut record),
+                Some(mut b) => serve(&scenario, &mut target, Some(b.as_mut()), &mut record),
+            }
         }
-        TargetChoice::Command(t) => {
-            CommandTarget::new(t, request_timeout).map(|t| Some(Box::new(t) as _))
+        (ScenarioSource::Oracle(dir), Some(mut b)) => {
+            serve_oracle_only(&scenario, dir, b.as_mut(), &mut record)
         }
-    };
-    let result = match black_box {
-        Err(e) => Err(e),
-        Ok(None) => serve(&scenario, &mut target, None, &mut record),
-        Ok(Some(mut b)) => serve(&scenario, &mut target, Some(b.as_mut()), &mut record),
+        (ScenarioSource::Oracle(_), None) => Err(ServeError::Convention(format!(
+            "{}: an oracle-only scenario (`oracle:`, no `spec` or `module`) has no production modules to run in-process: check a server with --target URL or --target-command TEMPLATE",
+            scenario.path.display()
+        ))),
     };
     if let Err(e) = result {
         record.errors.push(e.to_record());
     }
     finish(record)
+}
+
+/// The black box `choice` names (None: the in-process engine); an
+/// `mlx-lm` target reads the scenario's tokenizer.
+fn open_black_box(
+    scenario: &Scenario,
+    choice: &TargetChoice,
+    request_timeout: Duration,
+) -> Result<Option<Box<dyn ServingTarget>>, ServeError> {
+    Ok(match choice {
+        TargetChoice::InProcess => None,
+        TargetChoice::Http(url, api) => {
+            let api = match api {
+                TargetApi::OpenAi => Api::OpenAi,
+                TargetApi::MlxLm => {
+                    let path = scenario.tokenizer.as_ref().ok_or_else(|| {
+                        ServeError::Convention(format!(
+                            "{}: --target-api mlx-lm sends text prompts, but the scenario names no `tokenizer:` (the model's tokenizer.json)",
+                            scenario.path.display()
+                        ))
+                    })?;
+                    Api::MlxLm(WordLevel::load(path)?)
+                }
+            };
+            Some(Box::new(HttpTarget::new(url, api, request_timeout)?))
+        }
+        TargetChoice::Command(t) => Some(Box::new(CommandTarget::new(t, request_timeout)?)),
+    })
 }
 
 /// The oracle's tokens and logits of `case`: a case of the spec's `tokens:`
@@ -139,6 +188,22 @@ fn oracle_case(session: &Session<'_>, case: &str) -> Result<Option<OracleCase>, 
     OracleCase::load(&serving_only, &c).map(Some)
 }
 
+/// Each admitted request run alone on `t` (None for a refused one).
+fn solo_runs(
+    scenario: &Scenario,
+    prepared: &[Prepared],
+    t: &mut dyn ServingTarget,
+) -> Result<Vec<Option<Observed>>, ServeError> {
+    let mut solos = Vec::new();
+    for (r, p) in scenario.requests.iter().zip(prepared) {
+        solos.push(match p.refusal {
+            Some(_) => None,
+            None => Some(t.run_solo(r)?),
+        });
+    }
+    Ok(solos)
+}
+
 fn serve(
     scenario: &Scenario,
     target: &mut InProcess,
@@ -156,22 +221,10 @@ fn serve(
     };
     // A black box gives no logits (and claims no bitwise invariance).
     let logits = std::mem::take(&mut target.last_logits);
-    let mut solos: Vec<Option<Observed>> = Vec::new();
-    for (r, p) in scenario.requests.iter().zip(&prepared) {
-        solos.push(if p.refusal.is_some() {
-            None
-        } else {
-            Some(match black_box.as_deref_mut() {
-                Some(b) => b.run_solo(r)?,
-                None => target.run_solo(r)?,
-            })
-        });
-    }
-    record.steps = observed
-        .iter()
-        .filter_map(|o| o.finished_step.or(o.cancelled_step).or(o.admitted_step))
-        .max()
-        .map_or(0, |s| s + 1);
+    let solos = match black_box.as_deref_mut() {
+        Some(b) => solo_runs(scenario, &prepared, b)?,
+        None => solo_runs(scenario, &prepared, target)?,
+    };
     let tokens = target.spec.tokens.clone();
     let session = tokens.as_ref().map(|t| Session {
         spec: &target.spec,
@@ -179,14 +232,9 @@ fn serve(
         sources: &target.sources,
         modules: &target.modules,
     });
-    for (i, r) in scenario.requests.iter().enumerate() {
-        let o = &observed[i];
-        let p = &prepared[i];
-        // Bad input met while the request ran (a weight missing at prefill): exit 2.
-        if let (true, Some(e)) = (o.error_is_input, &o.error) {
-            record.errors.push(ErrorRecord::input(e.clone()));
-        }
-        let oracle = match &session {
+    let mut oracles = Vec::new();
+    for (r, p) in scenario.requests.iter().zip(&prepared) {
+        oracles.push(match &session {
             Some(s) if p.refusal.is_none() => match oracle_case(s, r.input.case()) {
                 Ok(x) => x,
                 Err(e) => {
@@ -197,83 +245,60 @@ fn serve(
                 }
             },
             _ => None,
-        };
-        // The slot's earlier occupant: the last request that left it before this one was admitted.
-        let previous = o.slot.zip(o.admitted_step).and_then(|(slot, at)| {
-            observed
-                .iter()
-                .filter(|x| x.slot == Some(slot) && x.id != o.id)
-                .filter_map(|x| {
-                    x.finished_step
-                        .or(x.cancelled_step)
-                        .map(|l| (x.id.as_str(), l))
-                })
-                .filter(|(_, l)| *l <= at)
-                .max_by_key(|(_, l)| *l)
-        });
-        let ev = RequestEvidence {
-            request: r,
-            expected_refusal: p.refusal.as_deref(),
-            observed: o,
-            logits: logits.get(i).map_or(&[], Vec::as_slice),
-            solo: solos[i].as_ref(),
-            oracle: oracle.as_ref(),
-            prompt_len: p.prompt_len as usize,
-            previous,
-            bitwise_claimed: black_box.is_none(),
-            black_box: black_box.is_some(),
-        };
-        let verdicts = check_request(&ev, session.as_ref());
-        // A failed solo reference run is the request's execution error (exit 3), never hidden.
-        let error = o
-            .error
-            .clone()
-            .or_else(|| solos[i].as_ref().and_then(|s| s.error.clone()));
-        let status = if error.is_some() {
-            Status::Error
-        } else if verdicts.iter().any(|v| v.status == Status::Fail) {
-            Status::Fail
-        } else {
-            Status::Pass
-        };
-        let solo = solos[i].as_ref();
-        record.requests.push(ServingRequestRecord {
-            id: r.id.clone(),
-            case: r.input.case().to_string(),
-            kind: match (&r.input, &p.audio_case) {
-                (RequestInput::AllPadded(_), _) => "all_padded",
-                (_, Some(_)) => "audio",
-                _ => "text",
-            }
-            .to_string(),
-            status,
-            arrive: r.arrive,
-            slot: o.slot,
-            admitted_step: o.admitted_step,
-            cancelled_step: o.cancelled_step,
-            finished_step: o.finished_step,
-            tokens: o.tokens.clone(),
-            logprobs: o.logprobs.clone(),
-            finish: o.finish.clone(),
-            oracle_tokens: oracle
-                .as_ref()
-                .map(|x| x.tokens.clone())
-                .unwrap_or_default(),
-            solo_tokens: solo.map(|s| s.tokens.clone()).unwrap_or_default(),
-            bitwise_logits: solo.filter(|_| !o.logits_sha256.is_empty()).map(|s| {
-                o.logits_sha256
-                    .iter()
-                    .zip(&s.logits_sha256)
-                    .all(|(a, b)| a == b)
-            }),
-            effective_length: o.effective_length,
-            solo_effective_length: solo.and_then(|s| s.effective_length),
-            dense_ple_sha256: o.dense_ple_sha256.clone(),
-            reused_slot: previous.is_some(),
-            refused: o.refused.clone(),
-            error,
-            verdicts,
         });
     }
+    let gathered = Gathered {
+        prepared: &prepared,
+        observed: &observed,
+        solos: &solos,
+        oracles: &oracles,
+        logits: &logits,
+        session: session.as_ref(),
+        black_box: black_box.is_some(),
+    };
+    record_requests(scenario, &gathered, record);
+    Ok(())
+}
+
+/// An oracle-only scenario on a black box: admission by the context, the
+/// oracle straight from the store.
+fn serve_oracle_only(
+    scenario: &Scenario,
+    dir: &Path,
+    black_box: &mut dyn ServingTarget,
+    record: &mut ServingRecord,
+) -> Result<(), ServeError> {
+    let store = parity_tensor::OracleStore::open(dir).map_err(|e| {
+        ServeError::from(crate::run::inputs::InputError::from(e))
+            .context(&format!("{}: oracle store", scenario.path.display()))
+    })?;
+    let prepared: Vec<Prepared> = scenario
+        .requests
+        .iter()
+        .map(|r| oracle_only::prepare(&store, scenario, r))
+        .collect::<Result<_, _>>()?;
+    let observed = black_box.run(scenario)?;
+    let solos = solo_runs(scenario, &prepared, black_box)?;
+    let mut oracles = Vec::new();
+    for (r, p) in scenario.requests.iter().zip(&prepared) {
+        oracles.push(match p.refusal {
+            Some(_) => None,
+            None => Some(oracle_only::oracle_case(
+                &store,
+                r.input.case(),
+                &format!("request `{}`", r.id),
+            )?),
+        });
+    }
+    let gathered = Gathered {
+        prepared: &prepared,
+        observed: &observed,
+        solos: &solos,
+        oracles: &oracles,
+        logits: &[],
+        session: None,
+        black_box: true,
+    };
+    record_requests(scenario, &gathered, record);
     Ok(())
 }

@@ -11,12 +11,14 @@ pub mod error;
 mod execute;
 mod front_end;
 pub mod functions;
+pub mod judge;
+pub mod oracle_only;
 pub mod scheduler;
 pub mod slots;
 pub mod target;
 
 pub use error::ServeError;
-pub use execute::{execute, execute_on, TargetChoice};
+pub use execute::{execute, execute_on, TargetApi, TargetChoice};
 pub use target::{Observed, ServingTarget};
 
 use sha2::{Digest, Sha256};

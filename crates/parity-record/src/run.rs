@@ -116,6 +116,9 @@ pub struct WeightTransformRecord {
     /// The axis permutation applied, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transpose: Option<Vec<usize>>,
+    /// The shape it was reshaped to after the transpose, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reshape: Option<Vec<usize>>,
     /// The dtype it was cast to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cast: Option<String>,
@@ -124,7 +127,7 @@ pub struct WeightTransformRecord {
 }
 
 impl WeightTransformRecord {
-    /// One line for reports: `` `w` <- `hf.w`: transpose [1, 0], cast f32 ``.
+    /// One line for reports: `` `w`: read as `hf.w`, transpose [1, 0], reshape to [16, 4, 4], cast to f32 ``.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if self.source != self.weight {
@@ -132,6 +135,9 @@ impl WeightTransformRecord {
         }
         if let Some(p) = &self.transpose {
             parts.push(format!("transpose {p:?}"));
+        }
+        if let Some(s) = &self.reshape {
+            parts.push(format!("reshape to {s:?}"));
         }
         if let Some(c) = &self.cast {
             parts.push(format!("cast to {c}"));

@@ -42,7 +42,7 @@ pub use model::{
 pub use parity_compare::Criterion;
 pub use parity_tensor::DType;
 pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET, DEFAULT_TARGET_BACKEND};
-pub use serving::{Cancel, Request, RequestInput, Scenario, SERVING_CONTEXT};
+pub use serving::{Cancel, Request, RequestInput, Scenario, ScenarioSource, SERVING_CONTEXT};
 pub use stage::MAX_LITERAL_ELEMENTS;
 pub use tokens::{
     LogitsTolerance, TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS,

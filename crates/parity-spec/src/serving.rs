@@ -14,11 +14,12 @@ pub const SERVING_CONTEXT: u64 = 64;
 pub struct Scenario {
     /// The scenario file (as given to `load` / `parse_str`).
     pub path: PathBuf,
-    /// The spec (`stages.yaml`) whose weights, oracle store and audio module
-    /// the scenario serves with, resolved against the scenario's directory.
-    pub spec: PathBuf,
-    /// The serving module (slot entry points), resolved against the scenario's directory.
-    pub module: PathBuf,
+    /// What the requests are served and judged with: the production spec and
+    /// serving module, or an oracle store alone (black-box targets only).
+    pub source: ScenarioSource,
+    /// The model's `tokenizer.json`, for a target that takes text prompts
+    /// (`--target-api mlx-lm`), resolved against the scenario's directory.
+    pub tokenizer: Option<PathBuf>,
     /// Number of slots S; the module must export `slot_decode_s{S}`.
     pub slots: u32,
     /// Context length (KV positions per slot); default [`SERVING_CONTEXT`].
@@ -29,6 +30,24 @@ pub struct Scenario {
     pub requests: Vec<Request>,
     /// Where `requests:` starts.
     pub location: Location,
+}
+
+/// What a scenario serves and judges its requests with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScenarioSource {
+    /// `spec:` and `module:`: the in-process engine can run it, and the
+    /// spec's `tokens:` section names the oracle's tensors.
+    Production {
+        /// The spec (`stages.yaml`) whose weights, oracle store and audio module
+        /// the scenario serves with, resolved against the scenario's directory.
+        spec: PathBuf,
+        /// The serving module (slot entry points), resolved against the scenario's directory.
+        module: PathBuf,
+    },
+    /// `oracle:` alone: a model parity has no production modules for, served
+    /// only by a black box; the store holds `<case>/prompt` [1, P],
+    /// `<case>/tokens` [N] and `<case>/logits` [N, V].
+    Oracle(PathBuf),
 }
 
 /// One request of a scenario.

@@ -3,7 +3,7 @@
 use crate::error::{Scope, SpecError, SpecErrorKind};
 use crate::parse::base_dir;
 use crate::reader::Cx;
-use crate::serving::{Cancel, Request, RequestInput, Scenario, SERVING_CONTEXT};
+use crate::serving::{Cancel, Request, RequestInput, Scenario, ScenarioSource, SERVING_CONTEXT};
 use crate::stage::location;
 use crate::yaml::{parse_document, Node};
 use std::collections::HashSet;
@@ -13,6 +13,8 @@ const TOP_KEYS: &[&str] = &[
     "version",
     "spec",
     "module",
+    "oracle",
+    "tokenizer",
     "slots",
     "context",
     "max_steps",
@@ -62,19 +64,39 @@ impl Scenario {
             .into());
         }
         let base = base_dir(path);
-        let file = |key: &str| -> Result<std::path::PathBuf, SpecError> {
-            let node = top.req(&cx, key)?;
-            let p = base.join(cx.name(node, key)?);
-            if !p.is_file() {
+        let path_of =
+            |node: &Node, key: &str, dir: bool| -> Result<std::path::PathBuf, SpecError> {
+                let p = base.join(cx.name(node, key)?);
+                let (ok, what) = if dir {
+                    (p.is_dir(), "directory")
+                } else {
+                    (p.is_file(), "file")
+                };
+                if !ok {
+                    return Err(cx.invalid(
+                        node,
+                        format!("`{key}`: {what} {} does not exist", p.display()),
+                    ));
+                }
+                Ok(p)
+            };
+        let source = match (top.opt("oracle"), top.opt("spec"), top.opt("module")) {
+            (Some(o), None, None) => ScenarioSource::Oracle(path_of(o, "oracle", true)?),
+            (Some(o), _, _) => {
                 return Err(cx.invalid(
-                    node,
-                    format!("`{key}`: file {} does not exist", p.display()),
-                ));
+                    o,
+                    "`oracle` (a black-box-only scenario) excludes `spec` and `module`".into(),
+                ))
             }
-            Ok(p)
+            (None, _, _) => ScenarioSource::Production {
+                spec: path_of(top.req(&cx, "spec")?, "spec", false)?,
+                module: path_of(top.req(&cx, "module")?, "module", false)?,
+            },
         };
-        let spec = file("spec")?;
-        let module = file("module")?;
+        let tokenizer = match top.opt("tokenizer") {
+            Some(n) => Some(path_of(n, "tokenizer", false)?),
+            None => None,
+        };
         let slots_node = top.req(&cx, "slots")?;
         let slots = cx.usize(slots_node, "slots")?;
         if slots == 0 || slots > MAX_SLOTS {
@@ -107,8 +129,8 @@ impl Scenario {
         }
         Ok(Scenario {
             path: path.to_path_buf(),
-            spec,
-            module,
+            source,
+            tokenizer,
             slots: slots as u32,
             context,
             max_steps,

@@ -1,6 +1,6 @@
 //! Scenario parsing: positioned errors, defaults, and no panic on any text.
 
-use crate::{Cancel, RequestInput, Scenario, SERVING_CONTEXT};
+use crate::{Cancel, RequestInput, Scenario, ScenarioSource, SERVING_CONTEXT};
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -63,6 +63,41 @@ fn bad_requests_are_refused_with_file_line_col_and_the_request() {
         e.contains("s.yaml:2:7") && e.contains("nope.yaml") && e.contains("does not exist"),
         "{e}"
     );
+}
+
+#[test]
+fn an_oracle_only_scenario_names_a_store_and_excludes_spec_and_module() {
+    let d = dir();
+    std::fs::create_dir(d.path().join("oracle")).unwrap();
+    std::fs::write(d.path().join("tokenizer.json"), "{}").unwrap();
+    let req = "requests:\n  - {id: a, case: short, max_new_tokens: 4, arrive: 0}\n";
+    let s = Scenario::parse_str(
+        &format!("version: 1\noracle: oracle\ntokenizer: tokenizer.json\nslots: 2\n{req}"),
+        d.path().join("s.yaml"),
+    )
+    .unwrap();
+    assert_eq!(s.source, ScenarioSource::Oracle(d.path().join("oracle")));
+    assert_eq!(s.tokenizer, Some(d.path().join("tokenizer.json")));
+    for (top, want) in [
+        (
+            "oracle: oracle\nspec: stages.yaml\n",
+            "s.yaml:2:9: `oracle` (a black-box-only scenario) excludes `spec` and `module`",
+        ),
+        ("oracle: stages.yaml\n", "s.yaml:2:9: `oracle`: directory"),
+        (
+            "oracle: oracle\ntokenizer: nope.json\n",
+            "s.yaml:3:12: `tokenizer`: file",
+        ),
+        ("module: m.mlir\n", "`spec`"),
+    ] {
+        let e = Scenario::parse_str(
+            &format!("version: 1\n{top}slots: 2\n{req}"),
+            d.path().join("s.yaml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(want), "{top}: {e}");
+    }
 }
 
 proptest! {

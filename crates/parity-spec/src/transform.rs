@@ -1,5 +1,5 @@
 //! `weight_transforms:`: per-weight transforms applied when a weight is
-//! loaded (a rename, a transpose permutation, a dtype cast), so that a
+//! loaded (a rename, a transpose permutation, a reshape, a dtype cast), so that a
 //! checkpoint in another layout (e.g. HF `[out, in]` matrices for a keras
 //! `[in, out]` module) feeds the module without a conversion script. They are
 //! explicit: a square matrix fed untransposed would otherwise give wrong
@@ -13,7 +13,7 @@ use crate::stage::{dtype, location};
 use crate::yaml::Node;
 use parity_tensor::DType;
 
-const KEYS: &[&str] = &["match", "rename", "transpose", "cast"];
+const KEYS: &[&str] = &["match", "rename", "transpose", "reshape", "cast"];
 
 /// One `weight_transforms:` entry. The first entry whose `match` matches a
 /// weight name (as a stage asks for it) applies to that weight; at most one does.
@@ -25,6 +25,8 @@ pub struct WeightTransform {
     pub rename: Option<String>,
     /// Axis permutation (`[1, 0]` transposes a matrix): result axis `i` is source axis `transpose[i]`.
     pub transpose: Option<Vec<usize>>,
+    /// Shape the weight is given after `transpose` (same element count, row-major order kept).
+    pub reshape: Option<Vec<usize>>,
     /// Dtype the weight is converted to after loading.
     pub cast: Option<DType>,
     /// Where the entry is in the spec.
@@ -93,17 +95,27 @@ pub(crate) fn parse_transforms(
                 Some(perm)
             }
         };
+        let reshape = match m.opt("reshape") {
+            None => None,
+            Some(r) => Some(
+                cx.list(r, "reshape")?
+                    .iter()
+                    .map(|d| cx.usize(d, "reshape"))
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
         let cast = m.opt("cast").map(|c| dtype(cx, c, "cast")).transpose()?;
-        if rename.is_none() && transpose.is_none() && cast.is_none() {
+        if rename.is_none() && transpose.is_none() && reshape.is_none() && cast.is_none() {
             return Err(cx.invalid(
                 item,
-                format!("weight transform {i} does nothing: give `rename`, `transpose` or `cast`"),
+                format!("weight transform {i} does nothing: give `rename`, `transpose`, `reshape` or `cast`"),
             ));
         }
         out.push(WeightTransform {
             pattern,
             rename,
             transpose,
+            reshape,
             cast,
             location: location(item),
         });

@@ -259,7 +259,7 @@ fn weight_transforms_parse_apply_first_match_and_report_errors_with_positions() 
         "stages:\n  - {name: s, module: audio, function: f, outputs: [{name: o, oracle: o}]}\n";
     let text = format!(
         "{HEADER}weight_transforms:
-  - {{match: \"hf\\\\.(.*)\\\\.q\", rename: \"model.$1.q_proj\", transpose: [1, 0]}}
+  - {{match: \"hf\\\\.(.*)\\\\.q\", rename: \"model.$1.q_proj\", transpose: [1, 0], reshape: [16, 4, 4]}}
   - {{match: \".*\", cast: bf16}}
 {stage}"
     );
@@ -267,6 +267,7 @@ fn weight_transforms_parse_apply_first_match_and_report_errors_with_positions() 
     let (t, source) = spec.weight_transform("hf.layer0.q").unwrap();
     assert_eq!(source, "model.layer0.q_proj");
     assert_eq!(t.transpose, Some(vec![1, 0]));
+    assert_eq!(t.reshape, Some(vec![16, 4, 4]));
     assert_eq!(t.location, Location { line: 7, col: 5 });
     let (t, source) = spec.weight_transform("other").unwrap();
     assert_eq!(
@@ -294,6 +295,7 @@ fn weight_transforms_parse_apply_first_match_and_report_errors_with_positions() 
         ),
         ("  - {match: a}\n", 7, 5, "does nothing"),
         ("  - {match: a, cast: f33}\n", 7, 22, "f33"),
+        ("  - {match: a, reshape: [4, -1]}\n", 7, 29, "reshape"),
         ("  - {match: a, flip: true}\n", 7, 16, "flip"),
     ];
     for (entry, line, col, needle) in bad {

@@ -12,6 +12,7 @@
 //! and the token checks are parity's either way.
 
 use super::chunked::Chunked;
+use super::mlx_lm::{self, Api};
 use super::sse::{SseError, SseEvent, SseReader};
 use super::wire::{Completion, ErrorBody, WireRequest};
 use super::{AdapterError, MAX_BODY, TOKEN_MARGIN};
@@ -177,9 +178,10 @@ impl Call<'_> {
     }
 }
 
-/// Sends `request` and reads the answer, all within `options.timeout`.
+/// Sends `request` in `api`'s form and reads the answer, all within `options.timeout`.
 pub fn complete(
     endpoint: &Endpoint,
+    api: &Api,
     request: &WireRequest,
     options: CallOptions,
 ) -> Result<HttpOutcome, AdapterError> {
@@ -190,10 +192,17 @@ pub fn complete(
         timeout: options.timeout,
         phase: "connecting".to_string(),
     };
-    let mut body = request.clone();
-    body.stream = options.stream;
-    body.logprobs = Some(1);
-    let body = serde_json::to_vec(&body).map_err(|e| AdapterError::Wire(e.to_string()))?;
+    let body = match api {
+        Api::OpenAi => {
+            let mut body = request.clone();
+            body.stream = options.stream;
+            body.logprobs = Some(1);
+            serde_json::to_vec(&body).map_err(|e| AdapterError::Wire(e.to_string()))?
+        }
+        // The prompt was checked to round-trip when the request was built.
+        Api::MlxLm(t) => mlx_lm::body(t, request, options.stream)
+            .map_err(|e| call.wire(format!("the request: {e}")))?,
+    };
     let stream = TcpStream::connect_timeout(&endpoint.addr, options.timeout).map_err(|e| {
         if e.kind() == std::io::ErrorKind::TimedOut {
             call.timed_out()
@@ -236,7 +245,10 @@ pub fn complete(
         let message = serde_json::from_str::<ErrorBody>(&text)
             .map(|b| b.error.message)
             .unwrap_or_else(|_| text.trim().to_string());
-        let message = format!("HTTP {status}: {message}");
+        let mut message = format!("HTTP {status}: {message}");
+        if let (Api::OpenAi, Some(hint)) = (api, mlx_lm::hint(&message)) {
+            message = format!("{message} ({hint})");
+        }
         if (400..500).contains(&status) {
             out.refused = Some(message);
         } else {
@@ -262,9 +274,13 @@ pub fn complete(
             )));
         }
         let text = std::str::from_utf8(&raw).map_err(|_| call.wire("the answer is not UTF-8"))?;
-        let c: Completion = serde_json::from_str(text)
-            .map_err(|e| call.wire(format!("the answer is not a completion object: {e}")))?;
-        take_choice(&call, &c, "the answer", &mut out)?;
+        if let Api::MlxLm(t) = api {
+            mlx_lm::answer(t, text, &mut out).map_err(|e| call.wire(e))?;
+        } else {
+            let c: Completion = serde_json::from_str(text)
+                .map_err(|e| call.wire(format!("the answer is not a completion object: {e}")))?;
+            take_choice(&call, &c, "the answer", &mut out)?;
+        }
         if out.tokens.len() > limit {
             out.tokens.truncate(limit);
             out.logprobs.truncate(limit);
@@ -275,6 +291,8 @@ pub fn complete(
     }
     let mut events = SseReader::new(body);
     let mut n = 0usize;
+    // mlx-lm chunks carry text only: the text so far, tokenized at each chunk.
+    let mut streamed_text = String::new();
     loop {
         call.phase = format!(
             "reading event {} of the stream (after {} tokens)",
@@ -299,12 +317,17 @@ pub fn complete(
                     out.error = Some(format!("error event {n}: {}", e.error.message));
                     return Ok(out);
                 }
-                let c: Completion = serde_json::from_str(&d).map_err(|e| {
-                    call.wire(format!(
-                        "event {n} is not a completion chunk: {e}: {d:.200}"
-                    ))
-                })?;
-                take_choice(&call, &c, &format!("event {n}"), &mut out)?;
+                if let Api::MlxLm(t) = api {
+                    mlx_lm::chunk(t, &d, n, &mut streamed_text, &mut out)
+                        .map_err(|e| call.wire(e))?;
+                } else {
+                    let c: Completion = serde_json::from_str(&d).map_err(|e| {
+                        call.wire(format!(
+                            "event {n} is not a completion chunk: {e}: {d:.200}"
+                        ))
+                    })?;
+                    take_choice(&call, &c, &format!("event {n}"), &mut out)?;
+                }
                 if out.tokens.len() > limit {
                     // A token flood: stop reading, keep what the checks need.
                     let _ = stream.shutdown(Shutdown::Both);
@@ -465,9 +488,14 @@ mod tests {
             hang_up_after: None,
             timeout: Duration::from_millis(300),
         };
-        let e = complete(&Endpoint::parse(&url).unwrap(), &request, options)
-            .unwrap_err()
-            .to_string();
+        let e = complete(
+            &Endpoint::parse(&url).unwrap(),
+            &Api::OpenAi,
+            &request,
+            options,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with(&format!("{url}: timed out after 0."))
                 && e.contains("while waiting for the response's status line and headers")

@@ -5,9 +5,11 @@
 pub mod chunked;
 pub mod command;
 pub mod http;
+pub mod mlx_lm;
 pub mod request;
 pub mod sse;
 pub mod targets;
+pub mod tokenizer;
 pub mod wire;
 
 use parity_record::ErrorKind;

@@ -12,14 +12,16 @@
 
 use super::command::CommandTemplate;
 use super::http::{complete, CallOptions, Endpoint};
+use super::mlx_lm::{prompt_text, Api};
 use super::request::from_oracle;
 use super::wire::WireRequest;
 use super::{AdapterError, Outcome};
 use crate::serve::target::{
     Cancel, Observed, Request, RequestInput, Scenario, ServeError, ServingTarget,
 };
+use parity_spec::ScenarioSource;
 use parity_tensor::OracleStore;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -52,33 +54,54 @@ pub fn hang_up_after(request: &Request) -> Option<usize> {
     }
 }
 
-/// The oracle store of the spec a scenario names.
-fn open_store(spec: &Path, cached: &mut Option<(PathBuf, OracleStore)>) -> Result<(), ServeError> {
-    if cached.as_ref().is_some_and(|(p, _)| p == spec) {
+/// The oracle store of a scenario: its spec's, or the one it names.
+fn open_store(
+    source: &ScenarioSource,
+    cached: &mut Option<(PathBuf, OracleStore)>,
+) -> Result<(), ServeError> {
+    let (key, dir) = match source {
+        ScenarioSource::Production { spec, .. } => {
+            if cached.as_ref().is_some_and(|(p, _)| p == spec) {
+                return Ok(());
+            }
+            let loaded = parity_spec::Spec::load(spec)
+                .map_err(|e| ServeError::from(e).context(&spec.display().to_string()))?;
+            (spec.clone(), loaded.oracle)
+        }
+        ScenarioSource::Oracle(dir) => (dir.clone(), dir.clone()),
+    };
+    if cached.as_ref().is_some_and(|(p, _)| *p == key) {
         return Ok(());
     }
-    let loaded = parity_spec::Spec::load(spec)
-        .map_err(|e| ServeError::from(e).context(&spec.display().to_string()))?;
-    let store = OracleStore::open(&loaded.oracle).map_err(|e| {
+    let store = OracleStore::open(&dir).map_err(|e| {
         ServeError::from(crate::run::inputs::InputError::from(e))
-            .context(&format!("{}: oracle store", spec.display()))
+            .context(&format!("{}: oracle store", key.display()))
     })?;
-    *cached = Some((spec.to_path_buf(), store));
+    *cached = Some((key, store));
     Ok(())
 }
 
-fn wire(store: &OracleStore, request: &Request) -> Result<WireRequest, ServeError> {
+fn wire(
+    store: &OracleStore,
+    request: &Request,
+    caller: &impl Caller,
+) -> Result<WireRequest, ServeError> {
     let padded = matches!(request.input, RequestInput::AllPadded(_));
-    from_oracle(
-        store,
-        request.input.case(),
-        request.max_new_tokens as usize,
-        padded,
-    )
-    .map_err(|m| ServeError::Request {
-        at: format!("request `{}` (line {})", request.id, request.location.line),
-        message: m.to_string(),
-    })
+    let case = request.input.case();
+    let at = || format!("request `{}` (line {})", request.id, request.location.line);
+    let w = from_oracle(store, case, request.max_new_tokens as usize, padded).map_err(|m| {
+        ServeError::Request {
+            at: at(),
+            message: m.to_string(),
+        }
+    })?;
+    if let Some(problem) = caller.prompt_problem(&w.prompt) {
+        return Err(ServeError::Request {
+            at: at(),
+            message: format!("case `{case}`: {problem}"),
+        });
+    }
+    Ok(w)
 }
 
 /// Runs `one` over the requests in arrival order, at most `width` at once;
@@ -121,6 +144,11 @@ where
 pub trait Caller: Sync {
     /// The target's name in the record (`http`, `command`).
     fn name(&self) -> &'static str;
+    /// Why `prompt` cannot be sent as it is (a text prompt that does not
+    /// tokenize back to its ids); None when it can.
+    fn prompt_problem(&self, _prompt: &[i64]) -> Option<String> {
+        None
+    }
     /// Runs one request.
     fn call(
         &self,
@@ -135,12 +163,20 @@ pub trait Caller: Sync {
 /// (SSE) in the scenario run, one JSON answer for the solo runs.
 pub struct Http {
     endpoint: Endpoint,
+    api: Api,
     timeout: Duration,
 }
 
 impl Caller for Http {
     fn name(&self) -> &'static str {
         "http"
+    }
+
+    fn prompt_problem(&self, prompt: &[i64]) -> Option<String> {
+        match &self.api {
+            Api::OpenAi => None,
+            Api::MlxLm(t) => prompt_text(t, prompt).err(),
+        }
     }
 
     fn call(
@@ -155,7 +191,7 @@ impl Caller for Http {
             hang_up_after: stop,
             timeout: self.timeout,
         };
-        complete(&self.endpoint, request, options)
+        complete(&self.endpoint, &self.api, request, options)
     }
 }
 
@@ -199,11 +235,12 @@ pub type HttpTarget = BlackBox<Http>;
 pub type CommandTarget = BlackBox<Command>;
 
 impl HttpTarget {
-    /// A target at `url` (loopback only; see [`Endpoint::parse`]).
-    pub fn new(url: &str, timeout: Duration) -> Result<HttpTarget, ServeError> {
+    /// A target at `url` (loopback only; see [`Endpoint::parse`]) that takes requests in `api`'s form.
+    pub fn new(url: &str, api: Api, timeout: Duration) -> Result<HttpTarget, ServeError> {
         Ok(BlackBox {
             caller: Http {
                 endpoint: Endpoint::parse(url).map_err(ServeError::from)?,
+                api,
                 timeout,
             },
             store: None,
@@ -235,7 +272,7 @@ impl<C: Caller> BlackBox<C> {
         request: &Request,
         solo: bool,
     ) -> Result<Observed, ServeError> {
-        let w = wire(store, request)?;
+        let w = wire(store, request, &self.caller)?;
         let stop = if solo { None } else { hang_up_after(request) };
         let who = if solo {
             format!("request `{}` (its solo reference run)", request.id)
@@ -274,7 +311,7 @@ impl<C: Caller> ServingTarget for BlackBox<C> {
     }
 
     fn run(&mut self, scenario: &Scenario) -> Result<Vec<Observed>, ServeError> {
-        open_store(&scenario.spec, &mut self.store)?;
+        open_store(&scenario.source, &mut self.store)?;
         let store = self.store()?;
         run_all(&scenario.requests, scenario.slots as usize, |i, r| {
             self.observe(store, i, r, false)
