@@ -28,6 +28,43 @@ fn embedded_default_f32_passes_every_stage_in_both_modes() {
     let cases: std::collections::BTreeSet<_> =
         stages.iter().map(|s| s["case"].as_str().unwrap()).collect();
     assert_eq!(cases.len(), 5);
+    // Weights stay on the device: each is uploaded once per runtime (one per
+    // mode), however many stages and cases read it.
+    let uploads = &record["provenance"]["uploads"][0];
+    assert_eq!(uploads["target"], "cpu");
+    assert_eq!(uploads["runtimes"], 2);
+    let n = |k: &str| {
+        uploads[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k}: {uploads}"))
+    };
+    let (tensors, bytes) = weight_file();
+    assert!(
+        n("weight_uploads") % 2 == 0 && n("weight_uploads") / 2 <= tensors,
+        "{uploads}"
+    );
+    assert!(n("weight_bytes") <= 2 * bytes, "{uploads}");
+    // Measured: 404 uploads (3.0 MB) against 2206 reuses (21.1 MB not moved).
+    assert!(n("weight_reuses") > 4 * n("weight_uploads"), "{uploads}");
+    assert!(n("weight_bytes_saved") > 4 * n("weight_bytes"), "{uploads}");
+    assert!(n("other_uploads") > 0 && n("other_bytes") > 0, "{uploads}");
+}
+
+/// Tensors in the bundled weights file and their data bytes (its safetensors header).
+fn weight_file() -> (u64, u64) {
+    let b = std::fs::read(repo().join("subject/gemma3n/weights.safetensors")).unwrap();
+    let n = u64::from_le_bytes(b[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Map<String, Value> = serde_json::from_slice(&b[8..8 + n]).unwrap();
+    let tensors: Vec<&Value> = header
+        .iter()
+        .filter(|(k, _)| *k != "__metadata__")
+        .map(|(_, v)| v)
+        .collect();
+    let bytes = tensors
+        .iter()
+        .map(|v| v["data_offsets"][1].as_u64().unwrap() - v["data_offsets"][0].as_u64().unwrap())
+        .sum();
+    (tensors.len() as u64, bytes)
 }
 
 #[test]

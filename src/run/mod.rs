@@ -187,6 +187,10 @@ fn merge_targets(mut merged: RunRecord, parts: Vec<RunRecord>) -> RunRecord {
             merged.provenance.modules.push(m);
         }
         merged.provenance.oracle = merged.provenance.oracle.or(part.provenance.oracle);
+        merged
+            .provenance
+            .uploads
+            .append(&mut part.provenance.uploads);
         if merged.provenance.weight_transforms.is_empty() {
             merged.provenance.weight_transforms = part.provenance.weight_transforms;
         }
@@ -376,7 +380,7 @@ fn execute_on(
     };
     let mut per_mode: Vec<Vec<StageRecord>> = vec![Vec::new(); options.modes.len()];
     let (tx, rx) = std::sync::mpsc::channel::<(usize, StageRecord)>();
-    let load_errors = std::thread::scope(|scope| {
+    let (load_errors, uploads) = std::thread::scope(|scope| {
         let handles: Vec<_> = options
             .modes
             .iter()
@@ -400,14 +404,30 @@ fn execute_on(
             });
             per_mode[m].push(rec);
         }
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| vec![ErrorRecord::execution("a worker thread panicked")])
-            })
-            .collect::<Vec<_>>()
+        let mut errors = Vec::new();
+        let mut uploads = (0u64, parity_iree::UploadStats::default());
+        for h in handles {
+            match h.join() {
+                Ok((e, stats)) => {
+                    errors.extend(e);
+                    uploads = (uploads.0 + 1, uploads.1.sum(stats));
+                }
+                Err(_) => errors.push(ErrorRecord::execution("a worker thread panicked")),
+            }
+        }
+        (errors, uploads)
     });
+    let (runtimes, up) = uploads;
+    record.provenance.uploads = vec![parity_record::UploadRecord {
+        target: target.name().to_string(),
+        runtimes,
+        weight_uploads: up.resident_uploads,
+        weight_bytes: up.resident_bytes,
+        weight_reuses: up.resident_reuses,
+        weight_bytes_saved: up.resident_bytes_saved,
+        other_uploads: up.other_uploads,
+        other_bytes: up.other_bytes,
+    }];
     for error in load_errors {
         if !record.errors.iter().any(|e| e.message == error.message) {
             record.errors.push(error);
@@ -440,8 +460,13 @@ struct ModeWork<'a> {
 
 impl ModeWork<'_> {
     /// Runs every case in one mode on a runtime of this thread's own, sending
-    /// each stage record to `emit`; returns the module load errors.
-    fn run(&self, mode: Mode, emit: &mut dyn FnMut(StageRecord)) -> Vec<ErrorRecord> {
+    /// each stage record to `emit`; returns the module load errors and what
+    /// the runtime uploaded.
+    fn run(
+        &self,
+        mode: Mode,
+        emit: &mut dyn FnMut(StageRecord),
+    ) -> (Vec<ErrorRecord>, parity_iree::UploadStats) {
         let modules = self.target.load(self.compiled);
         for (c, (case, stages)) in self.cases.iter().enumerate() {
             let mut produced = HashMap::new();
@@ -485,7 +510,7 @@ impl ModeWork<'_> {
                 emit(rec);
             }
         }
-        modules
+        let errors = modules
             .load_errors()
             .iter()
             .map(|e| ErrorRecord {
@@ -493,7 +518,8 @@ impl ModeWork<'_> {
                 message: e.to_string(),
                 location: None,
             })
-            .collect()
+            .collect();
+        (errors, modules.upload_stats())
     }
 }
 

@@ -173,9 +173,30 @@ impl ModuleSet {
         function: &str,
         args: &[Tensor],
     ) -> Result<Vec<Tensor>, ModuleError> {
+        self.invoke_keyed(module, function, args, &[])
+    }
+
+    /// [`ModuleSet::invoke`] with resident arguments: `keys[i]` names
+    /// argument `i` as a weight, uploaded once in this set's runtime and
+    /// reused by every later call that names it.
+    pub fn invoke_keyed(
+        &self,
+        module: &str,
+        function: &str,
+        args: &[Tensor],
+        keys: &[Option<String>],
+    ) -> Result<Vec<Tensor>, ModuleError> {
         let loaded = self.find(module, function)?;
         loaded
-            .invoke(function, args)
+            .invoke_keyed(function, args, keys)
             .map_err(|e| ModuleError::Invoke(Arc::new(e)))
+    }
+
+    /// What this set's runtime uploaded so far (zero when it has none).
+    pub fn upload_stats(&self) -> parity_iree::UploadStats {
+        self.runtime
+            .as_ref()
+            .map(|r| r.upload_stats())
+            .unwrap_or_default()
     }
 }

@@ -68,5 +68,6 @@ pub fn collect(
             provenance: sources.oracle_provenance().clone(),
         }),
         weight_transforms: Vec::new(),
+        uploads: Vec::new(),
     }
 }

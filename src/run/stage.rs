@@ -98,7 +98,19 @@ impl StageContext<'_> {
             return rec;
         }
         let clock = Instant::now();
-        let results = self.modules.invoke(&stage.module, &stage.function, &args);
+        // Weights stay on the device: uploaded on first use in this runtime,
+        // then reused by every stage and case that reads the same weight.
+        let keys: Vec<Option<String>> = stage
+            .args
+            .iter()
+            .map(|a| match a {
+                Arg::Weight(name) => Some(format!("weight:{name}")),
+                _ => None,
+            })
+            .collect();
+        let results = self
+            .modules
+            .invoke_keyed(&stage.module, &stage.function, &args, &keys);
         rec.invoke_ms = clock.elapsed().as_secs_f64() * 1e3;
         let results = match results {
             Ok(r) => r,

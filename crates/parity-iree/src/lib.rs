@@ -22,6 +22,7 @@ mod convert;
 pub mod diagnostics;
 pub mod discover;
 pub mod error;
+pub mod resident;
 pub mod runtime;
 pub mod signature;
 pub mod split_index;
@@ -30,6 +31,7 @@ pub mod vmfb;
 pub use cache::{ArtifactCache, CacheOutcome, Cached, CACHE_DIR_ENV};
 pub use compiler::{CompileOptions, IreeCompiler, COMPILER_LIB_ENV};
 pub use error::IreeError;
+pub use resident::UploadStats;
 pub use runtime::{
     available_devices, DeviceFound, IreeRuntime, LoadedModule, DEFAULT_DRIVER, DRIVERS_BUILT_IN,
 };

@@ -5,7 +5,7 @@
 //! with its own device) and load the module on that thread; share only the vmfb
 //! bytes (or the [`crate::ArtifactCache`]) across threads.
 
-use crate::convert::{tensor_to_value, value_to_tensor};
+use crate::convert::value_to_tensor;
 use crate::error::IreeError;
 use crate::signature::{parse_declaration, Signature};
 use crate::vmfb::{self, ModuleInfo};
@@ -54,6 +54,8 @@ pub fn available_devices(driver: &str) -> Result<Vec<DeviceFound>, IreeError> {
 /// An IREE runtime bound to one HAL device. Not `Send`: one per thread.
 pub struct IreeRuntime {
     driver: String,
+    // Declared before `inner`: resident buffers are released before the runtime.
+    resident: Rc<crate::resident::Resident>,
     inner: Rc<eerie::runtime::Runtime>,
 }
 
@@ -67,6 +69,7 @@ impl IreeRuntime {
         })?;
         Ok(IreeRuntime {
             driver: driver.to_string(),
+            resident: Rc::default(),
             inner: Rc::new(inner),
         })
     }
@@ -74,6 +77,12 @@ impl IreeRuntime {
     /// The HAL driver name this runtime was created with.
     pub fn driver(&self) -> &str {
         &self.driver
+    }
+
+    /// What this runtime has uploaded so far: resident (keyed) arguments
+    /// once each, and every other argument at each call.
+    pub fn upload_stats(&self) -> crate::resident::UploadStats {
+        self.resident.stats()
     }
 
     /// Loads a vmfb; `name` labels errors (usually the module name from stages.yaml).
@@ -86,6 +95,7 @@ impl IreeRuntime {
             name: name.to_string(),
             info: vmfb::inspect(vmfb),
             program,
+            resident: Rc::clone(&self.resident),
             runtime: Rc::clone(&self.inner),
         })
     }
@@ -96,6 +106,7 @@ pub struct LoadedModule {
     name: String,
     info: Option<ModuleInfo>,
     program: eerie::runtime::Program,
+    resident: Rc<crate::resident::Resident>,
     runtime: Rc<eerie::runtime::Runtime>,
 }
 
@@ -147,6 +158,21 @@ impl LoadedModule {
     /// Calls `function` (unqualified, or qualified as `module.fn`) with `args` and
     /// returns its results in order, each with the dtype and shape IREE reports.
     pub fn invoke(&self, function: &str, args: &[Tensor]) -> Result<Vec<Tensor>, IreeError> {
+        self.invoke_keyed(function, args, &[])
+    }
+
+    /// [`LoadedModule::invoke`], where `keys[i]` (when given) names argument
+    /// `i` as a resident value (a weight): uploaded to the device on its
+    /// first use in this runtime and reused by every later call that names
+    /// it, from any module loaded in the same runtime. A key is checked
+    /// against the dtype and shape it was uploaded with; a mismatch uploads
+    /// afresh without replacing it.
+    pub fn invoke_keyed(
+        &self,
+        function: &str,
+        args: &[Tensor],
+        keys: &[Option<String>],
+    ) -> Result<Vec<Tensor>, IreeError> {
         let unknown = || IreeError::UnknownFunction {
             module: self.name.clone(),
             function: function.to_string(),
@@ -173,8 +199,11 @@ impl LoadedModule {
             })?;
         let mut inputs = Vec::with_capacity(args.len());
         for (index, arg) in args.iter().enumerate() {
-            let value =
-                tensor_to_value(&self.runtime, arg).map_err(|message| IreeError::Argument {
+            let key = keys.get(index).and_then(Option::as_deref);
+            let value = self
+                .resident
+                .value(&self.runtime, key, arg)
+                .map_err(|message| IreeError::Argument {
                     module: self.name.clone(),
                     function: function.to_string(),
                     index,

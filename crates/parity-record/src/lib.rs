@@ -56,8 +56,8 @@ pub use fuzz::{
 pub use plan::{PlanExtent, PlanStage, RunPlan};
 pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,
-    Provenance, RunRecord, StageRecord, TargetRecord, TruthRecord, WeightTransformRecord,
-    RUN_RECORD_SCHEMA,
+    Provenance, RunRecord, StageRecord, TargetRecord, TruthRecord, UploadRecord,
+    WeightTransformRecord, RUN_RECORD_SCHEMA,
 };
 pub use serving::{ServingRecord, ServingRequestRecord, ServingVerdict, SERVING_SCHEMA};
 pub use shard::{merge, MergeError, Shard, ShardRecord};

@@ -104,6 +104,31 @@ pub struct Provenance {
     /// entry, in name order: which weight, which transform.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub weight_transforms: Vec<WeightTransformRecord>,
+    /// Per target: what the run uploaded to the device, weights (resident:
+    /// once per runtime, then reused) and other inputs (every call) apart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uploads: Vec<UploadRecord>,
+}
+
+/// What one target's runtimes uploaded during a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadRecord {
+    /// The target.
+    pub target: String,
+    /// Runtimes the run created on it (one per mode: IREE runtimes are per thread).
+    pub runtimes: u64,
+    /// Weights uploaded (each once per runtime).
+    pub weight_uploads: u64,
+    /// Their bytes.
+    pub weight_bytes: u64,
+    /// Weight arguments served from a resident upload instead.
+    pub weight_reuses: u64,
+    /// The bytes those reuses did not move.
+    pub weight_bytes_saved: u64,
+    /// Other inputs uploaded (oracle tensors, upstream outputs, literals: every call).
+    pub other_uploads: u64,
+    /// Their bytes.
+    pub other_bytes: u64,
 }
 
 /// A weight transformed at load (`weight_transforms:` in the spec).

@@ -110,6 +110,7 @@ fn base(status: Status) -> RunRecord {
             provenance: serde_json::json!({"made_by": "mlx", "seed": 0}),
         }),
         weight_transforms: Vec::new(),
+        uploads: Vec::new(),
     };
     r
 }
