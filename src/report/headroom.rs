@@ -66,15 +66,29 @@ pub fn versus(c: &CriterionRecord) -> String {
 }
 
 /// A failed criterion as a true statement: `max_abs 0.25 > 1.000e-5`,
-/// `cosine_min 0.9900 < 0.9999`.
+/// `cosine_min 0.99999454 < 0.9999999`.
 pub fn failed(c: &CriterionRecord) -> String {
     let rel = if higher_is_better(c) { "<" } else { ">" };
     format!(
         "{} {} {rel} {}",
         c.criterion.name(),
-        num(c.observed),
-        num(c.threshold)
+        value(c, c.observed),
+        value(c, c.threshold)
     )
+}
+
+/// A value of criterion `c` (observed, threshold, passing threshold): a
+/// cosine near 1 with the digits that tell it from 1 (`0.99999454`, not
+/// `1.0000`), anything else as [`num`] writes it.
+pub fn value(c: &CriterionRecord, x: f64) -> String {
+    let gap = 1.0 - x;
+    if !higher_is_better(c) || !(gap > 0.0 && gap < 1e-3) {
+        return num(x);
+    }
+    // Two significant digits of the distance from 1.
+    let digits = ((-gap.log10()).ceil() as usize + 2).min(17);
+    let text = format!("{x:.digits$}");
+    text.trim_end_matches('0').to_string()
 }
 
 /// A ratio for people, two significant digits: `0.02`, `0.5`, `3.1`,
@@ -124,6 +138,15 @@ mod tests {
         let fail = crit(Criterion::CosineMin(0.9999), 0.99, 0.9999, false);
         assert!((ratio(&fail) - 100.0).abs() < 1e-6, "{}", ratio(&fail));
         assert_eq!(failed(&fail), "cosine_min 0.9900 < 0.9999");
+        // Near 1, a cosine keeps the digits that tell it from 1.
+        let near = crit(
+            Criterion::CosineMin(0.9999999),
+            0.9999945371385681,
+            0.9999999,
+            false,
+        );
+        assert_eq!(failed(&near), "cosine_min 0.99999454 < 0.9999999");
+        assert_eq!(value(&near, 1.0), "1");
         assert_eq!(versus(&fail), "cosine_min 1-cos 0.0100 / 1.000e-4");
         let pass = crit(Criterion::CosineMin(0.9999), 0.99999, 0.9999, true);
         assert!((ratio(&pass) - 0.1).abs() < 1e-6, "{}", ratio(&pass));
@@ -143,7 +166,8 @@ mod tests {
             (0.02, "0.02"),
             (0.5, "0.5"),
             (0.123, "0.12"),
-            (3.14, "3.1"),
+            (3.04, "3"),
+            (3.26, "3.3"),
             (25000.0, "25000"),
             (1.5e-5, "1.5e-5"),
             (f64::INFINITY, "inf"),

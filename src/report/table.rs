@@ -70,12 +70,11 @@ pub fn failed_criteria(out: &OutputRecord) -> String {
         .filter(|c| !c.passed)
         .map(|c| {
             let verdict = super::headroom::failed(c);
+            let passes = super::headroom::value(c, c.min_passing);
             // A non-finite min_passing means no setting passes; the note says why.
             match (c.min_passing.is_finite(), &c.note) {
-                (true, None) => format!("{verdict} (passes at {})", num(c.min_passing)),
-                (true, Some(note)) => {
-                    format!("{verdict} (passes at {}; {note})", num(c.min_passing))
-                }
+                (true, None) => format!("{verdict} (passes at {passes})"),
+                (true, Some(note)) => format!("{verdict} (passes at {passes}; {note})"),
                 (false, Some(note)) => format!("{verdict} (no threshold passes: {note})"),
                 (false, None) => format!("{verdict} (no threshold passes)"),
             }

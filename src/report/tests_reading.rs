@@ -312,3 +312,14 @@ fn an_ambiguous_repair_is_said_in_the_summary_line() {
         "{out}"
     );
 }
+
+#[test]
+fn a_short_location_has_no_disclosure() {
+    // `loc("norm/scaled/div")`: the brief is the whole location.
+    let html = text(&Html, samples::bisect_op());
+    assert!(
+        html.contains("at <code class=\"loc\">norm/scaled/div</code>"),
+        "{html}"
+    );
+    assert!(!html.contains("<details class=\"loc-raw\">"), "{html}");
+}

@@ -226,8 +226,7 @@ pub fn op(out: &mut String, op: &DivergentOp) {
     let _ = write!(
         out,
         "<div class=\"op\"><p><b>{}</b> (op #{} of <code>{}</code>, stage {}) at <code class=\"loc\">{}</code>; \
-         evidence: <b>{}</b>; {} probes.</p><details class=\"loc-raw\"><summary>whole location \
-         ({} bytes)</summary><pre class=\"code\">{}</pre></details><pre class=\"code\">{}</pre>\
+         evidence: <b>{}</b>; {} probes.</p>{}<pre class=\"code\">{}</pre>\
          <p>operands: {}<br>results: {}</p>",
         esc(&op.op_name),
         op.op_index,
@@ -236,8 +235,7 @@ pub fn op(out: &mut String, op: &DivergentOp) {
         esc(&localised::op_loc(op)),
         op.evidence.name(),
         op.probes,
-        op.loc_raw.len(),
-        esc(&op.loc_raw),
+        whole_location(op),
         esc(localised::op_text(op)),
         esc(&op.operand_types.join(", ")),
         esc(&op.result_types.join(", "))
@@ -271,6 +269,26 @@ pub fn op(out: &mut String, op: &DivergentOp) {
         line(out, "output", m);
     }
     out.push_str("</tbody></table></div>");
+}
+
+/// The op's whole location behind a disclosure, when the brief leaves
+/// something out (a traceback); nothing when the brief is all there is.
+fn whole_location(op: &DivergentOp) -> String {
+    let raw = op.loc_raw.trim();
+    let inner = raw
+        .strip_prefix("loc(")
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or(raw)
+        .replace('"', "");
+    if raw.is_empty() || inner == localised::op_loc(op) {
+        return String::new();
+    }
+    format!(
+        "<details class=\"loc-raw\"><summary>whole location ({} bytes)</summary>\
+         <pre class=\"code\">{}</pre></details>",
+        raw.len(),
+        esc(raw)
+    )
 }
 
 /// Quotes `s` for a POSIX shell when it needs quoting.

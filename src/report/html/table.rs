@@ -192,7 +192,7 @@ fn row(out: &mut String, run: &RunRecord, r: &Row) {
             if c.passed { "&#10003;" } else { "&#10007;" },
             esc(&headroom::versus(c)),
             headroom::ratio_text(headroom::ratio(c)),
-            num(c.min_passing),
+            headroom::value(c, c.min_passing),
             c.note
                 .as_deref()
                 .map(|n| format!(" <i>{}</i>", esc(n)))
