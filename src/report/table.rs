@@ -42,7 +42,7 @@ pub(super) fn status_cell(status: Status, colour: Colour) -> Cell {
 }
 
 /// Largest magnitude [`num`] prints as an integer when the value is one.
-const INTEGER_LIMIT: f64 = 1e9;
+const INTEGER_LIMIT: f64 = 1e10;
 
 /// Formats a float compactly: 0, an integer as an integer (ULPs, counts:
 /// `512`, not `512.0000`), else 4 decimals or 3 significant digits in

@@ -155,6 +155,9 @@ fn integers_print_as_integers() {
     assert_eq!(table::num(512.0), "512");
     assert_eq!(table::num(4.0), "4");
     assert_eq!(table::num(2.1e6), "2100000");
+    // Every f32 ULP distance is below 2^32.
+    assert_eq!(table::num(2129499398.0), "2129499398");
+    assert_eq!(table::num(1e12), "1.000e12");
     assert_eq!(table::num(0.25), "0.2500");
     assert_eq!(table::num(1.5e-5), "1.500e-5");
     let term = text(&TERM, samples::failing_run());
