@@ -82,7 +82,7 @@ pub fn failed(c: &CriterionRecord) -> String {
 /// `1.0000`), anything else as [`num`] writes it.
 pub fn value(c: &CriterionRecord, x: f64) -> String {
     let gap = 1.0 - x;
-    if !higher_is_better(c) || !(gap > 0.0 && gap < 1e-3) {
+    if !(higher_is_better(c) && gap > 0.0 && gap < 1e-3) {
         return num(x);
     }
     // Two significant digits of the distance from 1.
