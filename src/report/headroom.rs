@@ -81,8 +81,18 @@ pub fn failed(c: &CriterionRecord) -> String {
 /// cosine near 1 with the digits that tell it from 1 (`0.99999454`, not
 /// `1.0000`), anything else as [`num`] writes it.
 pub fn value(c: &CriterionRecord, x: f64) -> String {
+    if higher_is_better(c) {
+        near_one(x)
+    } else {
+        num(x)
+    }
+}
+
+/// A value that lives near 1 (a cosine): within 1e-3 of 1, with the digits
+/// that tell it from 1; else as [`num`] writes it.
+pub fn near_one(x: f64) -> String {
     let gap = 1.0 - x;
-    if !(higher_is_better(c) && gap > 0.0 && gap < 1e-3) {
+    if !(gap > 0.0 && gap < 1e-3) {
         return num(x);
     }
     // Two significant digits of the distance from 1.

@@ -143,7 +143,12 @@ fn cosine_is_shown_as_headroom_in_every_table() {
         md.contains("| cosine\\_min 1-cos 0.0100 / 1.000e-4 | 100 |"),
         "{md}"
     );
+    run.stages[0].outputs[0].metrics.as_mut().unwrap().cosine = 0.9999999;
     let html = text(&Html, run);
+    assert!(
+        html.contains(">0.9999999</td>"),
+        "the cosine column: {html}"
+    );
     assert!(
         html.contains("cosine_min 1-cos 0.0100 / 1.000e-4 (100x limit), passes at 0.9900"),
         "{html}"

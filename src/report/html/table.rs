@@ -206,7 +206,11 @@ fn row(out: &mut String, run: &RunRecord, r: &Row) {
     numcell(out, m.map(|m| m.mean_abs));
     numcell(out, m.map(|m| m.rms));
     numcell(out, m.map(|m| m.rel_l2));
-    numcell(out, m.map(|m| m.cosine));
+    // A cosine of 0.9999999 is not "1.0000" beside an exact 1.
+    match m.map(|m| m.cosine) {
+        Some(c) => cell(out, format!("{c:e}"), headroom::near_one(c)),
+        None => cell(out, String::new(), "-".into()),
+    }
     numcell(out, m.and_then(|m| m.max_ulp).map(|v| v as f64));
     numcell(out, m.and_then(|m| m.ulp_p99).map(|v| v as f64));
     numcell(out, m.map(|m| m.nan_mismatch as f64));
