@@ -145,3 +145,45 @@ func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
         "{text}"
     );
 }
+
+#[test]
+fn check_bisect_says_an_ambiguous_answer_in_its_summary_line() {
+    // The odd-function case through `parity check --bisect`: the summary
+    // line says what the repair search found (equivalent one-op repairs,
+    // and where an oracle tensor would decide), not "a region of 2
+    // operations (no evidence narrows it further)".
+    let dir = tempfile::tempdir().unwrap();
+    let d: &Path = dir.path();
+    let model = r#"
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %t = stablehlo.negate %x : tensor<8xf32>
+  %y = stablehlo.tanh %t : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+"#;
+    std::fs::write(d.join("model.mlir"), model).unwrap();
+    std::fs::write(d.join("stages.yaml"), SPEC).unwrap();
+    let x: Vec<f32> = (0..8).map(|i| -2.0 + i as f32 * 4.0 / 7.0).collect();
+    let y: Vec<f32> = x.iter().map(|v| v.tanh()).collect();
+    common::write_f32_store(&d.join("oracle"), &[("x", &x), ("y", &y)]);
+    let (code, stdout, stderr, record) = common::check(d, "stages.yaml", &["--bisect"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("localised to: "))
+        .unwrap_or_else(|| panic!("no summary line: {stdout}"));
+    assert!(line.starts_with("localised to: ambiguous: "), "{line}");
+    assert!(
+        line.ends_with(
+            " equivalent one-op repairs, at 2 operations, #0, #1; an oracle tensor between #0 \
+             and #1 would decide"
+        ),
+        "{line}"
+    );
+    assert!(!line.contains("no evidence narrows"), "{line}");
+    // run.json carries the repair search that says so.
+    let op = &record.unwrap()["first_divergent_op"];
+    assert_eq!(op["kind"], "region", "{op}");
+    assert!(op["repair"]["claimed"].is_null(), "{op}");
+    assert_eq!(op["repair"]["equivalence"]["differ"], serde_json::json!([]));
+}

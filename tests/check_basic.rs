@@ -332,3 +332,38 @@ fn a_gzip_compressed_module_runs_like_the_plain_one_and_a_damaged_one_is_exit_2(
         "{stdout}\n{stderr}"
     );
 }
+
+#[test]
+fn the_terminal_shows_one_line_per_stage_unless_verbose() {
+    let dir = basic_copy();
+    let rows = |t: &str| t.lines().filter(|l| l.contains("┆ default ┆")).count();
+    let (code, stdout, _, _) = check(dir.path(), "stages.yaml", &[]);
+    assert_eq!(code, 0, "{stdout}");
+    // A pass: one line per stage (6), no row of the full table.
+    assert_eq!(rows(&stdout), 0, "{stdout}");
+    let stage_lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("┆ PASS ") && l.contains("┆ 2/2 pass "))
+        .collect();
+    assert_eq!(stage_lines.len(), 6, "{stdout}");
+    let softmax = stage_lines
+        .iter()
+        .find(|l| l.starts_with("│ masked_softmax "))
+        .unwrap();
+    assert!(softmax.contains("probs (default, "), "{softmax}");
+    // -v: every output in every mode (probs and argmax for masked_softmax).
+    let (_, verbose, _, _) = check(dir.path(), "stages.yaml", &["-v"]);
+    assert_eq!(rows(&verbose), 14, "{verbose}");
+    // `parity report -v` re-renders the same rows.
+    let again = common::parity(dir.path(), &["report", "out/run.json", "-v"]);
+    assert_eq!(rows(&String::from_utf8_lossy(&again.stdout)), 14);
+    // A failing run keeps its failing rows in full, and only those.
+    let (code, faulty, _, _) = check(dir.path(), "stages-faulty.yaml", &[]);
+    assert_eq!(code, 1, "{faulty}");
+    assert_eq!(rows(&faulty), 7, "the 7 failing rows: {faulty}");
+    assert!(faulty.contains("7 failing or erroring rows:"), "{faulty}");
+    assert!(
+        faulty.contains("max_abs 0.0898 > 2.000e-6 (passes at 0.0898)"),
+        "{faulty}"
+    );
+}

@@ -140,16 +140,11 @@ pub fn oracle_as(
     }
 }
 
-/// A location for people: its named-scope path, else the raw location
-/// (`model.mlir:12:5` for hand-written MLIR).
+/// A location for people: its named-scope path, else its innermost source
+/// frame (`model.mlir:12:5` for hand-written MLIR), else the raw location
+/// shortened: never a whole traceback (about 2 KB an op from JAX).
 pub fn loc_label(loc: &Location) -> String {
-    loc.path().unwrap_or_else(|| {
-        let raw = loc.raw.trim();
-        raw.strip_prefix("loc(")
-            .and_then(|r| r.strip_suffix(')'))
-            .unwrap_or(raw)
-            .replace('"', "")
-    })
+    loc.path().unwrap_or_else(|| loc.brief().label())
 }
 
 /// `#12 %57 = stablehlo.rsqrt @ path`.

@@ -77,6 +77,7 @@ pub fn write_and_print(r: &bisect::BisectRecord, json: &std::path::Path) -> anyh
     let terminal = Terminal {
         colour: Colour::detect(),
         quiet: false,
+        verbose: false,
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(&terminal.render(&record)?);

@@ -67,6 +67,10 @@ pub struct CheckArgs {
     /// closing summary, not the table.
     #[arg(long, short)]
     quiet: bool,
+    /// Print every row of the table (every output, case and mode), not one
+    /// line per stage and the rows that did not pass.
+    #[arg(long, short)]
+    verbose: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -90,6 +94,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     let terminal = Terminal {
         colour: Colour::detect(),
         quiet: args.quiet,
+        verbose: args.verbose,
     };
     let spec = match parity_spec::Spec::load(&args.spec) {
         Ok(s) => s,

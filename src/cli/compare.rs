@@ -67,6 +67,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
         Box::new(Terminal {
             colour: Colour::detect(),
             quiet: false,
+            verbose: false,
         })
     };
     for e in &record.errors {

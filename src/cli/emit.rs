@@ -44,6 +44,7 @@ pub(super) fn emit(record: &AnyRecord, json: bool, outputs: &Outputs) -> anyhow:
         let terminal = Terminal {
             colour: Colour::detect(),
             quiet: false,
+            verbose: false,
         };
         let _ = stdout.write_all(&terminal.render(record)?);
     }

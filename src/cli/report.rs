@@ -68,6 +68,10 @@ pub struct ReportArgs {
     /// With --baseline: also write the comparison (`parity.baseline/1`) here.
     #[arg(long, value_name = "OUT.json")]
     baseline_json: Option<PathBuf>,
+    /// Print every row of a run's table, not one line per stage and the
+    /// rows that did not pass.
+    #[arg(long, short)]
+    verbose: bool,
 }
 
 fn input_error(message: String) -> anyhow::Result<i32> {
@@ -117,6 +121,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     let terminal = Terminal {
         colour: Colour::detect(),
         quiet: false,
+        verbose: args.verbose,
     };
     {
         let mut stdout = std::io::stdout().lock();

@@ -1,6 +1,6 @@
 //! The bisect record for people.
 
-use super::sanitize;
+use super::{localised, sanitize};
 use parity_record::{BisectRecord, Evidence, Status};
 use std::fmt::Write as _;
 
@@ -30,7 +30,13 @@ pub fn text(r: &BisectRecord) -> String {
             let m = c
                 .metrics
                 .as_ref()
-                .map(|m| format!("max_abs {:.3e}, {:.1} ULP at max", m.max_abs, m.ulps_at_max))
+                .map(|m| {
+                    format!(
+                        "max_abs {:.3e}, {} ULP at max",
+                        m.max_abs,
+                        ulps(m.ulps_at_max)
+                    )
+                })
                 .unwrap_or_else(|| "verdict from the run".into());
             let _ = writeln!(
                 s,
@@ -70,14 +76,12 @@ pub fn text(r: &BisectRecord) -> String {
         for row in &r.shadow {
             let _ = writeln!(
                 s,
-                "  {} #{:<4} {:<28} acc {:>10.1}  local {:>10}  {}",
+                "  {} #{:<4} {:<28} acc {:>10}  local {:>10}  {}",
                 if row.flagged { ">>" } else { "  " },
                 row.op_index,
                 row.op_name,
-                row.accumulated_ulps,
-                row.local_ulps
-                    .map(|l| format!("{l:.1}"))
-                    .unwrap_or_else(|| "-".into()),
+                ulps(row.accumulated_ulps),
+                row.local_ulps.map_or_else(|| "-".into(), ulps),
                 row.loc
             );
         }
@@ -93,11 +97,11 @@ pub fn text(r: &BisectRecord) -> String {
         for x in &c.candidates {
             let _ = writeln!(
                 s,
-                "  {} #{:<4} {:<28} own {:>10.1}  with its result from the shadow: {}  [{}]",
+                "  {} #{:<4} {:<28} own {:>10}  with its result from the shadow: {}  [{}]",
                 if x.holds { "holds" } else { "fails" },
                 x.op_index,
                 x.op_name,
-                x.local_ulps,
+                ulps(x.local_ulps),
                 ulps_text(&x.after),
                 x.loc
             );
@@ -106,14 +110,18 @@ pub fn text(r: &BisectRecord) -> String {
     if let Some(d) = &r.first_divergent_op {
         let _ = writeln!(
             s,
-            "\nfirst divergent operation ({} evidence, {} probes): #{} {} at {}",
+            "\nfirst divergent operation ({} evidence, {} probes): {}",
             d.evidence.name(),
             d.probes,
-            d.op_index,
-            d.op_name,
-            d.loc
+            localised::op_place(d)
         );
-        let _ = writeln!(s, "  {}", d.text.lines().next().unwrap_or(""));
+        // The text without its location: a JAX traceback is ~2 KB (the
+        // JSON record keeps it whole, in `loc_raw`).
+        let _ = writeln!(
+            s,
+            "  {}",
+            localised::op_text(d).lines().next().unwrap_or("")
+        );
         let _ = writeln!(s, "  operands: {}", d.operand_types.join(", "));
         let _ = writeln!(s, "  results:  {}", d.result_types.join(", "));
         for m in &d.metrics.inputs {
@@ -168,15 +176,7 @@ pub fn text(r: &BisectRecord) -> String {
         let detail = c
             .outputs
             .iter()
-            .map(|o| {
-                let rel = if o.fails() { ">" } else { "<=" };
-                let nf = if o.nonfinite > 0 {
-                    format!(", {} NaN/Inf apart", o.nonfinite)
-                } else {
-                    String::new()
-                };
-                format!("max_abs {:.3e} {rel} {:.3e}{nf}", o.max_abs, o.threshold)
-            })
+            .map(reproducer_output)
             .collect::<Vec<_>>()
             .join("; ");
         let _ = writeln!(
@@ -189,17 +189,44 @@ pub fn text(r: &BisectRecord) -> String {
             }
         );
     }
-    let _ = writeln!(
-        s,
-        "{} probes; result: {}",
-        r.probes,
-        match r.status {
-            Status::Pass => "no divergence",
-            Status::Fail => "localised",
-            _ => "error",
-        }
-    );
+    let result = match (r.status, r.localisation()) {
+        (Status::Fail, Some(l)) => match localised::line(&l) {
+            // An ambiguous repair search is its own answer, not a place.
+            ambiguous if ambiguous.starts_with("ambiguous") => ambiguous,
+            place => format!("localised to {place}"),
+        },
+        (Status::Fail, None) => "localised".into(),
+        (Status::Pass, _) => "no divergence".into(),
+        _ => "error".into(),
+    };
+    let _ = writeln!(s, "{} probes; result: {result}", r.probes);
     sanitize::terminal(&s).into_owned()
+}
+
+/// ULPs: an integer as an integer (`512`), else one decimal (`0.5`).
+fn ulps(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// One reproducer result, what fails first: the NaN/Inf elements that do
+/// not match (max abs leaves them out, so `max_abs 0 > 3e-5` beside them
+/// would read as false), then max abs over the finite rest.
+fn reproducer_output(o: &parity_record::ReproducerOutput) -> String {
+    let rel = if o.max_abs > o.threshold { ">" } else { "<=" };
+    let finite = format!("{:.3e} {rel} {:.3e}", o.max_abs, o.threshold);
+    if o.nonfinite > 0 {
+        format!(
+            "{} elements NaN/Inf where the expected value differs; max_abs over the finite \
+             rest {finite}",
+            o.nonfinite
+        )
+    } else {
+        format!("max_abs {finite}")
+    }
 }
 
 /// "1.5 ULP at max", or the non-finite count (max abs leaves those out, so
@@ -208,6 +235,6 @@ fn ulps_text(m: &parity_record::ValueMetrics) -> String {
     if m.nonfinite > 0 {
         format!("{} NaN/Inf where the reference is finite", m.nonfinite)
     } else {
-        format!("{:.1} ULP at max", m.ulps_at_max)
+        format!("{} ULP at max", ulps(m.ulps_at_max))
     }
 }

@@ -148,16 +148,11 @@ fn bisect_report(b: &BisectRecord) -> Report {
         (None, Some(l)) => {
             let text = match &l {
                 parity_record::Localisation::Op(op) => format!(
-                    "#{} {} at {} ({} evidence)",
-                    op.op_index,
-                    op.op_name,
-                    op.loc,
+                    "{} ({} evidence)",
+                    super::localised::op_place(op),
                     op.evidence.name()
                 ),
-                parity_record::Localisation::Region(r) => format!(
-                    "a region of {} operations ending at {}",
-                    r.region.ops, r.region.failing
-                ),
+                parity_record::Localisation::Region(r) => super::localised::region_line(r),
             };
             failure(&format!("localised to {text}"), &text)
         }

@@ -92,21 +92,7 @@ fn assemble(budget: usize, head: String, rows: &[String], tail: &str) -> String 
 }
 
 fn localisation_line(l: &Localisation) -> String {
-    match l {
-        Localisation::Op(op) => format!(
-            "**Localised to** `#{}` {} at {} ({} evidence, {} probes)\n",
-            op.op_index,
-            md(&op.op_name),
-            md(&op.loc),
-            op.evidence.name(),
-            op.probes
-        ),
-        Localisation::Region(r) => format!(
-            "**Localised to** a region of {} operations ending at {} (no evidence narrows it further)\n",
-            r.region.ops,
-            md(&r.region.failing)
-        ),
-    }
+    format!("**Localised to** {}\n", md(&super::localised::line(l)))
 }
 
 fn run_parts(r: &RunRecord) -> (String, Vec<String>, String) {
@@ -174,6 +160,10 @@ fn run_parts(r: &RunRecord) -> (String, Vec<String>, String) {
     for t in &r.provenance.weight_transforms {
         let _ = writeln!(head, "- weight transformed at load: {}", md(&t.describe()));
     }
+    if !r.stages.is_empty() {
+        head.push_str("\n### Stages: the worst output of each, and its headroom\n\n");
+        head.push_str(&super::stage_lines::markdown(r));
+    }
     let mut rows = Vec::new();
     for s in &r.stages {
         if s.outputs.is_empty() && s.status != Status::Pass {
@@ -194,23 +184,10 @@ fn run_parts(r: &RunRecord) -> (String, Vec<String>, String) {
         }
         for o in s.outputs.iter().filter(|o| o.status != Status::Pass) {
             let max_abs = o.metrics.as_ref().map_or(String::new(), |m| num(m.max_abs));
+            // Escaped once, in the row below.
             let why = match &o.error {
-                Some(e) => md(&e.message),
-                None => o
-                    .criteria
-                    .iter()
-                    .filter(|c| !c.passed)
-                    .map(|c| {
-                        format!(
-                            "{} {} > {} (passes at {})",
-                            c.criterion.name(),
-                            num(c.observed),
-                            num(c.threshold),
-                            num(c.min_passing)
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; "),
+                Some(e) => e.message.clone(),
+                None => super::table::failed_criteria(o),
             };
             rows.push(format!(
                 "| {} | {} | {} | {} | {} | {} | {} |\n",

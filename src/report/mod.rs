@@ -6,17 +6,22 @@ pub mod baseline;
 pub mod bisect_text;
 pub mod compare_text;
 pub mod fuzz_text;
+pub mod headroom;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod localised;
 pub mod markdown;
 pub mod node_data;
 pub mod sanitize;
 pub mod serving_text;
+pub mod stage_lines;
 pub mod table;
 pub mod terminal;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_reading;
 pub mod tokens_text;
 pub mod triangulation_text;
 

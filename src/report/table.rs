@@ -4,7 +4,7 @@
 
 use super::sanitize::terminal as clean;
 use comfy_table::{presets, Cell, Color, ContentArrangement, Table};
-use parity_record::{Localisation, OutputRecord, RunRecord, StageRecord, Status};
+use parity_record::{OutputRecord, RunRecord, StageRecord, Status};
 
 /// Whether to colour the status column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +29,8 @@ impl Colour {
     }
 }
 
-fn status_cell(status: Status, colour: Colour) -> Cell {
+/// The status as a cell, coloured when `colour` is on.
+pub(super) fn status_cell(status: Status, colour: Colour) -> Cell {
     let cell = Cell::new(status.name().to_uppercase());
     match (colour, status) {
         (Colour::Off, _) => cell,
@@ -40,12 +41,19 @@ fn status_cell(status: Status, colour: Colour) -> Cell {
     }
 }
 
-/// Formats a float compactly: 0, or 3 significant digits in e-notation.
+/// Largest magnitude [`num`] prints as an integer when the value is one.
+const INTEGER_LIMIT: f64 = 1e10;
+
+/// Formats a float compactly: 0, an integer as an integer (ULPs, counts:
+/// `512`, not `512.0000`), else 4 decimals or 3 significant digits in
+/// e-notation.
 pub fn num(x: f64) -> String {
     if x == 0.0 {
         "0".into()
     } else if x.is_nan() {
         "NaN".into()
+    } else if x.fract() == 0.0 && x.abs() < INTEGER_LIMIT {
+        format!("{x:.0}")
     } else if (1e-3..1e4).contains(&x.abs()) {
         format!("{x:.4}")
     } else {
@@ -53,24 +61,20 @@ pub fn num(x: f64) -> String {
     }
 }
 
-/// Failed criteria of an output as `name>=min_passing` hints.
-fn failed_criteria(out: &OutputRecord) -> String {
+/// Failed criteria of an output, each a true statement
+/// (`max_abs 0.25 > 1.000e-5`, `cosine_min 0.99 < 0.9999`) with the
+/// threshold that would pass.
+pub fn failed_criteria(out: &OutputRecord) -> String {
     out.criteria
         .iter()
         .filter(|c| !c.passed)
         .map(|c| {
-            let verdict = format!(
-                "{} {} > {}",
-                c.criterion.name(),
-                num(c.observed),
-                num(c.threshold)
-            );
+            let verdict = super::headroom::failed(c);
+            let passes = super::headroom::value(c, c.min_passing);
             // A non-finite min_passing means no setting passes; the note says why.
             match (c.min_passing.is_finite(), &c.note) {
-                (true, None) => format!("{verdict} (passes at {})", num(c.min_passing)),
-                (true, Some(note)) => {
-                    format!("{verdict} (passes at {}; {note})", num(c.min_passing))
-                }
+                (true, None) => format!("{verdict} (passes at {passes})"),
+                (true, Some(note)) => format!("{verdict} (passes at {passes}; {note})"),
                 (false, Some(note)) => format!("{verdict} (no threshold passes: {note})"),
                 (false, None) => format!("{verdict} (no threshold passes)"),
             }
@@ -88,9 +92,19 @@ fn stage_note(s: &StageRecord) -> &str {
         .unwrap_or("")
 }
 
-fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour, multi: bool) {
+/// Adds the rows of stage run `s` whose status `keep` accepts (`multi`: name its target).
+fn stage_rows(
+    table: &mut Table,
+    s: &StageRecord,
+    colour: Colour,
+    keep: fn(Status) -> bool,
+    multi: bool,
+) {
     let name = s.display_name(multi);
     if s.outputs.is_empty() {
+        if !keep(s.status) {
+            return;
+        }
         table.add_row(vec![
             Cell::new(clean(&name)),
             Cell::new(clean(&s.case)),
@@ -105,7 +119,7 @@ fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour, multi: bool) {
         ]);
         return;
     }
-    for out in &s.outputs {
+    for out in s.outputs.iter().filter(|o| keep(o.status)) {
         let (max_abs, rms, ulp, mism) = match &out.metrics {
             Some(m) => (
                 num(m.max_abs),
@@ -138,8 +152,52 @@ fn stage_rows(table: &mut Table, s: &StageRecord, colour: Colour, multi: bool) {
     }
 }
 
-/// Renders the table and the closing lines.
-pub fn render(record: &RunRecord, colour: Colour) -> String {
+/// Renders the closing lines after, by default, one line per stage and
+/// every row that did not pass, or (`verbose`) every row.
+pub fn render(record: &RunRecord, colour: Colour, verbose: bool) -> String {
+    let mut text = if verbose {
+        rows_table(record, colour, |_| true)
+    } else {
+        overview(record, colour)
+    };
+    text.push('\n');
+    for e in &record.errors {
+        text.push_str(&format!("error: {}\n", clean(&e.message)));
+    }
+    text.push_str(&transform_lines(record));
+    text.push_str(&summary(record));
+    text
+}
+
+/// The default view: one line per stage, then every failing or erroring row
+/// in full (a pass of a large spec is 30 lines, not 600).
+fn overview(record: &RunRecord, colour: Colour) -> String {
+    let mut text = super::stage_lines::table(record, colour);
+    text.push('\n');
+    let bad = |st: Status| matches!(st, Status::Fail | Status::Error);
+    let rows = record
+        .stages
+        .iter()
+        .flat_map(|s| {
+            let outputs = s.outputs.iter().map(|o| o.status);
+            let own = s.outputs.is_empty().then_some(s.status);
+            outputs.chain(own)
+        })
+        .filter(|st| bad(*st))
+        .count();
+    if rows > 0 {
+        text.push_str(&format!("{rows} failing or erroring rows:\n"));
+        text.push_str(&rows_table(record, colour, bad));
+        text.push('\n');
+    }
+    text.push_str(
+        "(one line per stage: its worst output over cases and modes; -v prints every row)",
+    );
+    text
+}
+
+/// The table of every row of `record` whose status `keep` accepts.
+fn rows_table(record: &RunRecord, colour: Colour, keep: fn(Status) -> bool) -> String {
     let mut table = Table::new();
     table
         .load_preset(presets::UTF8_FULL_CONDENSED)
@@ -160,16 +218,9 @@ pub fn render(record: &RunRecord, colour: Colour) -> String {
         table.force_no_tty();
     }
     for s in &record.stages {
-        stage_rows(&mut table, s, colour, record.is_multi_target());
+        stage_rows(&mut table, s, colour, keep, record.is_multi_target());
     }
-    let mut text = table.to_string();
-    text.push('\n');
-    for e in &record.errors {
-        text.push_str(&format!("error: {}\n", clean(&e.message)));
-    }
-    text.push_str(&transform_lines(record));
-    text.push_str(&summary(record));
-    text
+    table.to_string()
 }
 
 /// Most transformed weights the terminal lists one by one; the rest are counted.
@@ -294,20 +345,8 @@ pub fn summary(record: &RunRecord) -> String {
             ));
         }
     }
-    match &record.first_divergent_op {
-        Some(Localisation::Op(op)) => text.push_str(&format!(
-            "localised to: #{} {} at {} ({} evidence, {} probes)\n",
-            op.op_index,
-            op.op_name,
-            op.loc,
-            op.evidence.name(),
-            op.probes
-        )),
-        Some(Localisation::Region(r)) => text.push_str(&format!(
-            "localised to: a region of {} operations ending at {} (no evidence narrows it further)\n",
-            r.region.ops, r.region.failing
-        )),
-        None => {}
+    if let Some(l) = &record.first_divergent_op {
+        text.push_str(&format!("localised to: {}\n", super::localised::line(l)));
     }
     clean(&text).into_owned()
 }

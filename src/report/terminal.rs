@@ -12,13 +12,16 @@ pub struct Terminal {
     /// Only the run's errors (each errored stage's message) and the closing
     /// summary, not the table.
     pub quiet: bool,
+    /// Every row of a run's table, not one line per stage plus the rows
+    /// that did not pass.
+    pub verbose: bool,
 }
 
 impl Renderer for Terminal {
     fn render(&self, record: &AnyRecord) -> Result<Vec<u8>, ReportError> {
         let text = match record {
             AnyRecord::Run(r) if self.quiet => table::quiet(r),
-            AnyRecord::Run(r) => table::render(r, self.colour),
+            AnyRecord::Run(r) => table::render(r, self.colour, self.verbose),
             AnyRecord::Bisect(b) => bisect_text::text(b),
             AnyRecord::Compare(c) => compare_text::text(c),
             AnyRecord::Tokens(t) => super::tokens_text::text(t),

@@ -13,6 +13,13 @@ fn text(r: &dyn Renderer, record: impl Into<AnyRecord>) -> String {
 const TERM: Terminal = Terminal {
     colour: Colour::Off,
     quiet: false,
+    verbose: false,
+};
+
+/// `-v`: every row.
+const TERM_VERBOSE: Terminal = Terminal {
+    verbose: true,
+    ..TERM
 };
 
 fn failing_bisected() -> parity_record::RunRecord {
@@ -25,9 +32,14 @@ fn failing_bisected() -> parity_record::RunRecord {
 fn terminal_snapshots() {
     insta::assert_snapshot!("terminal_passing_run", text(&TERM, samples::passing_run()));
     insta::assert_snapshot!("terminal_failing_run", text(&TERM, failing_bisected()));
+    insta::assert_snapshot!(
+        "terminal_failing_run_verbose",
+        text(&TERM_VERBOSE, failing_bisected())
+    );
     let quiet = Terminal {
         colour: Colour::Off,
         quiet: true,
+        verbose: false,
     };
     insta::assert_snapshot!(
         "terminal_failing_run_quiet",
@@ -161,6 +173,7 @@ fn terminal_output_escapes_what_a_terminal_would_act_on() {
     let quiet = Terminal {
         colour: Colour::Off,
         quiet: true,
+        verbose: false,
     };
     let mut run = samples::failing_run();
     run.first_divergence.as_mut().unwrap().stage = "st\x1b[1Age".into();
@@ -173,6 +186,7 @@ fn quiet_shows_the_error_text_of_errored_stages_and_of_the_run() {
     let quiet = Terminal {
         colour: Colour::Off,
         quiet: true,
+        verbose: false,
     };
     let mut run = samples::failing_run();
     run.errors
@@ -361,7 +375,7 @@ fn the_html_bisect_section_lists_ambiguous_repairs_and_their_equivalence() {
         "the equivalence verdict"
     );
     assert!(html.contains(
-        "<tr><td>#1</td><td>stablehlo.tanh</td><td>act/tanh</td><td>negated</td><td>1.0000</td><td>yes</td></tr>"
+        "<tr><td>#1</td><td>stablehlo.tanh</td><td>act/tanh</td><td>negated</td><td>1</td><td>yes</td></tr>"
     ));
     let mut split = samples::bisect_ambiguous();
     if let Some(eq) = split.repair.as_mut().and_then(|r| r.equivalence.as_mut()) {
@@ -369,7 +383,7 @@ fn the_html_bisect_section_lists_ambiguous_repairs_and_their_equivalence() {
     }
     let html = text(&Html, split);
     assert!(html.contains("1 of them differ from the first on 3 perturbed inputs"));
-    assert!(html.contains("<td>negated</td><td>1.0000</td><td>no</td>"));
+    assert!(html.contains("<td>negated</td><td>1</td><td>no</td>"));
 }
 
 #[test]

@@ -79,18 +79,19 @@ pub fn localisation_lines(r: &TokensRecord) -> Vec<String> {
         ));
     }
     match &r.first_divergent_op {
-        Some(Localisation::Op(op)) => lines.push(format!(
-            "first divergent op: #{} {} at {} ({} evidence, {} probes)",
-            op.op_index,
-            op.op_name,
-            op.loc,
-            op.evidence.name(),
-            op.probes
+        Some(l @ Localisation::Op(_)) => lines.push(format!(
+            "first divergent op: {}",
+            super::localised::line(l)
         )),
-        Some(Localisation::Region(g)) => lines.push(format!(
-            "first divergent op: not narrowed; a region of {} operations in {} ending at {}",
-            g.region.ops, g.stage, g.region.failing
-        )),
+        Some(Localisation::Region(g)) => lines.push(
+            match g.repair.as_ref().and_then(super::localised::ambiguity) {
+                Some(a) => format!("first divergent op: {a} (in {})", g.stage),
+                None => format!(
+                    "first divergent op: not narrowed; a region of {} operations in {} ending at {}",
+                    g.region.ops, g.stage, g.region.failing
+                ),
+            },
+        ),
         None => {}
     }
     if let Some(v) = &r.layer_vs_f64 {
@@ -139,16 +140,20 @@ pub fn finding_line(f: &parity_record::TokenFinding) -> String {
         });
     let op = match &f.first_divergent_op {
         Some(Localisation::Op(op)) => format!(
-            "op #{} {} at {} ({} evidence)",
-            op.op_index,
-            op.op_name,
-            op.loc,
+            "op {} ({} evidence)",
+            super::localised::op_place(op),
             op.evidence.name()
         ),
-        Some(Localisation::Region(g)) => format!(
-            "a region of {} operations ending at {}",
-            g.region.ops, g.region.failing
-        ),
+        Some(Localisation::Region(g)) => g
+            .repair
+            .as_ref()
+            .and_then(super::localised::ambiguity)
+            .unwrap_or_else(|| {
+                format!(
+                    "a region of {} operations ending at {}",
+                    g.region.ops, g.region.failing
+                )
+            }),
         None => "no op".to_string(),
     };
     format!(

@@ -18,6 +18,7 @@ pub mod error;
 mod func_syntax;
 mod graph;
 pub mod ir;
+pub mod loc_brief;
 pub mod location;
 pub mod nesting;
 mod parse;
@@ -31,6 +32,7 @@ pub mod types;
 
 pub use error::MlirError;
 pub use ir::{Def, Function, Module, Op, Value, ValueId};
+pub use loc_brief::{Frame, LocBrief};
 pub use location::Location;
 pub use nesting::check_nesting;
 pub use parse::parse;

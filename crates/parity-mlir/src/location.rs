@@ -9,16 +9,19 @@ pub struct Location {
     pub raw: String,
 }
 
-/// The structure of a location, as far as paths need it.
-enum Loc {
+/// The structure of a location, as far as paths and frames need it.
+pub(crate) enum Loc {
     Unknown,
-    /// `"name"` or `"name"(child)`; the child does not contribute to the path.
-    Name(String),
+    /// `"name"` or `"name"(child)`; the child does not contribute to the path
+    /// (it is a source frame, or JAX's traceback under the scope name).
+    Name(String, Option<Box<Loc>>),
     /// `callsite(callee at caller)`.
     CallSite(Box<Loc>, Box<Loc>),
     /// `fused[...]` or `fused<...>[...]`.
     Fused(Vec<Loc>),
-    /// `"file":line:col` and anything else without a scope name.
+    /// `"file":line:col` (a `to` range dropped): the file and `line:col`.
+    File(String, String),
+    /// Anything else without a scope name (an alias, an unknown form).
     Other,
 }
 
@@ -52,19 +55,23 @@ impl Location {
             return None;
         }
         match parse_loc(&mut cur, 0)? {
-            Loc::Name(name) => Some(name),
+            Loc::Name(name, _) => Some(name),
             _ => None,
         }
     }
 
     /// [`Location::path`] as segments (a segment may itself contain `/` inside parentheses).
     pub(crate) fn path_segments(&self) -> Option<Vec<String>> {
+        loc_segments(&self.parse()?).filter(|segments| !segments.is_empty())
+    }
+
+    /// The location's structure, when it parses.
+    pub(crate) fn parse(&self) -> Option<Loc> {
         let mut cur = Cursor::new(&self.raw);
         if !cur.eat_keyword("loc") || !cur.eat(b'(') {
             return None;
         }
-        let loc = parse_loc(&mut cur, 0)?;
-        loc_segments(&loc).filter(|segments| !segments.is_empty())
+        parse_loc(&mut cur, 0)
     }
 }
 
@@ -86,17 +93,27 @@ fn parse_loc(cur: &mut Cursor<'_>, depth: usize) -> Option<Loc> {
         match cur.peek() {
             Some(b'(') => {
                 cur.pos += 1;
-                parse_loc(cur, depth + 1)?;
-                cur.eat(b')').then_some(Loc::Name(name))
+                let child = parse_loc(cur, depth + 1)?;
+                cur.eat(b')')
+                    .then_some(Loc::Name(name, Some(Box::new(child))))
             }
             Some(b':') => {
-                // "file":line:col, possibly with a `to` range: nothing named here.
-                while cur.peek().is_some_and(|b| !matches!(b, b')' | b']' | b',')) {
-                    cur.pos += 1;
+                // "file":line:col, possibly with a `to` range (`to :34`,
+                // `to 14:1`): nothing named here. Read exactly that, so that a
+                // file frame as a callsite's callee leaves its ` at ...`.
+                let digits = |b: u8| b.is_ascii_digit() || b == b':';
+                let start = cur.take_while(digits) + 1;
+                let at = cur.src[start.min(cur.pos)..cur.pos].to_string();
+                let before_range = cur.pos;
+                if cur.eat_keyword("to") {
+                    cur.skip_ws();
+                    cur.take_while(digits);
+                } else {
+                    cur.pos = before_range;
                 }
-                Some(Loc::Other)
+                Some(Loc::File(name, at))
             }
-            _ => Some(Loc::Name(name)),
+            _ => Some(Loc::Name(name, None)),
         }
     } else if cur.eat_keyword("unknown") {
         Some(Loc::Unknown)
@@ -173,7 +190,7 @@ fn is_jit(segment: &str) -> bool {
 
 fn loc_segments(loc: &Loc) -> Option<Vec<String>> {
     match loc {
-        Loc::Name(name) => {
+        Loc::Name(name, _) => {
             let segs = split_segments(name);
             let skip = segs.iter().take_while(|s| is_jit(s)).count();
             let segs = segs[skip..].to_vec();
@@ -197,7 +214,7 @@ fn loc_segments(loc: &Loc) -> Option<Vec<String>> {
             }
         }
         Loc::Fused(parts) => parts.iter().find_map(loc_segments),
-        Loc::Unknown | Loc::Other => None,
+        Loc::Unknown | Loc::File(..) | Loc::Other => None,
     }
 }
 
@@ -260,6 +277,16 @@ mod tests {
         assert_eq!(
             path(r#"loc(callsite("x" at unknown))"#).as_deref(),
             Some("x")
+        );
+        // A file frame as the callee (a traceback without scope names) ends
+        // at its position: the caller still parses.
+        assert_eq!(
+            path(r#"loc(callsite("a.py":1:2 to :9 at "jit(f)/enc/add"))"#).as_deref(),
+            Some("enc/add")
+        );
+        assert_eq!(
+            path(r#"loc(callsite("a.py":1:2 at callsite("b.py":3:4 to 5:6 at "c.py":7:8)))"#),
+            None
         );
     }
 

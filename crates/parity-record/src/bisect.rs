@@ -374,6 +374,10 @@ pub struct RegionOutcome {
     pub probes: usize,
     /// Why it stops at a region.
     pub notes: Vec<String>,
+    /// The repair search, when its edits act at several operations
+    /// (ambiguous): what the one-line summary says instead of a region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repair: Option<RepairSearch>,
 }
 
 impl Localisation {
@@ -430,6 +434,7 @@ impl BisectRecord {
             region,
             probes: self.probes,
             notes: self.notes.clone(),
+            repair: self.repair.clone().filter(|r| r.claimed.is_none()),
         }))
     }
 

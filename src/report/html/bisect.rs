@@ -4,6 +4,7 @@
 
 use super::esc::esc;
 use super::table::num;
+use crate::report::localised;
 use parity_record::{BisectRecord, Confirmation, DivergentOp, Region, RepairSearch, ValueMetrics};
 use std::fmt::Write as _;
 
@@ -23,9 +24,15 @@ pub fn section(out: &mut String, b: &BisectRecord) {
         b.probes,
         b.exit_code().code()
     );
-    match &b.first_divergent_op {
-        Some(op) => self::op(out, op),
-        None => out.push_str("<p>No single operation named (see the region and notes).</p>"),
+    let ambiguous = b.repair.as_ref().and_then(localised::ambiguity);
+    match (&b.first_divergent_op, ambiguous) {
+        (Some(op), _) => self::op(out, op),
+        (None, Some(line)) => {
+            let _ = write!(out, "<p class=\"ambiguous\"><b>{}</b></p>", esc(&line));
+        }
+        (None, None) => {
+            out.push_str("<p>No single operation named (see the region and notes).</p>")
+        }
     }
     for n in &b.notes {
         let _ = write!(out, "<p class=\"note\">{}</p>", esc(n));
@@ -212,24 +219,33 @@ pub fn region(out: &mut String, r: &Region) {
     );
 }
 
-/// Writes the localised operation.
+/// Writes the localised operation: its location in brief (the whole one
+/// behind a disclosure), its text, and the error at its inputs and output
+/// when they were measured.
 pub fn op(out: &mut String, op: &DivergentOp) {
     let _ = write!(
         out,
-        "<div class=\"op\"><p><b>{}</b> (op #{} of <code>{}</code>, stage {}) at <code>{}</code>; \
-         evidence: <b>{}</b>; {} probes.</p><pre class=\"code\">{}</pre>\
+        "<div class=\"op\"><p><b>{}</b> (op #{} of <code>{}</code>, stage {}) at <code class=\"loc\">{}</code>; \
+         evidence: <b>{}</b>; {} probes.</p>{}<pre class=\"code\">{}</pre>\
          <p>operands: {}<br>results: {}</p>",
         esc(&op.op_name),
         op.op_index,
         esc(&op.function),
         esc(&op.stage),
-        esc(&op.loc),
+        esc(&localised::op_loc(op)),
         op.evidence.name(),
         op.probes,
-        esc(&op.text),
+        whole_location(op),
+        esc(localised::op_text(op)),
         esc(&op.operand_types.join(", ")),
         esc(&op.result_types.join(", "))
     );
+    if op.metrics.inputs.is_empty() && op.metrics.output.is_empty() {
+        // Repair evidence measures the region's end, not this op's values:
+        // no table of nothing (the repair search's table says what it saw).
+        out.push_str("</div>");
+        return;
+    }
     out.push_str(
         "<table class=\"small\"><thead><tr><th></th><th>value</th><th>against</th><th>max |err|</th>\
          <th>RMS</th><th>max |ref|</th><th>ULPs at max</th></tr></thead><tbody>",
@@ -253,6 +269,26 @@ pub fn op(out: &mut String, op: &DivergentOp) {
         line(out, "output", m);
     }
     out.push_str("</tbody></table></div>");
+}
+
+/// The op's whole location behind a disclosure, when the brief leaves
+/// something out (a traceback); nothing when the brief is all there is.
+fn whole_location(op: &DivergentOp) -> String {
+    let raw = op.loc_raw.trim();
+    let inner = raw
+        .strip_prefix("loc(")
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or(raw)
+        .replace('"', "");
+    if raw.is_empty() || inner == localised::op_loc(op) {
+        return String::new();
+    }
+    format!(
+        "<details class=\"loc-raw\"><summary>whole location ({} bytes)</summary>\
+         <pre class=\"code\">{}</pre></details>",
+        raw.len(),
+        esc(raw)
+    )
 }
 
 /// Quotes `s` for a POSIX shell when it needs quoting.

@@ -209,6 +209,9 @@ fn run_section(out: &mut String, run: &RunRecord, i: usize) {
         }
         Some(Localisation::Region(r)) => {
             out.push_str("<h2>Localised region (<code>parity check --bisect</code>)</h2>");
+            if let Some(line) = r.repair.as_ref().and_then(super::localised::ambiguity) {
+                let _ = write!(out, "<p class=\"ambiguous\"><b>{}</b></p>", esc(&line));
+            }
             bisect::region(out, &r.region);
             for n in &r.notes {
                 let _ = write!(out, "<p class=\"note\">{}</p>", esc(n));

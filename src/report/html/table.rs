@@ -3,10 +3,8 @@
 //! Cells carry `data-v` sort keys for the page's script.
 
 use super::esc::esc;
-use parity_compare::Criterion;
-use parity_record::{
-    Check, CriterionRecord, Divergence, Mode, OutputRecord, RunRecord, StageRecord, Status,
-};
+use crate::report::headroom;
+use parity_record::{Divergence, Mode, OutputRecord, RunRecord, StageRecord, Status};
 use std::fmt::Write as _;
 
 /// One table row.
@@ -60,37 +58,11 @@ pub fn rows(run: &RunRecord) -> Vec<Row<'_>> {
     rows.into_iter().map(|r| r.4).collect()
 }
 
-/// The criterion's name: `max_abs`, `allclose`, `exact`, `padded_zero`...
-pub fn criterion_name(c: &CriterionRecord) -> &'static str {
-    c.criterion.name()
-}
-
-/// The worst criterion's `observed / threshold` (infinite when a zero
-/// threshold is exceeded, 0 when a zero threshold holds). A lower bound
-/// (`cosine_min`) is measured by its distance from 1: `(1 - cosine) /
-/// (1 - min)`, so that above 1 fails for it too. A failing criterion whose
-/// ratio would not say so (NaN observed) is infinite.
+/// The tightest criterion's error as a fraction of its limit
+/// ([`headroom::ratio`]: a lower bound such as `cosine_min` by its distance
+/// from 1, so that above 1 fails for every criterion).
 pub fn worst_ratio(o: &OutputRecord) -> Option<f64> {
-    o.criteria.iter().map(ratio).reduce(f64::max)
-}
-
-fn ratio(c: &CriterionRecord) -> f64 {
-    let (observed, threshold) = match &c.criterion {
-        Check::Tolerance(Criterion::CosineMin(_)) => (1.0 - c.observed, 1.0 - c.threshold),
-        _ => (c.observed, c.threshold),
-    };
-    let r = if threshold > 0.0 {
-        observed / threshold
-    } else if c.passed {
-        0.0
-    } else {
-        f64::INFINITY
-    };
-    match (c.passed, r) {
-        (false, r) if r.is_nan() || r <= 1.0 => f64::INFINITY,
-        (true, r) if r.is_nan() => 0.0,
-        _ => r.max(0.0),
-    }
+    headroom::tightest(o).map(|(_, r)| r)
 }
 
 /// Formats a float compactly (as the terminal table does).
@@ -120,7 +92,7 @@ pub fn render(out: &mut String, run: &RunRecord, rows: &[Row]) {
         ("case", "s"),
         ("mode", "s"),
         ("status", "n"),
-        ("criteria (observed / threshold, passes at)", "n"),
+        ("criteria (observed / limit, x limit, passes at)", "n"),
         ("max |err|", "n"),
         ("mean |err|", "n"),
         ("RMS", "n"),
@@ -213,15 +185,16 @@ fn row(out: &mut String, run: &RunRecord, r: &Row) {
         crit = esc(&e.message);
     }
     for c in &o.criteria {
+        // A lower bound (cosine_min) reads as its distance from 1, so that
+        // the ratio is the headroom it is for every other criterion.
         let _ = write!(
             crit,
-            "<div class=\"crit {}\">{} {}: {} / {}, passes at {}{}</div>",
+            "<div class=\"crit {}\">{} {} ({}x limit), passes at {}{}</div>",
             if c.passed { "ok" } else { "bad" },
             if c.passed { "&#10003;" } else { "&#10007;" },
-            esc(criterion_name(c)),
-            num(c.observed),
-            num(c.threshold),
-            num(c.min_passing),
+            esc(&headroom::versus(c)),
+            headroom::ratio_text(headroom::ratio(c)),
+            headroom::value(c, c.min_passing),
             c.note
                 .as_deref()
                 .map(|n| format!(" <i>{}</i>", esc(n)))
@@ -235,7 +208,11 @@ fn row(out: &mut String, run: &RunRecord, r: &Row) {
     numcell(out, m.map(|m| m.mean_abs));
     numcell(out, m.map(|m| m.rms));
     numcell(out, m.map(|m| m.rel_l2));
-    numcell(out, m.map(|m| m.cosine));
+    // A cosine of 0.9999999 is not "1.0000" beside an exact 1.
+    match m.map(|m| m.cosine) {
+        Some(c) => cell(out, format!("{c:e}"), headroom::near_one(c)),
+        None => cell(out, String::new(), "-".into()),
+    }
     numcell(out, m.and_then(|m| m.max_ulp).map(|v| v as f64));
     numcell(out, m.and_then(|m| m.ulp_p99).map(|v| v as f64));
     numcell(out, m.map(|m| m.nan_mismatch as f64));
@@ -255,40 +232,5 @@ fn status_rank(s: Status) -> u8 {
         Status::Skipped => 1,
         Status::Fail => 2,
         Status::Error => 3,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ratio;
-    use parity_compare::Criterion;
-    use parity_record::{Check, CriterionRecord};
-
-    fn crit(criterion: Criterion, observed: f64, threshold: f64, passed: bool) -> CriterionRecord {
-        CriterionRecord {
-            criterion: Check::Tolerance(criterion),
-            passed,
-            observed,
-            threshold,
-            min_passing: observed,
-            note: None,
-        }
-    }
-
-    #[test]
-    fn cosine_min_is_drawn_by_its_distance_from_one() {
-        // cosine 0.99 against min 0.9999: 100x too far from 1, a failure above the line.
-        let fail = ratio(&crit(Criterion::CosineMin(0.9999), 0.99, 0.9999, false));
-        assert!((fail - 100.0).abs() < 1e-6, "{fail}");
-        let pass = ratio(&crit(Criterion::CosineMin(0.9999), 0.99999, 0.9999, true));
-        assert!((pass - 0.1).abs() < 1e-6, "{pass}");
-        // An upper bound stays observed / threshold.
-        assert_eq!(
-            ratio(&crit(Criterion::MaxAbs(1e-3), 2e-3, 1e-3, false)),
-            2.0
-        );
-        // A NaN cosine fails and is drawn at the top.
-        let nan = ratio(&crit(Criterion::CosineMin(0.9), f64::NAN, 0.9, false));
-        assert_eq!(nan, f64::INFINITY);
     }
 }
