@@ -58,6 +58,7 @@ fn every_point_of_the_subject_encoder_resolves_with_its_type() {
         "--function",
         "audio_encode_c1_b128",
         "--json",
+        "-",
     ]);
     let m = normalised(rel);
     let f = m.function("audio_encode_c1_b128").unwrap();
@@ -141,7 +142,7 @@ fn every_point_of_the_subject_encoder_resolves_with_its_type() {
 #[test]
 fn every_function_and_value_of_the_basic_example_resolves() {
     let rel = "examples/basic/model.mlir";
-    let v = points_json(&["points", rel, "--json"]);
+    let v = points_json(&["points", rel, "--json", "-"]);
     let m = normalised(rel);
     let names: Vec<&str> = v["functions"]
         .as_array()
@@ -161,7 +162,7 @@ fn every_function_and_value_of_the_basic_example_resolves() {
         ]
     );
     for name in names {
-        let one = points_json(&["points", rel, "--function", name, "--json"]);
+        let one = points_json(&["points", rel, "--function", name, "--json", "-"]);
         let listed = &one["functions"][0];
         let f = m.function(name).unwrap();
         for a in listed["args"]
@@ -237,6 +238,7 @@ stages:
             "--stage",
             "sscp_conv_0",
             "--json",
+            "-",
         ],
     );
     assert_eq!(
@@ -304,7 +306,7 @@ fn ten_thousand_nested_regions_are_a_clean_input_error() {
         "{stderr}"
     );
     std::fs::write(dir.path().join("ok.mlir"), nested_regions(300)).unwrap();
-    let out = parity(dir.path(), &["points", "ok.mlir", "--json"]);
+    let out = parity(dir.path(), &["points", "ok.mlir", "--json", "-"]);
     assert_eq!(
         out.status.code(),
         Some(0),

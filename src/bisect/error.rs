@@ -511,6 +511,7 @@ mod tests {
             file: "stages.yaml".into(),
             line: 12,
             col: 9,
+            alias: None,
         }
     }
 

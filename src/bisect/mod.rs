@@ -1001,6 +1001,7 @@ fn isolated_args(
             file: spec_path.to_path_buf(),
             line: loc.line,
             col: loc.col,
+            alias: None,
         };
         let from_inputs = |source| BisectError::Argument {
             at: at(),

@@ -104,6 +104,9 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
+            if let Some(hint) = emit::old_spelling_hint(&e) {
+                eprintln!("parity: {hint}");
+            }
             return if e.use_stderr() {
                 ExitCode::Input.code()
             } else {

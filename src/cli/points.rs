@@ -1,5 +1,6 @@
 //! `parity points MODULE.mlir [--function F]`: where a `slice:` stage can cut.
 
+use super::emit::Dest;
 use crate::run::slices::read_normalised;
 use parity_iree::IreeCompiler;
 use parity_mlir::{yaml_point, Function, ScopePoint};
@@ -24,9 +25,10 @@ pub struct PointsArgs {
     /// Show scopes at most this deep (1 = top-level scopes only).
     #[arg(long)]
     depth: Option<usize>,
-    /// Print JSON (schema parity.points/1, see docs/your-model.md).
-    #[arg(long)]
-    pub(super) json: bool,
+    /// Write the listing as JSON (schema parity.points/1, see docs/your-model.md;
+    /// with --propose-map, parity.map-proposal/1) to PATH; `-`: on stdout, in place of the text.
+    #[arg(long, value_name = "PATH")]
+    pub(super) json: Option<Dest>,
     /// Propose the spec's `checkpoints:` map for --stage by value: run the stage
     /// on its oracle inputs with every candidate value tapped and match each
     /// oracle tensor of the case(s) (see docs/your-model.md).
@@ -181,12 +183,29 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
         module: source,
         functions,
     };
-    let body = if args.json {
-        serde_json::to_string_pretty(&out)? + "\n"
-    } else {
-        text(&out)
-    };
-    print_stdout(&body)
+    let json = serde_json::to_string_pretty(&out)? + "\n";
+    text_or_json(args.json.as_ref(), &json, || text(&out))
+}
+
+/// Prints the text (from `text`) unless the JSON goes to stdout, and
+/// writes the JSON where `--json` says; a JSON file that cannot be written
+/// is exit 2 after the text.
+pub(super) fn text_or_json(
+    dest: Option<&Dest>,
+    json: &str,
+    text: impl FnOnce() -> String,
+) -> anyhow::Result<i32> {
+    match dest {
+        Some(Dest::Stdout) => print_stdout(json),
+        Some(file) => {
+            let code = print_stdout(&text())?;
+            match file.deliver(json.as_bytes()) {
+                Ok(()) => Ok(code),
+                Err(e) => super::emit::refuse(&format!("points: {e}")),
+            }
+        }
+        None => print_stdout(&text()),
+    }
 }
 
 /// Writes `body` to stdout; a closed pipe (`parity points ... | head`) is not an error.
