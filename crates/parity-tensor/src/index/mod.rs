@@ -18,7 +18,7 @@ mod probe;
 
 use crate::error::TensorError;
 use crate::store::MANIFEST_SCHEMA;
-use naming::{case_of, file_stem, precision_dirs, tensor_name, CasePattern};
+use naming::{case_of, check_precision_dirs, file_stem, precision_dirs, tensor_name, CasePattern};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Component, Path, PathBuf};
@@ -179,24 +179,7 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
             return Err(IndexError::Case { case: case.clone() });
         }
     }
-    for (flag, name) in [
-        ("--oracle-dir", &options.oracle_dir),
-        ("--truth-dir", &options.truth_dir),
-    ] {
-        let Some(name) = name else { continue };
-        let why = if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-            "a precision folder is one directory name, not a path"
-        } else if options.oracle_dir == options.truth_dir {
-            "--oracle-dir and --truth-dir name the same folder"
-        } else {
-            continue;
-        };
-        return Err(IndexError::PrecisionDir {
-            flag,
-            name: name.clone(),
-            why: why.to_string(),
-        });
-    }
+    check_precision_dirs(options.oracle_dir.as_deref(), options.truth_dir.as_deref())?;
     let mut walk = Walk::new(dir)?;
     walk.dir(&mut Vec::new())?;
     let Walk {

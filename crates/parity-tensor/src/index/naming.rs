@@ -111,6 +111,30 @@ pub(crate) fn precision_dirs(
     }
 }
 
+/// Refuses a precision folder that is no single directory name, or the same
+/// folder named for both.
+pub(crate) fn check_precision_dirs(
+    oracle_dir: Option<&str>,
+    truth_dir: Option<&str>,
+) -> Result<(), super::IndexError> {
+    for (flag, name) in [("--oracle-dir", oracle_dir), ("--truth-dir", truth_dir)] {
+        let Some(name) = name else { continue };
+        let why = if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+            "a precision folder is one directory name, not a path"
+        } else if oracle_dir == truth_dir {
+            "--oracle-dir and --truth-dir name the same folder"
+        } else {
+            continue;
+        };
+        return Err(super::IndexError::PrecisionDir {
+            flag,
+            name: name.to_string(),
+            why: why.to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// `name` without an f64 marker (`_f64` / `@f64` suffix) and whether it had one.
 pub(crate) fn strip_f64(name: &str) -> (&str, bool) {
     for marker in ["_f64", "@f64"] {
