@@ -174,13 +174,12 @@ impl Judge<'_> {
                     closest_max_abs: None,
                 };
             };
-            let tie = (hits.len() > 1).then(|| {
-                if named.len() == 1 {
-                    Tie::ScopeName
-                } else {
-                    Tie::Last
-                }
-            });
+            let chosen_by = if named.len() == 1 {
+                Tie::ScopeName
+            } else {
+                Tie::Last
+            };
+            let tie = (hits.len() > 1).then_some(chosen_by);
             return Found::Matched {
                 point: self
                     .naming_path(pick.value, name)

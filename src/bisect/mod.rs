@@ -1033,8 +1033,7 @@ fn isolated_args(
                         at: at(),
                         stage: stage.name.clone(),
                         index,
-                        upstream: up.clone(),
-                        output: output.clone(),
+                        upstream: format!("{up}.{output}"),
                     })?;
                 sources.oracle(&upstream.oracle).map_err(from_inputs)?
             }
