@@ -10,6 +10,7 @@ mod emit;
 mod fuzz;
 mod oracle;
 mod points;
+mod points_cuts;
 mod points_propose;
 mod progress;
 mod report;

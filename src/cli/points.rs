@@ -22,9 +22,15 @@ pub struct PointsArgs {
     /// List this function's named scopes (default: list the public functions).
     #[arg(long)]
     function: Option<String>,
-    /// Show scopes at most this deep (1 = top-level scopes only).
+    /// Show scopes at most this deep (1 = top-level scopes only); with --cuts,
+    /// cut between the scopes at this depth (default 1).
     #[arg(long)]
     depth: Option<usize>,
+    /// With --function: list the cuts between consecutive scopes, each with
+    /// the arguments a `slice:` stage cutting there takes (its `from` point,
+    /// then function arguments by MLIR name), to write its `bind:` rules.
+    #[arg(long, requires = "function")]
+    cuts: bool,
     /// Write the listing as JSON (schema parity.points/1, see docs/your-model.md;
     /// with --propose-map, parity.map-proposal/1) to PATH; `-`: on stdout, in place of the text.
     #[arg(long, value_name = "PATH")]
@@ -67,6 +73,9 @@ struct FunctionJson {
     results: Vec<ValueJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     scopes: Option<Vec<ScopeJson>>,
+    /// With --cuts: the cuts between consecutive scopes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cuts: Option<Vec<super::points_cuts::CutJson>>,
 }
 
 #[derive(Serialize)]
@@ -128,6 +137,7 @@ fn function_json(f: &Function, scopes: bool, depth: Option<usize>) -> FunctionJs
         args: f.args.iter().map(|&v| value_json(f, v)).collect(),
         results: f.results.iter().map(|&v| value_json(f, v)).collect(),
         scopes: scopes.then(|| scope_json(f, &f.scope_tree(), depth)),
+        cuts: None,
     }
 }
 
@@ -159,7 +169,13 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
     };
     let functions: Vec<FunctionJson> = match &args.function {
         Some(name) => match module.function(name) {
-            Some(f) => vec![function_json(f, true, args.depth)],
+            Some(f) => {
+                let mut listed = function_json(f, true, args.depth);
+                listed.cuts = args
+                    .cuts
+                    .then(|| super::points_cuts::cuts(&module, f, args.depth.unwrap_or(1)));
+                vec![listed]
+            }
             None => {
                 let mut names: Vec<&str> =
                     module.functions.iter().map(|f| f.name.as_str()).collect();
@@ -263,6 +279,9 @@ fn listing(out: &PointsJson) -> String {
         for r in sig(&f.results) {
             let _ = writeln!(s, "    {r}");
         }
+        if let Some(cuts) = &f.cuts {
+            s.push_str(&super::points_cuts::listing(cuts));
+        }
         let Some(scopes) = &f.scopes else { continue };
         if scopes.is_empty() {
             let _ = writeln!(
@@ -325,6 +344,7 @@ mod tests {
                 args: vec![value("\u{1b}[31mred\u{1b}[0m"), value("params['w']")],
                 results: vec![value("\u{1b}]0;owned\u{7}x\u{9b}y")],
                 scopes: None,
+                cuts: None,
             }],
         };
         let listed = text(&out);
