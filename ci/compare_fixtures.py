@@ -56,7 +56,7 @@ TEXT_FILES = [
 
 
 def compare(parity, a, b, key):
-    args = [parity, "compare", str(a), str(b), "--json", "--atol", "0", "--rtol", "1e-6"]
+    args = [parity, "compare", str(a), str(b), "--json", "-", "--atol", "0", "--rtol", "1e-6"]
     if key is not None:
         args += ["--key", key]
     p = subprocess.run(args, capture_output=True, text=True)

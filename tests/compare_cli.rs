@@ -15,7 +15,7 @@ fn oracle(name: &str) -> String {
 fn json(args: &[&str]) -> (i32, serde_json::Value) {
     let mut all = vec!["compare"];
     all.extend_from_slice(args);
-    all.push("--json");
+    all.extend(["--json", "-"]);
     let out = parity(&repo(), &all);
     let text = String::from_utf8_lossy(&out.stdout);
     let value = serde_json::from_str(&text)
@@ -241,7 +241,7 @@ fn a_file_named_with_non_utf8_bytes_is_read() {
         .arg("compare")
         .arg(&odd)
         .arg(oracle("conv.npy"))
-        .arg("--json")
+        .args(["--json", "-"])
         .env("NO_COLOR", "1")
         .output()
         .unwrap();

@@ -202,3 +202,84 @@ fn npy_files_written_by_mlx_index_and_read_back_equal() {
     );
     assert_eq!(store.names().len(), expected.len() + 1);
 }
+
+/// One folder per precision (`oracle/f32/*.npy`, `oracle/f64/*.npy`): with
+/// `--oracle-dir f32 --truth-dir f64` the folders leave the names and the
+/// f64 files are the `@f64` truth of their f32 namesakes; without them the
+/// two folders would be two cases.
+#[test]
+fn precision_folders_pair_the_f64_truth_without_renaming() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("oracle");
+    for sub in ["f32", "f64"] {
+        std::fs::create_dir_all(root.join(sub)).unwrap();
+    }
+    let f32 = |v: &[f32]| parity_tensor::Tensor::from_f32(vec![v.len()], v).unwrap();
+    let f64 = |v: &[f64]| parity_tensor::Tensor::from_f64(vec![v.len()], v).unwrap();
+    parity_tensor::write_npy(root.join("f32/mel.npy"), &f32(&[1.0, 2.0])).unwrap();
+    parity_tensor::write_npy(root.join("f32/enc.npy"), &f32(&[0.5, 0.25, 0.125])).unwrap();
+    parity_tensor::write_npy(root.join("f64/enc.npy"), &f64(&[0.5, 0.25, 0.1251])).unwrap();
+    let index = |extra: &[&str]| {
+        let mut args = vec!["oracle", "index", "oracle", "--case", "default"];
+        args.extend_from_slice(extra);
+        let out = parity(dir.path(), &args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let names: Vec<String> = read_json(&root.join("manifest.json"))["tensors"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        (names, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (names, _) = index(&[]);
+    assert_eq!(
+        names,
+        ["default/f32/enc", "default/f32/mel", "default/f64/enc"]
+    );
+
+    let (names, stderr) = index(&["--oracle-dir", "f32", "--truth-dir", "f64"]);
+    assert_eq!(names, ["default/enc", "default/enc@f64", "default/mel"]);
+    assert!(stderr.is_empty(), "{stderr}");
+    let store = OracleStore::open(&root).unwrap();
+    let truth = store.get("default/enc@f64").unwrap();
+    assert_eq!(truth.dtype(), parity_tensor::DType::F64);
+    assert_eq!(
+        store.entry("default/enc@f64").unwrap().file,
+        Path::new("f64/enc.npy")
+    );
+    assert_eq!(
+        store.get("default/enc").unwrap().dtype(),
+        parity_tensor::DType::F32
+    );
+
+    // The truth folder alone leaves `f32/` in the oracle's names: said, not silent.
+    let (names, stderr) = index(&["--truth-dir", "f64"]);
+    assert_eq!(
+        names,
+        ["default/enc@f64", "default/f32/enc", "default/f32/mel"]
+    );
+    assert!(
+        stderr.contains("default/enc@f64") && stderr.contains("--oracle-dir"),
+        "{stderr}"
+    );
+    let out = parity(
+        dir.path(),
+        &[
+            "oracle",
+            "index",
+            "oracle",
+            "--oracle-dir",
+            "f64",
+            "--truth-dir",
+            "f64",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("name the same folder"));
+}

@@ -58,6 +58,7 @@ fn every_point_of_the_subject_encoder_resolves_with_its_type() {
         "--function",
         "audio_encode_c1_b128",
         "--json",
+        "-",
     ]);
     let m = normalised(rel);
     let f = m.function("audio_encode_c1_b128").unwrap();
@@ -141,7 +142,7 @@ fn every_point_of_the_subject_encoder_resolves_with_its_type() {
 #[test]
 fn every_function_and_value_of_the_basic_example_resolves() {
     let rel = "examples/basic/model.mlir";
-    let v = points_json(&["points", rel, "--json"]);
+    let v = points_json(&["points", rel, "--json", "-"]);
     let m = normalised(rel);
     let names: Vec<&str> = v["functions"]
         .as_array()
@@ -161,7 +162,7 @@ fn every_function_and_value_of_the_basic_example_resolves() {
         ]
     );
     for name in names {
-        let one = points_json(&["points", rel, "--function", name, "--json"]);
+        let one = points_json(&["points", rel, "--function", name, "--json", "-"]);
         let listed = &one["functions"][0];
         let f = m.function(name).unwrap();
         for a in listed["args"]
@@ -237,6 +238,7 @@ stages:
             "--stage",
             "sscp_conv_0",
             "--json",
+            "-",
         ],
     );
     assert_eq!(
@@ -304,11 +306,80 @@ fn ten_thousand_nested_regions_are_a_clean_input_error() {
         "{stderr}"
     );
     std::fs::write(dir.path().join("ok.mlir"), nested_regions(300)).unwrap();
-    let out = parity(dir.path(), &["points", "ok.mlir", "--json"]);
+    let out = parity(dir.path(), &["points", "ok.mlir", "--json", "-"]);
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `--cuts`: between consecutive top-level scopes, what a `slice:` stage
+/// cutting there takes, in the runner's order (its `from` point, then the
+/// function arguments it reads, by MLIR name), so `bind:` can be written
+/// before any run.
+#[test]
+fn cuts_list_the_arguments_each_slice_takes() {
+    let rel = "subject/gemma3n/gemma3n_audio_f32.mlir.gz";
+    let v = points_json(&[
+        "points",
+        rel,
+        "--function",
+        "audio_encode_c1_b128",
+        "--cuts",
+        "--json",
+        "-",
+    ]);
+    let cuts = v["functions"][0]["cuts"].as_array().unwrap();
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    // A chain: from the function's arguments, then from each scope to the next.
+    assert!(strings(&cuts[0]["from"]).is_empty());
+    for pair in cuts.windows(2) {
+        assert_eq!(strings(&pair[1]["from"]), strings(&pair[0]["to"]));
+    }
+    let cut = |to: &str| {
+        cuts.iter()
+            .find(|c| strings(&c["to"]) == [to])
+            .unwrap_or_else(|| panic!("no cut to {to}: {cuts:?}"))
+    };
+    let w = |name: &str| format!("audio_tower__subsample_conv_projection__{name}__weight");
+    assert_eq!(
+        strings(&cut("sscp_conv_0")["takes"]),
+        ["mel".to_string(), w("conv_0__conv"), w("conv_0__norm")]
+    );
+    assert_eq!(
+        strings(&cut("sscp_conv_1")["takes"]),
+        [
+            "sscp_conv_0".to_string(),
+            w("conv_1__conv"),
+            w("conv_1__norm")
+        ]
+    );
+    // The text says the same, points spelled as a `slice:` takes them.
+    let out = parity(
+        &repo(),
+        &[
+            "points",
+            rel,
+            "--function",
+            "audio_encode_c1_b128",
+            "--cuts",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "    from: [sscp_conv_0], to: [sscp_conv_1]\n      takes: \"sscp_conv_0\", \"{}\", \"{}\"\n",
+            w("conv_1__conv"),
+            w("conv_1__norm")
+        )),
+        "{text}"
     );
 }

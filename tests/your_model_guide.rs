@@ -279,7 +279,7 @@ fn the_proposed_map_is_the_true_map_and_gives_bisect_its_checkpoints() {
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         String::from_utf8(out.stdout).unwrap()
     };
-    let json: serde_json::Value = serde_json::from_str(&propose(&["--json"])).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&propose(&["--json", "-"])).unwrap();
     assert_eq!(json["schema"], "parity.map-proposal/1");
     let entries = json["entries"].as_array().unwrap();
     let status = |oracle: &str| {
@@ -400,4 +400,52 @@ fn bind_on_a_slice_stage_binds_from_points_and_arguments_by_name() {
             && msg.contains("`params['l2.weight']`"),
         "{msg}"
     );
+}
+
+/// One `bind:` list (a YAML anchor) shared by two slices of `main`: each
+/// slice ignores the rules for what only the other slice, or only the whole
+/// function, takes (the input `x`, the other slice's `from` point, weights
+/// it does not read). Before, the first rule for an argument a slice does
+/// not take (`x`) made that stage error.
+#[test]
+fn slices_share_one_bind_list() {
+    let tmp = model_copy();
+    let dir = tmp.path();
+    let stages = r#"  - name: second
+    module: tiny
+    slice: {function: main, from: [act], to: [dense_2]}
+    bind: &shared
+      - {arg: x, oracle: "{case}/x"}
+      - {arg: dense_1, oracle: "{case}/l1"}
+      - {arg: act, oracle: "{case}/act"}
+      - {match: "params\\['(.*)'\\]", weight: "$1"}
+    outputs:
+      - {name: y, oracle: "{case}/l2", tolerance: [{max_abs: 1.0e-5}]}
+  - name: activation
+    module: tiny
+    slice: {function: main, from: [dense_1], to: [act]}
+    bind: *shared
+    outputs:
+      - {name: a, oracle: "{case}/act", tolerance: [{max_abs: 1.0e-5}]}
+"#;
+    let head = SPEC.split("stages:\n").next().unwrap();
+    let spec = format!("{head}stages:\n{stages}");
+    std::fs::write(dir.join("shared.yaml"), &spec).unwrap();
+    let (code, stdout, stderr, record) = check(dir, "shared.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let record = record.unwrap();
+    for name in ["second", "activation"] {
+        let s = stage(&record, name, "isolated");
+        assert_eq!(s["status"], "pass", "{s}");
+    }
+    // A name that is nothing in the function is still a typo.
+    let typo = spec.replace("{arg: x, oracle", "{arg: xx, oracle");
+    std::fs::write(dir.join("typo.yaml"), &typo).unwrap();
+    let (code, stdout, stderr, record) = check(dir, "typo.yaml", &["--mode", "isolated"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    let msg = stage(record.as_ref().unwrap(), "activation", "isolated")["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("`arg: xx` names no argument"), "{msg}");
 }

@@ -134,7 +134,7 @@ pub enum BisectError {
         source: Box<ByteLengthMismatch>,
     },
     /// A `stage:` argument names an upstream output that does not exist (input).
-    #[error("{at}: stage `{stage}` argument {index}: unknown upstream `{upstream}.{output}`")]
+    #[error("{at}: stage `{stage}` argument {index}: unknown upstream `{upstream}`")]
     UnknownUpstream {
         /// The argument's position in the spec.
         at: Position,
@@ -142,10 +142,9 @@ pub enum BisectError {
         stage: String,
         /// The argument's index.
         index: usize,
-        /// The upstream stage named.
+        /// The upstream output named, `STAGE.OUTPUT` (one string: keeps the
+        /// error small enough to return by value).
         upstream: String,
-        /// Its output named.
-        output: String,
     },
     /// The function takes another number of inputs than the spec gives (input).
     #[error("stage `{stage}`: the function takes {takes} inputs, the spec gives {given}")]
@@ -511,6 +510,7 @@ mod tests {
             file: "stages.yaml".into(),
             line: 12,
             col: 9,
+            alias: None,
         }
     }
 
@@ -529,8 +529,7 @@ mod tests {
             at: at(),
             stage: "conv".into(),
             index: 2,
-            upstream: "norm".into(),
-            output: "y".into(),
+            upstream: "norm.y".into(),
         };
         assert_eq!(
             e.to_string(),

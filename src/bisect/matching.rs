@@ -3,7 +3,7 @@
 //! in its most natural layout that passes the tolerance.
 
 use super::layout::{arrange, layouts, Layout};
-use super::propose::Found;
+use super::propose::{Found, Tie};
 use super::MARK_ALL_BYTES;
 use parity_compare::{compare, evaluate, CompareOptions, Criterion, UlpDType};
 use parity_mlir::{Function, ValueId};
@@ -30,6 +30,41 @@ pub(super) fn points_of(func: &Function) -> HashMap<ValueId, String> {
     out
 }
 
+/// Value -> every scope path it is the output of (nested scopes ending at
+/// one value name it several times), for matching an oracle tensor's name.
+pub(super) fn scope_names_of(func: &Function) -> HashMap<ValueId, Vec<String>> {
+    let mut out: HashMap<ValueId, Vec<String>> = HashMap::new();
+    for p in func.scope_points() {
+        if !p.shared_key {
+            out.entry(p.value).or_default().push(p.path);
+        }
+    }
+    out
+}
+
+/// `name` lowercased with every run of other characters than letters and
+/// digits one `_`: `conformer_1/attention/rel_shift` and
+/// `conformer_1_attention_rel_shift` read alike.
+fn name_key(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_matches('_').to_string()
+}
+
+/// Whether a scope path names the oracle tensor `oracle` (its name without
+/// the case): the same words, or the path ends with them
+/// (`encoder/subsampled_mask` names `subsampled_mask`).
+pub(super) fn scope_names_tensor(path: &str, oracle: &str) -> bool {
+    let (p, o) = (name_key(path), name_key(oracle));
+    !o.is_empty() && (p == o || p.ends_with(&format!("_{o}")))
+}
+
 /// Matches oracle tensors against one probe's tapped values.
 pub(super) struct Judge<'a> {
     /// The stage's function.
@@ -42,6 +77,8 @@ pub(super) struct Judge<'a> {
     pub tolerance: &'a [Criterion],
     /// Value -> its point ([`points_of`]).
     pub points: HashMap<ValueId, String>,
+    /// Value -> the scope paths it is the output of ([`scope_names_of`]).
+    pub scopes: HashMap<ValueId, Vec<String>>,
 }
 
 /// A tapped value that passed, arranged as the oracle tensor.
@@ -60,8 +97,18 @@ impl Judge<'_> {
             .unwrap_or_else(|| self.func.values[v].name.clone())
     }
 
-    /// What `oracle` matches among the tapped values.
-    pub fn find(&self, oracle: &Tensor) -> Found {
+    /// The scope path of `v` that names the oracle tensor `name`, if one
+    /// does (not shared with another scope's `_` form, so it resolves).
+    fn naming_path(&self, v: ValueId, name: &str) -> Option<String> {
+        self.scopes
+            .get(&v)?
+            .iter()
+            .find(|p| scope_names_tensor(p, name))
+            .cloned()
+    }
+
+    /// What `oracle` (named `name`, without its case) matches among the tapped values.
+    pub fn find(&self, name: &str, oracle: &Tensor) -> Found {
         let mut opts = CompareOptions::for_criteria(self.tolerance, oracle.dtype());
         opts.ulp_dtype = UlpDType::from_dtype(oracle.dtype());
         let mut hits: Vec<Hit> = Vec::new();
@@ -77,6 +124,11 @@ impl Judge<'_> {
                 let Ok(m) = compare(&arranged, oracle, None, &opts) else {
                     continue;
                 };
+                if m.count == 0 {
+                    // Nothing compared (an empty tensor): no evidence either way,
+                    // so no candidate, and no distance to report.
+                    continue;
+                }
                 if closest.is_none_or(|(c, _)| m.max_abs < c) {
                     closest = Some((m.max_abs, v));
                 }
@@ -99,19 +151,39 @@ impl Judge<'_> {
             };
         };
         hits.retain(|h| h.layout.rank() == best);
-        // Values holding bitwise the same numbers are one answer: the
-        // outermost named point among them stands for all.
+        // Values holding bitwise the same numbers on this case (a mask
+        // gathered, then selected) cannot be told apart by value: the one
+        // whose scope is named as the tensor is proposed, else the last in
+        // program order (nearest the values that consume it), and the
+        // proposal says it was a tie.
         let same = |a: &Hit, b: &Hit| a.arranged.bytes() == b.arranged.bytes();
         if hits.iter().all(|h| same(h, &hits[0])) {
-            let pick = hits
+            let named: Vec<&Hit> = hits
                 .iter()
-                .min_by_key(|h| match self.points.get(&h.value) {
-                    Some(p) => (0, p.matches('/').count()),
-                    None => (1, 0),
-                })
-                .unwrap_or(&hits[0]);
+                .filter(|h| self.naming_path(h.value, name).is_some())
+                .collect();
+            let pool: Vec<&Hit> = if named.is_empty() {
+                hits.iter().collect()
+            } else {
+                named.clone()
+            };
+            let last = |h: &&Hit| self.func.op_of(h.value).unwrap_or(0);
+            let Some(pick) = pool.into_iter().max_by_key(last) else {
+                return Found::NoMatch {
+                    closest: None,
+                    closest_max_abs: None,
+                };
+            };
+            let chosen_by = if named.len() == 1 {
+                Tie::ScopeName
+            } else {
+                Tie::Last
+            };
+            let tie = (hits.len() > 1).then_some(chosen_by);
             return Found::Matched {
-                point: self.point(pick.value),
+                point: self
+                    .naming_path(pick.value, name)
+                    .unwrap_or_else(|| self.point(pick.value)),
                 value: self.func.values[pick.value].name.clone(),
                 layout: pick.layout.clone(),
                 metric: pick.metric.clone(),
@@ -120,6 +192,7 @@ impl Judge<'_> {
                     .filter(|h| h.value != pick.value)
                     .map(|h| self.point(h.value))
                     .collect(),
+                tie,
             };
         }
         Found::Ambiguous {
@@ -269,3 +342,7 @@ pub(super) fn candidates(
     let untapped = all.len() - tapped.len();
     (tapped, untapped)
 }
+
+#[cfg(test)]
+#[path = "matching_tests.rs"]
+mod tests;

@@ -1001,6 +1001,7 @@ fn isolated_args(
             file: spec_path.to_path_buf(),
             line: loc.line,
             col: loc.col,
+            alias: None,
         };
         let from_inputs = |source| BisectError::Argument {
             at: at(),
@@ -1032,8 +1033,7 @@ fn isolated_args(
                         at: at(),
                         stage: stage.name.clone(),
                         index,
-                        upstream: up.clone(),
-                        output: output.clone(),
+                        upstream: format!("{up}.{output}"),
                     })?;
                 sources.oracle(&upstream.oracle).map_err(from_inputs)?
             }

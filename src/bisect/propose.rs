@@ -7,7 +7,9 @@
 //! The result is a `checkpoints:` map to review and paste into the spec.
 
 pub use super::layout::Layout;
-use super::matching::{agree, candidates, points_of, stage_inputs, stage_tolerance, Judge};
+use super::matching::{
+    agree, candidates, points_of, scope_names_of, stage_inputs, stage_tolerance, Judge,
+};
 use super::probe::{Cut, Iree, Prober};
 use super::{isolated_args, load_bound, stage_function, stage_values, BisectError};
 use crate::run::inputs::InputSources;
@@ -123,6 +125,18 @@ pub struct Entry {
     pub found: Found,
 }
 
+/// How a proposal chose among values holding the same numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tie {
+    /// Its scope is named as the oracle tensor (`encoder/subsampled_mask`
+    /// for `subsampled_mask`), and no other tied value's is.
+    ScopeName,
+    /// No single tied value's scope names the tensor: the last of them in
+    /// program order, nearest its consumers. Ambiguous: review it.
+    Last,
+}
+
 /// The outcome for one oracle tensor.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "status")]
@@ -137,8 +151,13 @@ pub enum Found {
         layout: Layout,
         /// The criteria results, e.g. `max_abs 2.4e-07 <= 1e-05`.
         metric: String,
-        /// Other points holding bitwise the same numbers (equally valid).
+        /// Other points holding bitwise the same numbers on the case(s) run.
         also: Vec<String>,
+        /// When `also` is not empty, how `point` was chosen among them; a
+        /// tie is flagged, since values equal on these cases (a mask gathered,
+        /// then selected) may differ on others.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tie: Option<Tie>,
     },
     /// Several values with different numbers all pass: no guess.
     Ambiguous {
@@ -295,6 +314,7 @@ pub fn propose(
             values: &values,
             tolerance: &tolerance,
             points: points_of(func),
+            scopes: scope_names_of(func),
         };
         let feeds: BTreeSet<String> = stage_inputs(stage, &stages);
         let prefix = format!("{case_name}/");
@@ -315,7 +335,7 @@ pub fn propose(
                 let oracle = sources
                     .oracle(name)
                     .map_err(|e| BisectError::Inputs(Box::new(e)))?;
-                judge.find(&oracle)
+                judge.find(rest, &oracle)
             };
             per_case
                 .entry(format!("{{case}}/{rest}"))

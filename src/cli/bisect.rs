@@ -1,12 +1,13 @@
 //! `parity bisect`: localise the first divergence to one StableHLO operation.
 
+use super::emit::{Dest, ExportArgs};
 use super::StrategyArg;
 use crate::bisect::{self, BisectOptions};
-use crate::report::{self, table::Colour, Json, Renderer, Terminal};
+use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
 use crate::run::RunOptions;
 use parity_record::{AnyRecord, ExitCode};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `parity bisect`.
 #[derive(clap::Args, Debug)]
@@ -27,10 +28,12 @@ pub struct BisectArgs {
     /// Directory for the reproducer (slice.mlir, .npy files, run.sh, stages.yaml).
     #[arg(long, default_value = "reports/bisect")]
     repro_dir: PathBuf,
-    /// Write the JSON record (`parity.bisect/2`) here; the HTML report and the
-    /// Model Explorer node data go next to it (`.html`, `.node-data.json`).
-    #[arg(long, default_value = "reports/bisect.json")]
-    json: PathBuf,
+    /// The reports: the JSON record (`parity.bisect/2`, default
+    /// reports/bisect.json), the HTML page (default: next to the JSON file,
+    /// `.html`), JUnit and Markdown when asked; the Model Explorer node data
+    /// goes next to the JSON file (`.node-data.json`).
+    #[command(flatten)]
+    exports: super::emit::ExportArgs,
     /// Compiled-artifact cache directory.
     #[arg(long, env = "PARITY_CACHE_DIR", default_value = ".parity-cache")]
     cache_dir: PathBuf,
@@ -44,6 +47,9 @@ pub struct BisectArgs {
 
 /// Runs `parity bisect`.
 pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
+    if let Err(why) = args.exports.check() {
+        return super::emit::refuse(&why);
+    }
     let spec = match parity_spec::Spec::load(&args.spec) {
         Ok(s) => s,
         Err(e) => {
@@ -67,35 +73,58 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
         repro_dir: args.repro_dir,
     };
     let report_ = bisect::bisect(&spec, &options);
-    write_and_print(&report_, &args.json)
+    write_and_print(&report_, &args.exports)
 }
 
-/// Prints the bisect record, then writes it as JSON; returns the exit code
-/// (a failed write keeps a localisation's 1, else exits 2; see `check`).
-pub fn write_and_print(r: &bisect::BisectRecord, json: &std::path::Path) -> anyhow::Result<i32> {
+/// Prints the bisect record (unless an export goes to stdout), then writes
+/// its exports; returns the exit code (a failed write keeps a
+/// localisation's 1, else exits 2; see `check`).
+fn write_and_print(r: &bisect::BisectRecord, exports: &ExportArgs) -> anyhow::Result<i32> {
     let record = AnyRecord::Bisect(r.clone());
-    let terminal = Terminal {
-        colour: Colour::detect(),
-        quiet: false,
-        verbose: false,
-    };
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(&terminal.render(&record)?);
-    let mut written = report::write_report(json, &Json, &record).map_err(|e| e.to_string());
-    if written.is_ok() {
-        let _ = writeln!(stdout, "report: {}", json.display());
+    // The HTML page and the Model Explorer node data go next to the JSON
+    // file; with the JSON on stdout, in reports/.
+    let json = exports
+        .json
+        .clone()
+        .unwrap_or_else(|| Dest::File(PathBuf::from("reports/bisect.json")));
+    let beside = json
+        .file()
+        .map_or_else(|| PathBuf::from("reports/bisect.json"), Path::to_path_buf);
+    let html = exports
+        .html
+        .clone()
+        .unwrap_or_else(|| Dest::File(beside.with_extension("html")));
+    let text = !exports.to_stdout();
+    if text {
+        let terminal = Terminal {
+            colour: Colour::detect(),
+            quiet: false,
+            verbose: false,
+        };
+        let _ = std::io::stdout()
+            .lock()
+            .write_all(&terminal.render(&record)?);
     }
-    // The HTML page and Model Explorer node data go next to the JSON.
-    let html = json.with_extension("html");
-    if let Err(e) = report::write_report(&html, &report::Html, &record) {
-        written = written.and(Err(e.to_string()));
+    let mut written = json.render(&Json, &record);
+    if let (true, Ok(()), Some(path)) = (text, &written, json.file()) {
+        let _ = writeln!(std::io::stdout().lock(), "report: {}", path.display());
+    }
+    let md = Markdown::default();
+    let more: [(Option<&Dest>, &dyn Renderer); 3] = [
+        (Some(&html), &report::Html),
+        (exports.junit.as_ref(), &Junit),
+        (exports.markdown.as_ref(), &md),
+    ];
+    for (dest, renderer) in more {
+        if let Some(Err(e)) = dest.map(|d| d.render(renderer, &record)) {
+            written = written.and(Err(e));
+        }
     }
     if let Some(text) = report::node_data::render(r) {
-        let path = json.with_extension("node-data.json");
+        let path = beside.with_extension("node-data.json");
         if let Err(e) = report::write_atomic(&path, text.as_bytes()) {
             written = written.and(Err(format!("cannot write {}: {e}", path.display())));
         }
     }
-    drop(stdout);
     Ok(super::check::exit_with(record.exit_code(), written))
 }

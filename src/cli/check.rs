@@ -1,6 +1,7 @@
 //! `parity check`: run a stage graph, print the table, write the JSON, JUnit
 //! (and, when asked, Markdown) reports.
 
+use super::emit::Dest;
 use super::StrategyArg;
 use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
 use crate::run::{self, RunOptions};
@@ -32,18 +33,10 @@ pub struct CheckArgs {
     /// Directory for run.json, junit.xml and report.html.
     #[arg(long, default_value = "reports")]
     out_dir: PathBuf,
-    /// Write the JSON run record here (default: <out-dir>/run.json).
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Write JUnit XML here (default: <out-dir>/junit.xml).
-    #[arg(long)]
-    junit: Option<PathBuf>,
-    /// Also write a Markdown summary here (under 1 MiB), e.g. "$GITHUB_STEP_SUMMARY".
-    #[arg(long)]
-    markdown: Option<PathBuf>,
-    /// Write the self-contained HTML report here (default: <out-dir>/report.html).
-    #[arg(long)]
-    html: Option<PathBuf>,
+    /// The reports (default: run.json, junit.xml and report.html in --out-dir,
+    /// no Markdown; each flag moves one, `-` prints it on stdout instead of the table).
+    #[command(flatten)]
+    exports: super::emit::ExportArgs,
     /// Compiled-artifact cache directory.
     #[arg(long, env = "PARITY_CACHE_DIR", default_value = ".parity-cache")]
     cache_dir: PathBuf,
@@ -83,14 +76,19 @@ enum ModeArg {
 /// Runs `parity check`: the result is printed first, then the reports are
 /// written, so a failing disk never hides a verdict.
 pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
-    let json_path = args
-        .json
-        .clone()
-        .unwrap_or_else(|| args.out_dir.join("run.json"));
-    let junit_path = args
-        .junit
-        .clone()
-        .unwrap_or_else(|| args.out_dir.join("junit.xml"));
+    if let Err(why) = args.exports.check() {
+        return super::emit::refuse(&why);
+    }
+    let in_dir = |given: &Option<Dest>, name: &str| {
+        given
+            .clone()
+            .unwrap_or_else(|| Dest::File(args.out_dir.join(name)))
+    };
+    let json_path = in_dir(&args.exports.json, "run.json");
+    let junit_path = in_dir(&args.exports.junit, "junit.xml");
+    let html_path = in_dir(&args.exports.html, "report.html");
+    let markdown = args.exports.markdown.as_ref();
+    let text = !args.exports.to_stdout();
     let terminal = Terminal {
         colour: Colour::detect(),
         quiet: args.quiet,
@@ -119,16 +117,11 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
                 report::sanitize::terminal(&record.errors[0].message)
             );
             let record = AnyRecord::Run(record);
-            let mut outcome =
-                write_reports(&record, &json_path, &junit_path, args.markdown.as_ref());
+            let mut outcome = write_reports(&record, &json_path, &junit_path, markdown);
             // The HTML page too: it says what is wrong and where, and replaces
             // a previous run's page.
-            let html_path = args
-                .html
-                .clone()
-                .unwrap_or_else(|| args.out_dir.join("report.html"));
-            if let Err(e) = report::write_report(&html_path, &report::Html, &record) {
-                outcome = outcome.and(Err(e.to_string()));
+            if let Err(e) = html_path.render(&report::Html, &record) {
+                outcome = outcome.and(Err(e));
             }
             return Ok(exit_with(record.exit_code(), outcome));
         }
@@ -180,25 +173,31 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     let record = AnyRecord::Run(record);
 
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(&terminal.render(&record)?);
-    let mut outcome = write_reports(&record, &json_path, &junit_path, args.markdown.as_ref());
-    if outcome.is_ok() {
-        let _ = writeln!(
-            stdout,
-            "reports: {} {}",
-            json_path.display(),
-            junit_path.display()
-        );
+    if text {
+        let _ = stdout.write_all(&terminal.render(&record)?);
+    }
+    // (stdout's lock is reentrant: an export to `-` writes under it.)
+    let mut outcome = write_reports(&record, &json_path, &junit_path, markdown);
+    let files: Vec<String> = [&json_path, &junit_path]
+        .iter()
+        .filter_map(|d| d.file().map(|p| p.display().to_string()))
+        .collect();
+    if text && outcome.is_ok() && !files.is_empty() {
+        let _ = writeln!(stdout, "reports: {}", files.join(" "));
     }
     let mut code = record.exit_code();
     if let Some(Some(b)) = &bisected {
-        let _ = writeln!(stdout);
         let b = AnyRecord::Bisect(b.clone());
-        let _ = stdout.write_all(&terminal.render(&b)?);
+        if text {
+            let _ = writeln!(stdout);
+            let _ = stdout.write_all(&terminal.render(&b)?);
+        }
         let path = args.out_dir.join("bisect.json");
         match report::write_report(&path, &Json, &b) {
             Ok(()) => {
-                let _ = writeln!(stdout, "report: {}", path.display());
+                if text {
+                    let _ = writeln!(stdout, "report: {}", path.display());
+                }
             }
             Err(e) => outcome = outcome.and(Err(e.to_string())),
         }
@@ -218,23 +217,18 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     }
     // The HTML page shows the run and, with --bisect, its bisect record.
     if let AnyRecord::Run(run) = &record {
-        let html_path = args
-            .html
-            .clone()
-            .unwrap_or_else(|| args.out_dir.join("report.html"));
         let bisects: Vec<_> = bisected.iter().flatten().cloned().collect();
         let page = report::html::render(&report::html::HtmlInput {
             runs: std::slice::from_ref(run),
             bisects: &bisects,
             ..Default::default()
         });
-        match report::write_atomic(&html_path, page.as_bytes()) {
-            Ok(()) => {
-                let _ = writeln!(stdout, "report: {}", html_path.display());
+        match (html_path.deliver(page.as_bytes()), html_path.file()) {
+            (Ok(()), Some(path)) if text => {
+                let _ = writeln!(stdout, "report: {}", path.display());
             }
-            Err(e) => {
-                outcome = outcome.and(Err(format!("cannot write {}: {e}", html_path.display())))
-            }
+            (Ok(()), _) => {}
+            (Err(e), _) => outcome = outcome.and(Err(e)),
         }
     }
     drop(stdout);
@@ -245,19 +239,18 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
 /// messages of every write that failed.
 pub(super) fn write_reports(
     record: &AnyRecord,
-    json: &std::path::Path,
-    junit: &std::path::Path,
-    markdown: Option<&PathBuf>,
+    json: &Dest,
+    junit: &Dest,
+    markdown: Option<&Dest>,
 ) -> Result<(), String> {
-    let mut jobs: Vec<(&std::path::Path, &dyn Renderer)> = vec![(json, &Json), (junit, &Junit)];
+    let mut jobs: Vec<(&Dest, &dyn Renderer)> = vec![(json, &Json), (junit, &Junit)];
     let md = Markdown::default();
-    if let Some(path) = markdown {
-        jobs.push((path, &md));
+    if let Some(dest) = markdown {
+        jobs.push((dest, &md));
     }
     let failures: Vec<String> = jobs
         .into_iter()
-        .filter_map(|(path, r)| report::write_report(path, r, record).err())
-        .map(|e| e.to_string())
+        .filter_map(|(dest, r)| dest.render(r, record).err())
         .collect();
     if failures.is_empty() {
         Ok(())

@@ -1,6 +1,6 @@
 //! `parity compare A B`: the comparison engine on two tensors from files.
 
-use crate::report::{self, table::Colour, Json, Renderer, Terminal};
+use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
 use parity_compare::{
     compare, default_rtol_atol, evaluate_with, CompareOptions, Criterion, Mask, UlpDType,
     VerdictOptions,
@@ -52,32 +52,52 @@ pub struct CompareArgs {
     /// tensors); by default that fails.
     #[arg(long)]
     allow_empty: bool,
-    /// Print the record (`parity.compare/1`) as JSON instead of text.
-    #[arg(long)]
-    json: bool,
+    /// The reports of the record (`parity.compare/1`): none by default, the
+    /// text on stdout; `--json -` prints the JSON record instead of the text.
+    #[command(flatten)]
+    exports: super::emit::ExportArgs,
 }
 
-/// Runs `parity compare`: builds the compare record and renders it (text or
-/// JSON) on stdout; errors are also named on stderr.
+/// Runs `parity compare`: builds the compare record, prints it as text on
+/// stdout (unless an export goes there) and writes the exports asked for;
+/// errors are also named on stderr.
 pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
+    let exports = &args.exports;
+    if let Err(why) = exports.check() {
+        return super::emit::refuse(&why);
+    }
     let record = compare_files(&args);
-    let renderer: Box<dyn Renderer> = if args.json {
-        Box::new(Json)
-    } else {
-        Box::new(Terminal {
-            colour: Colour::detect(),
-            quiet: false,
-            verbose: false,
-        })
-    };
     for e in &record.errors {
         eprintln!("parity: error: {}", report::sanitize::terminal(&e.message));
     }
     let record = AnyRecord::Compare(record);
-    let _ = std::io::stdout()
-        .lock()
-        .write_all(&renderer.render(&record)?);
-    Ok(record.exit_code().code())
+    if !exports.to_stdout() {
+        let terminal = Terminal {
+            colour: Colour::detect(),
+            quiet: false,
+            verbose: false,
+        };
+        let _ = std::io::stdout()
+            .lock()
+            .write_all(&terminal.render(&record)?);
+    }
+    let md = Markdown::default();
+    let jobs: [(&Option<super::emit::Dest>, &dyn Renderer); 4] = [
+        (&exports.json, &Json),
+        (&exports.junit, &Junit),
+        (&exports.markdown, &md),
+        (&exports.html, &report::Html),
+    ];
+    let failures: Vec<String> = jobs
+        .iter()
+        .filter_map(|(dest, r)| dest.as_ref().and_then(|d| d.render(*r, &record).err()))
+        .collect();
+    let written = if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    };
+    Ok(super::check::exit_with(record.exit_code(), written))
 }
 
 fn source(file: &std::path::Path, key: Option<&str>) -> TensorSource {

@@ -36,12 +36,10 @@ pub struct FuzzArgs {
     /// Directory for fuzz.json, fuzz.html and fuzz-junit.xml.
     #[arg(long, default_value = "reports")]
     out_dir: PathBuf,
-    /// Print the JSON record (`parity.fuzz/1`) on stdout instead of the text.
-    #[arg(long)]
-    json: bool,
-    /// Also write a Markdown summary here, e.g. "$GITHUB_STEP_SUMMARY".
-    #[arg(long)]
-    markdown: Option<PathBuf>,
+    /// The reports (default: fuzz.json, fuzz-junit.xml and fuzz.html in
+    /// --out-dir; each flag moves one, `-` prints it on stdout instead of the text).
+    #[command(flatten)]
+    exports: super::emit::ExportArgs,
     /// Compiled-artifact cache directory.
     #[arg(long, env = "PARITY_CACHE_DIR", default_value = ".parity-cache")]
     cache_dir: PathBuf,
@@ -65,6 +63,9 @@ fn parse_replay(s: &str) -> Result<(String, u64), String> {
 
 /// Runs `parity fuzz`: prints the result, then writes the reports.
 pub fn run(args: FuzzArgs) -> anyhow::Result<i32> {
+    if let Err(why) = args.exports.check() {
+        return super::emit::refuse(&why);
+    }
     let record = match parity_spec::Spec::load(&args.spec) {
         Ok(spec) => {
             let options = FuzzOptions {
@@ -96,6 +97,6 @@ pub fn run(args: FuzzArgs) -> anyhow::Result<i32> {
         }
     };
     let record = AnyRecord::Fuzz(Box::new(record));
-    let outputs = super::emit::Outputs::in_dir(&args.out_dir, "fuzz", args.markdown);
-    super::emit::emit(&record, args.json, &outputs)
+    let outputs = args.exports.in_dir(&args.out_dir, "fuzz");
+    super::emit::emit(&record, &outputs)
 }

@@ -10,6 +10,7 @@ mod emit;
 mod fuzz;
 mod oracle;
 mod points;
+mod points_cuts;
 mod points_propose;
 mod progress;
 mod report;
@@ -104,6 +105,9 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
+            if let Some(hint) = emit::old_spelling_hint(&e) {
+                eprintln!("parity: {hint}");
+            }
             return if e.use_stderr() {
                 ExitCode::Input.code()
             } else {

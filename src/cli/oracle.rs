@@ -10,7 +10,8 @@ pub enum OracleCommand {
     /// Write DIR/manifest.json (schema parity.oracle-manifest/1) listing every
     /// .npy/.npz/.safetensors dump under DIR. Names: `<stem>` for an .npy,
     /// `<stem>/<key>` for an .npz/.safetensors, `@f64` appended when the file
-    /// stem or the key ends in `_f64` or `@f64` (see docs/your-model.md).
+    /// stem or the key ends in `_f64` or `@f64`, or the file is under the
+    /// `--truth-dir` folder (see docs/your-model.md).
     /// Headers are read, never memory-mapped (a file truncated meanwhile is an
     /// error naming it); directory links into the tree or to its ancestors are
     /// not followed; names that are not UTF-8 are refused.
@@ -32,6 +33,15 @@ pub struct IndexArgs {
     /// (e.g. flat `conformer.0.attention.npy` files).
     #[arg(long)]
     case: Option<String>,
+    /// A folder of the oracle's dumps in one precision, e.g. `f32` (with
+    /// --truth-dir): left out of the tensor names, wherever it is in the tree.
+    #[arg(long, value_name = "NAME")]
+    oracle_dir: Option<String>,
+    /// A folder of the f64 truth, e.g. `f64`: left out of the tensor names,
+    /// and every tensor under it is that name's `@f64` truth, so
+    /// `f32/mel.npy` and `f64/mel.npy` pair as `mel` and `mel@f64`.
+    #[arg(long, value_name = "NAME")]
+    truth_dir: Option<String>,
     /// A provenance field, KEY=VALUE (VALUE as JSON if it parses, else a string; dotted keys nest). Repeatable.
     #[arg(long = "provenance", value_name = "KEY=VALUE")]
     provenance: Vec<String>,
@@ -71,6 +81,8 @@ fn index(args: IndexArgs) -> anyhow::Result<i32> {
         provenance,
         manifest_dir: Some(manifest_dir),
         case: args.case.clone(),
+        oracle_dir: args.oracle_dir.clone(),
+        truth_dir: args.truth_dir.clone(),
     };
     let built = match index_dir(&args.dir, &options) {
         Ok(b) => b,
@@ -96,6 +108,21 @@ fn index(args: IndexArgs) -> anyhow::Result<i32> {
             built.skipped_links.join(", ")
         )
     };
+    if !built.unpaired_truth.is_empty() {
+        let n = built.unpaired_truth.len();
+        let shown: Vec<&str> = built
+            .unpaired_truth
+            .iter()
+            .take(3)
+            .map(String::as_str)
+            .collect();
+        eprintln!(
+            "parity: oracle index: warning: {n} truth tensor(s) under `{}` have no oracle tensor of their name to be the truth of: {}{}; is the oracle's folder left in the names (--oracle-dir NAME)?",
+            args.truth_dir.as_deref().unwrap_or(""),
+            shown.join(", "),
+            if n > 3 { ", ..." } else { "" }
+        );
+    }
     println!(
         "{}: {} tensors from {} files{skipped}{links}",
         out.display(),

@@ -1,5 +1,6 @@
 //! `parity points MODULE.mlir [--function F]`: where a `slice:` stage can cut.
 
+use super::emit::Dest;
 use crate::run::slices::read_normalised;
 use parity_iree::IreeCompiler;
 use parity_mlir::{yaml_point, Function, ScopePoint};
@@ -21,12 +22,19 @@ pub struct PointsArgs {
     /// List this function's named scopes (default: list the public functions).
     #[arg(long)]
     function: Option<String>,
-    /// Show scopes at most this deep (1 = top-level scopes only).
+    /// Show scopes at most this deep (1 = top-level scopes only); with --cuts,
+    /// cut between the scopes at this depth (default 1).
     #[arg(long)]
     depth: Option<usize>,
-    /// Print JSON (schema parity.points/1, see docs/your-model.md).
-    #[arg(long)]
-    pub(super) json: bool,
+    /// With --function: list the cuts between consecutive scopes, each with
+    /// the arguments a `slice:` stage cutting there takes (its `from` point,
+    /// then function arguments by MLIR name), to write its `bind:` rules.
+    #[arg(long, requires = "function")]
+    cuts: bool,
+    /// Write the listing as JSON (schema parity.points/1, see docs/your-model.md;
+    /// with --propose-map, parity.map-proposal/1) to PATH; `-`: on stdout, in place of the text.
+    #[arg(long, value_name = "PATH")]
+    pub(super) json: Option<Dest>,
     /// Propose the spec's `checkpoints:` map for --stage by value: run the stage
     /// on its oracle inputs with every candidate value tapped and match each
     /// oracle tensor of the case(s) (see docs/your-model.md).
@@ -65,6 +73,9 @@ struct FunctionJson {
     results: Vec<ValueJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     scopes: Option<Vec<ScopeJson>>,
+    /// With --cuts: the cuts between consecutive scopes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cuts: Option<Vec<super::points_cuts::CutJson>>,
 }
 
 #[derive(Serialize)]
@@ -126,6 +137,7 @@ fn function_json(f: &Function, scopes: bool, depth: Option<usize>) -> FunctionJs
         args: f.args.iter().map(|&v| value_json(f, v)).collect(),
         results: f.results.iter().map(|&v| value_json(f, v)).collect(),
         scopes: scopes.then(|| scope_json(f, &f.scope_tree(), depth)),
+        cuts: None,
     }
 }
 
@@ -157,7 +169,13 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
     };
     let functions: Vec<FunctionJson> = match &args.function {
         Some(name) => match module.function(name) {
-            Some(f) => vec![function_json(f, true, args.depth)],
+            Some(f) => {
+                let mut listed = function_json(f, true, args.depth);
+                listed.cuts = args
+                    .cuts
+                    .then(|| super::points_cuts::cuts(&module, f, args.depth.unwrap_or(1)));
+                vec![listed]
+            }
             None => {
                 let mut names: Vec<&str> =
                     module.functions.iter().map(|f| f.name.as_str()).collect();
@@ -181,12 +199,29 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
         module: source,
         functions,
     };
-    let body = if args.json {
-        serde_json::to_string_pretty(&out)? + "\n"
-    } else {
-        text(&out)
-    };
-    print_stdout(&body)
+    let json = serde_json::to_string_pretty(&out)? + "\n";
+    text_or_json(args.json.as_ref(), &json, || text(&out))
+}
+
+/// Prints the text (from `text`) unless the JSON goes to stdout, and
+/// writes the JSON where `--json` says; a JSON file that cannot be written
+/// is exit 2 after the text.
+pub(super) fn text_or_json(
+    dest: Option<&Dest>,
+    json: &str,
+    text: impl FnOnce() -> String,
+) -> anyhow::Result<i32> {
+    match dest {
+        Some(Dest::Stdout) => print_stdout(json),
+        Some(file) => {
+            let code = print_stdout(&text())?;
+            match file.deliver(json.as_bytes()) {
+                Ok(()) => Ok(code),
+                Err(e) => super::emit::refuse(&format!("points: {e}")),
+            }
+        }
+        None => print_stdout(&text()),
+    }
 }
 
 /// Writes `body` to stdout; a closed pipe (`parity points ... | head`) is not an error.
@@ -243,6 +278,9 @@ fn listing(out: &PointsJson) -> String {
         let _ = writeln!(s, "  results:");
         for r in sig(&f.results) {
             let _ = writeln!(s, "    {r}");
+        }
+        if let Some(cuts) = &f.cuts {
+            s.push_str(&super::points_cuts::listing(cuts));
         }
         let Some(scopes) = &f.scopes else { continue };
         if scopes.is_empty() {
@@ -306,6 +344,7 @@ mod tests {
                 args: vec![value("\u{1b}[31mred\u{1b}[0m"), value("params['w']")],
                 results: vec![value("\u{1b}]0;owned\u{7}x\u{9b}y")],
                 scopes: None,
+                cuts: None,
             }],
         };
         let listed = text(&out);

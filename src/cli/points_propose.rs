@@ -2,8 +2,8 @@
 //! tensor -> point map proposed by value, as a `checkpoints:` block to paste
 //! into the spec (or `--json`, schema `parity.map-proposal/1`).
 
-use super::points::{print_stdout, PointsArgs};
-use crate::bisect::propose::{propose, Entry, Found, Proposal};
+use super::points::{text_or_json, PointsArgs};
+use crate::bisect::propose::{propose, Entry, Found, Proposal, Tie};
 use crate::run::RunOptions;
 use parity_mlir::yaml_point;
 use parity_record::ExitCode;
@@ -41,12 +41,8 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
             return Ok(e.exit_code().code());
         }
     };
-    let body = if args.json {
-        serde_json::to_string_pretty(&proposal)? + "\n"
-    } else {
-        yaml(&proposal)
-    };
-    print_stdout(&body)
+    let json = serde_json::to_string_pretty(&proposal)? + "\n";
+    text_or_json(args.json.as_ref(), &json, || yaml(&proposal))
 }
 
 /// The proposal as YAML to paste: the matches as `checkpoints:` entries (a
@@ -92,6 +88,7 @@ pub fn yaml(p: &Proposal) -> String {
                 value,
                 metric,
                 also,
+                tie,
                 ..
             } => Some((
                 format!(
@@ -99,14 +96,17 @@ pub fn yaml(p: &Proposal) -> String {
                     parity_spec::yaml_quote(&e.oracle),
                     yaml_point(point)
                 ),
-                format!(
-                    "# {value}: {metric}{}",
-                    if also.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; the same numbers at {}", also.join(", "))
-                    }
-                ),
+                match tie {
+                    None => format!("# {value}: {metric}"),
+                    Some(Tie::ScopeName) => format!(
+                        "# {value}: {metric}; tie: the same numbers at {}, chosen as its scope is named as the tensor",
+                        also.join(", ")
+                    ),
+                    Some(Tie::Last) => format!(
+                        "# AMBIGUOUS: the same numbers at {}; {value} proposed as the last of them (nearest its consumers), not by meaning: check which one the oracle computes; {metric}",
+                        also.join(", ")
+                    ),
+                },
             )),
             _ => None,
         })
@@ -134,7 +134,7 @@ pub fn yaml(p: &Proposal) -> String {
     if !elsewhere.is_empty() {
         let _ = writeln!(
             s,
-            "#   {} tensors no value of the stage has the element count of (--json lists them): {}{}",
+            "#   no candidate for {} tensors (no value of the stage has their element count, or they are empty; --json lists them): {}{}",
             elsewhere.len(),
             elsewhere[..elsewhere.len().min(3)].join(", "),
             if elsewhere.len() > 3 { ", ..." } else { "" }
@@ -156,11 +156,19 @@ pub fn yaml(p: &Proposal) -> String {
                 "ambiguous: {} (different numbers, each within tolerance)",
                 points.join(", ")
             ),
+            // Equal where finite, yet failing: NaN or infinities apart; a
+            // zero distance would read as a match.
+            Found::NoMatch {
+                closest: Some(c),
+                closest_max_abs: Some(m),
+            } if *m == 0.0 => format!(
+                "no match: {c} holds the same finite numbers, but NaN or infinities apart"
+            ),
             Found::NoMatch {
                 closest: Some(c),
                 closest_max_abs: Some(m),
             } => format!("no match (closest: {c}, max_abs {m:.3e})"),
-            Found::NoMatch { .. } => "no match".to_string(),
+            Found::NoMatch { .. } => "no candidate".to_string(),
             Found::StageInput => "an input of the stage".to_string(),
             Found::StageOutput { output } => {
                 format!("the oracle of stage output `{output}` (parity check compares it)")

@@ -1,6 +1,7 @@
 //! `parity report`: re-render saved records without running anything; merge
 //! shards; compare a run with a baseline.
 
+use super::emit::Dest;
 use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
 use parity_record::{AnyRecord, Band, BaselineRecord, ExitCode, Metric, RunRecord};
 use std::io::Write;
@@ -23,19 +24,11 @@ pub struct ReportArgs {
     /// exactly the stage runs the plan assigns to it.
     #[arg(long)]
     merge: bool,
-    /// Also write the JSON record here (needs exactly one record, e.g. with --merge).
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Also write JUnit XML here (needs exactly one record).
-    #[arg(long)]
-    junit: Option<PathBuf>,
-    /// Also write a Markdown summary here (under 1 MiB), e.g. "$GITHUB_STEP_SUMMARY"
-    /// (needs exactly one record; with --baseline, the comparison follows it).
-    #[arg(long)]
-    markdown: Option<PathBuf>,
-    /// Also write the self-contained HTML report of every record here.
-    #[arg(long)]
-    html: Option<PathBuf>,
+    /// The exports: `--json`, `--junit` and `--markdown` need exactly one
+    /// record (e.g. with --merge; with --baseline, the comparison follows the
+    /// Markdown summary), `--html` shows every record; none by default.
+    #[command(flatten)]
+    exports: super::emit::ExportArgs,
     /// Also write Model Explorer node data (per-op error keyed by the explorer's
     /// node ids) here: of the bisect record (every op of the bisected region),
     /// or of the run record (the op producing each stage output, with its
@@ -83,6 +76,9 @@ fn input_error(message: String) -> anyhow::Result<i32> {
 /// (input over execution over parity failure over pass), the baseline
 /// comparison's included.
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
+    if let Err(why) = args.exports.check() {
+        return input_error(why);
+    }
     let mut records = Vec::new();
     for path in &args.records {
         match AnyRecord::read(path) {
@@ -123,38 +119,38 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
         quiet: false,
         verbose: args.verbose,
     };
-    {
+    let exports = &args.exports;
+    if !exports.to_stdout() {
         let mut stdout = std::io::stdout().lock();
         for r in records.iter().chain(baseline.as_ref()) {
             let _ = stdout.write_all(&terminal.render(r)?);
         }
     }
     let mut failures: Vec<String> = Vec::new();
-    let mut jobs: Vec<(&PathBuf, &dyn Renderer)> = Vec::new();
-    if let Some(p) = &args.json {
-        jobs.push((p, &Json));
+    let mut jobs: Vec<(&Dest, &dyn Renderer)> = Vec::new();
+    if let Some(d) = &exports.json {
+        jobs.push((d, &Json));
     }
-    if let Some(p) = &args.junit {
-        jobs.push((p, &Junit));
+    if let Some(d) = &exports.junit {
+        jobs.push((d, &Junit));
     }
-    if !jobs.is_empty() || args.markdown.is_some() {
+    if !jobs.is_empty() || exports.markdown.is_some() {
         let record = match single() {
             Ok(r) => r,
             Err(m) => return input_error(m),
         };
         failures.extend(
             jobs.into_iter()
-                .filter_map(|(p, r)| report::write_report(p, r, record).err())
-                .map(|e| e.to_string()),
+                .filter_map(|(d, r)| d.render(r, record).err()),
         );
-        if let Some(path) = &args.markdown {
+        if let Some(dest) = &exports.markdown {
             let mut text = Markdown::default().render(record)?;
             if let Some(AnyRecord::Baseline(b)) = &baseline {
                 text.push(b'\n');
                 text.extend_from_slice(report::baseline::markdown(b).as_bytes());
             }
-            if let Err(e) = report::write_atomic(path, &text) {
-                failures.push(format!("cannot write {}: {e}", path.display()));
+            if let Err(e) = dest.deliver(&text) {
+                failures.push(e);
             }
         }
     }
@@ -206,7 +202,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             _ => None,
         })
         .collect();
-    if let Some(path) = &args.html {
+    if let Some(dest) = &exports.html {
         let page = report::html::render(&report::html::HtmlInput {
             runs: &runs,
             bisects: &bisects,
@@ -215,8 +211,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             servings: &servings,
             fuzzes: &fuzzes,
         });
-        if let Err(e) = report::write_atomic(path, page.as_bytes()) {
-            failures.push(format!("cannot write {}: {e}", path.display()));
+        if let Err(e) = dest.deliver(page.as_bytes()) {
+            failures.push(e);
         }
     }
     if let Some(path) = &args.node_data {

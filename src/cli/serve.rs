@@ -2,7 +2,6 @@
 //! points on IREE, as a continuous-batching server runs them; every request
 //! judged against the oracle and its solo run (docs/serving.md).
 
-use super::emit::Outputs;
 use crate::run::RunOptions;
 use crate::serve::{TargetApi, TargetChoice};
 use parity_record::AnyRecord;
@@ -17,18 +16,11 @@ pub struct ServeArgs {
     /// Directory for serving.json, serving.html and serving-junit.xml.
     #[arg(long, default_value = "reports")]
     out_dir: PathBuf,
-    /// Write the JSON record (`parity.serving/1`) here instead of OUT_DIR/serving.json.
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Write the JUnit XML (one test case per request) here instead of OUT_DIR/serving-junit.xml.
-    #[arg(long)]
-    junit: Option<PathBuf>,
-    /// Write the HTML report (slots x steps timeline) here instead of OUT_DIR/serving.html.
-    #[arg(long)]
-    html: Option<PathBuf>,
-    /// Also write a Markdown summary here (under 1 MiB), e.g. "$GITHUB_STEP_SUMMARY".
-    #[arg(long)]
-    markdown: Option<PathBuf>,
+    /// The reports (default: serving.json, serving-junit.xml with one test case
+    /// per request, and serving.html with the slots x steps timeline, in
+    /// --out-dir; each flag moves one, `-` prints it on stdout instead of the text).
+    #[command(flatten)]
+    exports: super::emit::ExportArgs,
     /// Compiled-artifact cache directory.
     #[arg(long, env = "PARITY_CACHE_DIR", default_value = ".parity-cache")]
     cache_dir: PathBuf,
@@ -88,6 +80,9 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
 
 /// Runs `parity serve`: prints the table, then writes the reports.
 pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
+    if let Err(why) = args.exports.check() {
+        return super::emit::refuse(&why);
+    }
     let options = RunOptions {
         cache_dir: args.cache_dir,
         compiler_lib: args.iree_compiler_lib,
@@ -104,12 +99,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         &choice,
         args.request_timeout,
     )));
-    let defaults = Outputs::in_dir(&args.out_dir, "serving", args.markdown);
-    let outputs = Outputs {
-        json: args.json.unwrap_or(defaults.json),
-        html: args.html.unwrap_or(defaults.html),
-        junit: args.junit.unwrap_or(defaults.junit),
-        markdown: defaults.markdown,
-    };
-    super::emit::emit(&record, false, &outputs)
+    let outputs = args.exports.in_dir(&args.out_dir, "serving");
+    super::emit::emit(&record, &outputs)
 }

@@ -25,12 +25,10 @@ pub struct TokensArgs {
     /// Directory for tokens.json, tokens.html, tokens-junit.xml and the bisect reproducer.
     #[arg(long, default_value = "reports")]
     out_dir: PathBuf,
-    /// Print the JSON record (`parity.tokens/1`) on stdout instead of the text.
-    #[arg(long)]
-    json: bool,
-    /// Also write a Markdown summary here (under 1 MiB), e.g. "$GITHUB_STEP_SUMMARY".
-    #[arg(long)]
-    markdown: Option<PathBuf>,
+    /// The reports (default: tokens.json, tokens-junit.xml and tokens.html in
+    /// --out-dir; each flag moves one, `-` prints it on stdout instead of the text).
+    #[command(flatten)]
+    exports: super::emit::ExportArgs,
     /// Do not run the divergent step's stage chain or bisect.
     #[arg(long)]
     no_localise: bool,
@@ -57,6 +55,9 @@ enum TokenModeArg {
 
 /// Runs `parity tokens`: prints the result, then writes the reports.
 pub fn run(args: TokensArgs) -> anyhow::Result<i32> {
+    if let Err(why) = args.exports.check() {
+        return super::emit::refuse(&why);
+    }
     let record = match parity_spec::Spec::load(&args.spec) {
         Ok(spec) => {
             let options = TokensOptions {
@@ -93,6 +94,6 @@ pub fn run(args: TokensArgs) -> anyhow::Result<i32> {
         }
     };
     let record = AnyRecord::Tokens(Box::new(record));
-    let outputs = super::emit::Outputs::in_dir(&args.out_dir, "tokens", args.markdown);
-    super::emit::emit(&record, args.json, &outputs)
+    let outputs = args.exports.in_dir(&args.out_dir, "tokens");
+    super::emit::emit(&record, &outputs)
 }

@@ -80,6 +80,29 @@ pub fn stage_argument_names(
     Ok((slice.function.clone(), names))
 }
 
+/// Binds `stage`'s rules to `names` (from [`stage_argument_names`]); on a
+/// slice, rules for what only the whole function takes are ignored
+/// ([`parity_spec::bind_args_in`]), so slices can share one `bind:` list.
+fn bind_in(
+    spec_path: &std::path::Path,
+    module: &parity_mlir::Module,
+    stage: &Stage,
+    function: &str,
+    names: &[Option<String>],
+) -> Result<(Vec<parity_spec::Arg>, Vec<parity_spec::Location>), Box<parity_spec::BindError>> {
+    let Some(slice) = &stage.slice else {
+        return parity_spec::bind_args(spec_path, stage, function, names);
+    };
+    let whole = module.function(&slice.function);
+    let function_args = argument_names(module, &slice.function).unwrap_or_default();
+    let is_point = |name: &str| whole.is_some_and(|f| f.resolve_point(name).is_ok());
+    let scope = parity_spec::SliceScope {
+        function_args: &function_args,
+        is_point: &is_point,
+    };
+    parity_spec::bind_args_in(spec_path, stage, function, names, Some(&scope))
+}
+
 /// Binds one instantiated `bind:` stage's arguments in place from the parsed
 /// module (as the run does), for tools that set a stage up outside a run.
 pub fn rebind(
@@ -90,7 +113,7 @@ pub fn rebind(
     let (function, names) = stage_argument_names(module, stage)
         .map_err(|why| format!("stage `{}`: {why}", stage.name))?;
     let (args, locations) =
-        parity_spec::bind_args(spec_path, stage, &function, &names).map_err(|e| e.to_string())?;
+        bind_in(spec_path, module, stage, &function, &names).map_err(|e| e.to_string())?;
     stage.args = args;
     stage.locations.args = locations;
     Ok(())
@@ -178,7 +201,7 @@ fn bind_stage(
     })?;
     let (function, names) = stage_argument_names(module, stage)
         .map_err(|why| ErrorRecord::input(format!("{}: {why}", at(stage.locations.function))))?;
-    let (args, locations) = parity_spec::bind_args(&spec.path, stage, &function, &names)
+    let (args, locations) = bind_in(&spec.path, module, stage, &function, &names)
         .map_err(|e| ErrorRecord::input(e.to_string()))?;
     stage.args = args;
     stage.locations.args = locations;

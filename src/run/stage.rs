@@ -288,12 +288,20 @@ impl StageContext<'_> {
         }
         for (i, (ty, arg)) in sig.args.iter().zip(args).enumerate() {
             if let Some(why) = ty.mismatch(arg.dtype(), arg.shape()) {
+                let spec_arg = stage.args.get(i);
                 return Err(at(
                     stage.locations.args.get(i),
                     SignatureMismatch::Argument {
                         function,
                         index: i,
+                        source_name: super::stage_error::argument_source(spec_arg),
                         why,
+                        hint: super::stage_error::transpose_hint(
+                            spec_arg,
+                            ty,
+                            arg.dtype(),
+                            arg.shape(),
+                        ),
                     },
                 ));
             }

@@ -72,14 +72,20 @@ pub enum SignatureMismatch {
         passes: usize,
     },
     /// One argument's dtype or shape.
-    #[error("argument {index} of `{function}`: {why}")]
+    #[error("argument {index} of `{function}`{source_name}: {why}{hint}")]
     Argument {
         /// `module.function`.
         function: String,
         /// 0-based argument index.
         index: usize,
+        /// ` (weight `name`)`, ` (oracle tensor `name`)`, ...: what the
+        /// spec passes there; empty when unknown.
+        source_name: String,
         /// The IREE signature's account of the mismatch.
         why: String,
+        /// For a weight whose axes, permuted, would fit: the
+        /// `weight_transforms` entry to add; else empty.
+        hint: String,
     },
     /// Another number of results than the spec lists outputs (`declared`: by
     /// the function's signature, else counted after the call).
@@ -211,6 +217,72 @@ impl StageError {
             None => record,
         }
     }
+}
+
+/// What the spec passes as an argument, for messages: ` (weight `w`)`.
+pub(super) fn argument_source(arg: Option<&parity_spec::Arg>) -> String {
+    use parity_spec::Arg;
+    match arg {
+        Some(Arg::Weight(name)) => format!(" (weight `{name}`)"),
+        Some(Arg::Oracle(name)) => format!(" (oracle tensor `{name}`)"),
+        Some(Arg::Stage { stage, output }) => format!(" (output `{output}` of stage `{stage}`)"),
+        Some(Arg::Literal { .. }) => " (a literal)".to_string(),
+        _ => String::new(),
+    }
+}
+
+/// For a weight whose shape does not fit `ty` but a permutation of its axes
+/// does (a matrix stored transposed, as Keras and PyTorch lay them out
+/// differently): the `weight_transforms` entry that loads it so.
+pub(super) fn transpose_hint(
+    arg: Option<&parity_spec::Arg>,
+    ty: &parity_iree::ValueType,
+    dtype: parity_tensor::DType,
+    shape: &[usize],
+) -> String {
+    let Some(parity_spec::Arg::Weight(name)) = arg else {
+        return String::new();
+    };
+    // 720 permutations at rank 6; weights of higher rank are not guessed at.
+    if shape.len() < 2 || shape.len() > 6 || ty.mismatch(dtype, shape).is_none() {
+        return String::new();
+    }
+    let mut perm: Vec<usize> = (0..shape.len()).collect();
+    while next_permutation(&mut perm) {
+        let permuted: Vec<usize> = perm.iter().map(|&i| shape[i]).collect();
+        if ty.mismatch(dtype, &permuted).is_none() {
+            let axes: Vec<String> = perm.iter().map(usize::to_string).collect();
+            return format!(
+                "; its axes permuted fit: add `weight_transforms: [{{match: {}, transpose: [{}]}}]` to the spec",
+                parity_spec::yaml_quote(&regex_escape(name)),
+                axes.join(", ")
+            );
+        }
+    }
+    String::new()
+}
+
+/// `name` with the characters a regular expression treats specially escaped.
+fn regex_escape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The next permutation of `p` in lexicographic order; false after the last.
+fn next_permutation(p: &mut [usize]) -> bool {
+    let Some(i) = (1..p.len()).rev().find(|&i| p[i - 1] < p[i]) else {
+        return false;
+    };
+    let j = (i..p.len()).rev().find(|&j| p[j] > p[i - 1]).unwrap_or(i);
+    p.swap(i - 1, j);
+    p[i..].reverse();
+    true
 }
 
 #[cfg(test)]

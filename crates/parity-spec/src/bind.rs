@@ -198,6 +198,42 @@ pub fn bind_args(
     function: &str,
     names: &[Option<String>],
 ) -> Result<(Vec<Arg>, Vec<Location>), Box<BindError>> {
+    bind_args_in(spec_path, stage, function, names, None)
+}
+
+/// What the function a `slice:` stage cuts offers beyond the slice's own
+/// arguments: the names a rule of a `bind:` list shared by several slices
+/// may target on another slice.
+pub struct SliceScope<'a> {
+    /// The whole function's MLIR argument names.
+    pub function_args: &'a [Option<String>],
+    /// Whether a name is a point of the function (another slice's `from`).
+    pub is_point: &'a dyn Fn(&str) -> bool,
+}
+
+impl SliceScope<'_> {
+    /// Whether `name` is an argument of the whole function or a point of it.
+    fn knows(&self, name: &str) -> bool {
+        self.function_args
+            .iter()
+            .any(|a| a.as_deref() == Some(name))
+            || (self.is_point)(name)
+    }
+}
+
+/// [`bind_args`]; for a `slice:` stage (`slice` given), a rule for an
+/// argument the slice does not take is ignored, so one `bind:` list serves
+/// every slice of a function: an `arg:` naming an argument or a point of the
+/// function that the slice does not take, and a `match:` matching only
+/// function arguments the slice does not take. A rule naming nothing in the
+/// function is still an error (a typo).
+pub fn bind_args_in(
+    spec_path: &Path,
+    stage: &Stage,
+    function: &str,
+    names: &[Option<String>],
+    slice: Option<&SliceScope<'_>>,
+) -> Result<(Vec<Arg>, Vec<Location>), Box<BindError>> {
     let Some(bind) = &stage.bind else {
         return Ok((stage.args.clone(), stage.locations.args.clone()));
     };
@@ -233,10 +269,13 @@ pub fn bind_args(
                     format!("`arg: {i}` is past the last argument"),
                 ))
             }
-            BindTarget::Name(n) => names
-                .iter()
-                .position(|m| m.as_deref() == Some(n.as_str()))
-                .ok_or_else(|| no_match(rule, format!("`arg: {n}` names no argument")))?,
+            BindTarget::Name(n) => {
+                match names.iter().position(|m| m.as_deref() == Some(n.as_str())) {
+                    Some(i) => i,
+                    None if slice.is_some_and(|s| s.knows(n)) => continue,
+                    None => return Err(no_match(rule, format!("`arg: {n}` names no argument"))),
+                }
+            }
         };
         if let Some((first, _)) = &chosen[index] {
             return Err(Box::new(BindError::DoublyBound {
@@ -281,7 +320,15 @@ pub fn bind_args(
             };
             chosen[index] = Some((rule, source));
         }
-        if !matched {
+        let elsewhere = || {
+            slice.is_some_and(|s| {
+                s.function_args
+                    .iter()
+                    .flatten()
+                    .any(|n| pattern.captures(n).is_some())
+            })
+        };
+        if !matched && !elsewhere() {
             return Err(no_match(
                 rule,
                 format!("`match: {}` matches no argument", pattern.text),

@@ -16,11 +16,31 @@ pub struct Position {
     pub line: usize,
     /// 1-based column (in characters).
     pub col: usize,
+    /// When the place is reached through a YAML alias: which anchor, and
+    /// where it is defined (`in alias `*tol` (anchor `&tol` at 3:8)`).
+    /// Line and column are the alias's, where the value is used.
+    pub alias: Option<String>,
+}
+
+impl Position {
+    /// A place not reached through an alias.
+    pub fn new(file: PathBuf, line: usize, col: usize) -> Position {
+        Position {
+            file,
+            line,
+            col,
+            alias: None,
+        }
+    }
 }
 
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file.display(), self.line, self.col)
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.col)?;
+        if let Some(alias) = &self.alias {
+            write!(f, ": {alias}")?;
+        }
+        Ok(())
     }
 }
 

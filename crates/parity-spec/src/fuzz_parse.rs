@@ -348,6 +348,7 @@ pub(crate) fn validate(spec: &Spec) -> Result<(), SpecError> {
                 file: spec.path.clone(),
                 line: f.location.line,
                 col: f.location.col,
+                alias: None,
             },
             scope: Scope::Fuzz,
             message: format!(

@@ -11,6 +11,7 @@ fn at(file: &Path, loc: Location) -> crate::Position {
         file: file.to_path_buf(),
         line: loc.line,
         col: loc.col,
+        alias: None,
     }
 }
 

@@ -16,6 +16,7 @@ fn fill(
         file: spec.path.clone(),
         line: loc.line,
         col: loc.col,
+        alias: None,
     };
     render(text, case).map_err(|e| match e {
         TemplateError::UnknownVariable(var) => {
@@ -52,6 +53,7 @@ fn instantiate_stage(spec: &Spec, stage: &Stage, case: &Case) -> Result<Stage, S
                 file: spec.path.clone(),
                 line: stage.locations.module.line,
                 col: stage.locations.module.col,
+                alias: None,
             },
             stage: stage.name.clone(),
             module: out.module,

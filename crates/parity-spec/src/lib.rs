@@ -28,7 +28,9 @@ mod transform;
 mod write;
 mod yaml;
 
-pub use bind::{bind_args, Bind, BindError, BindRule, BindTarget, NamePattern};
+pub use bind::{
+    bind_args, bind_args_in, Bind, BindError, BindRule, BindTarget, NamePattern, SliceScope,
+};
 pub use error::{Position, Scope, SpecError, SpecErrorKind};
 pub use fuzz::{
     FuzzArg, FuzzOutput, FuzzShape, FuzzSpec, LengthsContract, MaskContract, MaskLayout,

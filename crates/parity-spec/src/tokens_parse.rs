@@ -426,6 +426,7 @@ pub(crate) fn validate(spec: &Spec) -> Result<(), SpecError> {
                 file: spec.path.clone(),
                 line: loc.line,
                 col: loc.col,
+                alias: None,
             },
             scope: Scope::Tokens(scope.into()),
             message,

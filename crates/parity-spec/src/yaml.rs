@@ -18,30 +18,102 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// or two, an alias bomb needs millions.
 pub(crate) const MAX_ALIAS_EXPANSION: usize = 100_000;
 
-/// A 1-based line and column in the spec text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A 1-based line and column in the spec text: where a node is used. A
+/// node reached through an alias (`*tol`) is marked at the alias, so errors
+/// point at the use, and `via` says which anchor it came from and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Mark {
     pub line: usize,
     pub col: usize,
+    pub via: Option<Rc<Via>>,
+}
+
+/// How a node reached through an alias was defined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Via {
+    /// The anchor's name (`tol` for `&tol` / `*tol`).
+    pub anchor: String,
+    /// Where the anchored node starts.
+    pub anchor_at: (usize, usize),
+    /// Where this node is in the anchor's text.
+    pub node_at: (usize, usize),
 }
 
 impl Mark {
-    fn from_span(span: &Span) -> Mark {
-        // saphyr lines are 1-based, columns 0-based; editors show 1-based columns.
+    /// A mark not reached through an alias.
+    pub fn new(line: usize, col: usize) -> Mark {
         Mark {
-            line: span.start.line(),
-            col: span.start.col() + 1,
+            line,
+            col,
+            via: None,
         }
     }
 
+    fn from_span(span: &Span) -> Mark {
+        // saphyr lines are 1-based, columns 0-based; editors show 1-based columns.
+        Mark::new(span.start.line(), span.start.col() + 1)
+    }
+
     /// The full position for messages.
-    pub fn at(self, file: &Path) -> Position {
+    pub fn at(&self, file: &Path) -> Position {
         Position {
             file: file.to_path_buf(),
             line: self.line,
             col: self.col,
+            alias: self.via.as_ref().map(|v| {
+                let (al, ac) = v.anchor_at;
+                let (nl, nc) = v.node_at;
+                let inside = if v.node_at == v.anchor_at {
+                    String::new()
+                } else {
+                    format!(", this part at {nl}:{nc}")
+                };
+                format!(
+                    "in alias `*{}` (anchor `&{}` at {al}:{ac}{inside})",
+                    v.anchor, v.anchor
+                )
+            }),
         }
     }
+}
+
+/// A copy of `node` (an anchor's tree) marked at the alias that uses it:
+/// every node points at `at`, naming the anchor and where it stands in it.
+fn relocate(node: &Rc<Node>, at: &Mark, anchor: &str, anchor_at: (usize, usize)) -> Rc<Node> {
+    let copy = |n: &Rc<Node>| relocate(n, at, anchor, anchor_at);
+    let value = match &node.value {
+        Value::Scalar { text, plain } => Value::Scalar {
+            text: text.clone(),
+            plain: *plain,
+        },
+        Value::Seq(items) => Value::Seq(items.iter().map(copy).collect()),
+        Value::Map(pairs) => Value::Map(pairs.iter().map(|(k, v)| (copy(k), copy(v))).collect()),
+    };
+    Rc::new(Node {
+        value,
+        mark: Mark {
+            line: at.line,
+            col: at.col,
+            via: Some(Rc::new(Via {
+                anchor: anchor.to_string(),
+                anchor_at,
+                node_at: (node.mark.line, node.mark.col),
+            })),
+        },
+        weight: node.weight,
+    })
+}
+
+/// The text of a span (character indices, as saphyr counts), through a
+/// lazily built character -> byte offset table.
+fn span_text<'t>(text: &'t str, offsets: &mut Vec<usize>, span: &Span) -> &'t str {
+    if offsets.is_empty() {
+        offsets.extend(text.char_indices().map(|(b, _)| b));
+        offsets.push(text.len());
+    }
+    let byte = |i: usize| offsets.get(i).copied().unwrap_or(text.len());
+    text.get(byte(span.start.index())..byte(span.end.index()))
+        .unwrap_or("")
 }
 
 /// The payload of a node.
@@ -201,16 +273,11 @@ pub(crate) fn parse_document(text: &str, file: &Path) -> Result<Rc<Node>, SpecEr
     let mut root: Option<Rc<Node>> = None;
     let mut documents = 0usize;
     let mut expansion = 0usize;
+    let mut offsets: Vec<usize> = Vec::new();
     for event in Parser::new_from_str(text) {
         let (event, span) = event.map_err(|e| {
             let m = e.marker();
-            syntax(
-                Mark {
-                    line: m.line(),
-                    col: m.col() + 1,
-                },
-                e.info().to_string(),
-            )
+            syntax(Mark::new(m.line(), m.col() + 1), e.info().to_string())
         })?;
         let mark = Mark::from_span(&span);
         let finished: Rc<Node> = match event {
@@ -275,7 +342,7 @@ pub(crate) fn parse_document(text: &str, file: &Path) -> Result<Rc<Node>, SpecEr
                 };
                 let node = Rc::new(Node {
                     value,
-                    mark: frame.mark,
+                    mark: frame.mark.clone(),
                     weight: frame.weight,
                 });
                 if frame.anchor != 0 {
@@ -297,7 +364,10 @@ pub(crate) fn parse_document(text: &str, file: &Path) -> Result<Rc<Node>, SpecEr
                     }
                     .into());
                 }
-                Rc::clone(target)
+                // Errors inside the anchor's tree point at this use, and name the anchor.
+                let name = span_text(text, &mut offsets, &span).trim_start_matches('*');
+                let anchor_at = (target.mark.line, target.mark.col);
+                relocate(target, &mark, name, anchor_at)
             }
             Event::StreamStart | Event::StreamEnd | Event::DocumentEnd | Event::Nothing => continue,
         };
@@ -309,7 +379,7 @@ pub(crate) fn parse_document(text: &str, file: &Path) -> Result<Rc<Node>, SpecEr
             None => root = Some(finished),
         }
     }
-    root.ok_or_else(|| syntax(Mark { line: 1, col: 1 }, "the spec is empty".into()))
+    root.ok_or_else(|| syntax(Mark::new(1, 1), "the spec is empty".into()))
 }
 
 #[cfg(test)]

@@ -11,13 +11,13 @@ fn marks_are_one_based_and_point_at_values() {
     let Value::Map(pairs) = &root.value else {
         panic!("not a map")
     };
-    assert_eq!(pairs[0].0.mark, Mark { line: 1, col: 1 });
-    assert_eq!(pairs[0].1.mark, Mark { line: 1, col: 4 });
+    assert_eq!(pairs[0].0.mark, Mark::new(1, 1));
+    assert_eq!(pairs[0].1.mark, Mark::new(1, 4));
     let Value::Seq(items) = &pairs[1].1.value else {
         panic!("not a seq")
     };
-    assert_eq!(items[0].mark, Mark { line: 3, col: 5 });
-    assert_eq!(items[1].mark, Mark { line: 4, col: 5 });
+    assert_eq!(items[0].mark, Mark::new(3, 5));
+    assert_eq!(items[1].mark, Mark::new(4, 5));
 }
 
 #[test]
@@ -91,4 +91,29 @@ fn multiple_documents_and_tags_are_refused() {
     );
     let err = parse("a: !!str 1\n").unwrap_err().to_string();
     assert!(err.contains("tags are not supported"), "{err}");
+}
+
+#[test]
+fn nodes_through_an_alias_are_marked_at_the_use_and_name_the_anchor() {
+    let text = "defs:\n  tol: &tol\n    - {max_abs: 1}\n    - {rms: x}\nuse: *tol\n";
+    let root = parse(text).unwrap();
+    let Value::Map(pairs) = &root.value else {
+        panic!("not a map")
+    };
+    let used = &pairs[1].1;
+    assert_eq!((used.mark.line, used.mark.col), (5, 6));
+    let Value::Seq(items) = &used.value else {
+        panic!("not a seq")
+    };
+    // The second item, defined at 4:7, is reached at the alias (5:6).
+    let at = items[1].mark.at(Path::new("t.yaml"));
+    assert_eq!(
+        at.to_string(),
+        "t.yaml:5:6: in alias `*tol` (anchor `&tol` at 2:8, this part at 4:7)"
+    );
+    // The definition itself is not moved.
+    let Value::Map(defs) = &pairs[0].1.value else {
+        panic!("not a map")
+    };
+    assert_eq!(defs[0].1.mark, Mark::new(2, 8));
 }

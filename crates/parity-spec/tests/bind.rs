@@ -324,3 +324,69 @@ fn checkpoints_map_oracle_tensors_to_points_once_each() {
     let bad = format!("{HEADER}checkpoints:\n  - {{oracle: a}}\n{stage}");
     assert_err(&fx.err(&bad), 7, 5, &["point"]);
 }
+
+/// On a slice (`bind_args_in` with a [`parity_spec::SliceScope`]), rules for
+/// what only the whole function or another slice takes are ignored; a rule
+/// naming nothing in the function still errors. Without the scope (a
+/// `function:` stage) the same rules are errors.
+#[test]
+fn a_slice_ignores_rules_for_what_it_does_not_take() {
+    let fx = Fixture::new();
+    let spec = spec(&fx);
+    let short = spec.instantiate(spec.case("short8").unwrap()).unwrap();
+    // The slice takes only the function's argument 3 (no MLIR name) and `mel`:
+    // not the weights (patterns), nor `mel`'s neighbours.
+    let slice_names = vec![Some("mel".to_string()), None];
+    let function_args = names();
+    let is_point = |n: &str| n == "encoder/norm";
+    let scope = parity_spec::SliceScope {
+        function_args: &function_args,
+        is_point: &is_point,
+    };
+    // `arg: 3` indexes the slice's list, which has 2 arguments: still an error.
+    let err =
+        parity_spec::bind_args_in(&spec.path, &short[0], "main_b8", &slice_names, Some(&scope))
+            .unwrap_err()
+            .to_string();
+    assert!(err.contains("`arg: 3` is past the last argument"), "{err}");
+    // With `arg: 1` for the unnamed one, both weight patterns (matching only
+    // function arguments) are ignored.
+    let text = format!("{HEADER}{TWO_CASES}stages:\n{BIND_STAGE}")
+        .replace("{arg: 3, literal", "{arg: 1, literal");
+    let spec = fx.parse(&text).unwrap();
+    let short = spec.instantiate(spec.case("short8").unwrap()).unwrap();
+    let (args, _) =
+        parity_spec::bind_args_in(&spec.path, &short[0], "main_b8", &slice_names, Some(&scope))
+            .unwrap();
+    assert_eq!(args.len(), 2);
+    assert_eq!(args[0], Arg::Oracle("short8/mel".into()));
+    // As a function stage, the patterns that match nothing are errors.
+    let err = bind_args(&spec.path, &short[0], "main_b8", &slice_names)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("matches no argument"), "{err}");
+    // A point of the function, or a typo.
+    let with = |rule: &str| {
+        let text = text.replace(
+            "      - {arg: mel,",
+            &format!("      - {rule}\n      - {{arg: mel,"),
+        );
+        let spec = fx.parse(&text).unwrap();
+        let stages = spec.instantiate(spec.case("short8").unwrap()).unwrap();
+        parity_spec::bind_args_in(
+            &spec.path,
+            &stages[0],
+            "main_b8",
+            &slice_names,
+            Some(&scope),
+        )
+        .map(|(a, _)| a.len())
+        .map_err(|e| e.to_string())
+    };
+    assert_eq!(with("{arg: encoder/norm, oracle: \"{case}/n\"}"), Ok(2));
+    let typo = with("{arg: encoder/nrom, oracle: \"{case}/n\"}").unwrap_err();
+    assert!(
+        typo.contains("`arg: encoder/nrom` names no argument"),
+        "{typo}"
+    );
+}

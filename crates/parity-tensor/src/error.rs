@@ -115,12 +115,15 @@ pub enum TensorError {
     },
 
     /// A tensor name is not listed in the oracle manifest.
-    #[error("oracle manifest {manifest}: no tensor named `{tensor}`")]
+    #[error("oracle manifest {manifest}: no tensor named `{tensor}`{hint}")]
     UnknownTensor {
         /// The manifest.json path.
         manifest: PathBuf,
         /// The tensor name asked for.
         tensor: String,
+        /// `; the store has no case ...` when the name's case is not one of
+        /// the store's, else empty.
+        hint: String,
     },
 
     /// A manifest entry does not agree with its file, or its file failed to load.

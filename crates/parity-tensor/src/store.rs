@@ -143,6 +143,41 @@ impl OracleStore {
         &self.provenance
     }
 
+    /// The store's cases: the first `/` component of every name that has one.
+    pub fn cases(&self) -> Vec<&str> {
+        let mut cases: Vec<&str> = self
+            .names
+            .iter()
+            .filter_map(|n| n.split_once('/').map(|(case, _)| case))
+            .collect();
+        cases.sort_unstable();
+        cases.dedup();
+        cases
+    }
+
+    /// Why `name` (not in the store) may be missing: its case is none of the
+    /// store's. Empty when the case exists or the name has none.
+    fn case_hint(&self, name: &str) -> String {
+        let Some((case, _)) = name.split_once('/') else {
+            return String::new();
+        };
+        let cases = self.cases();
+        if cases.is_empty() || cases.contains(&case) {
+            return String::new();
+        }
+        const SHOWN: usize = 12;
+        let mut listed = cases[..cases.len().min(SHOWN)].join(", ");
+        if cases.len() > SHOWN {
+            listed.push_str(&format!(", ... ({} in all)", cases.len()));
+        }
+        let default = if case == "default" {
+            " (`default` is the one case of a spec without `cases:`: list the store's cases under `cases:`)"
+        } else {
+            ""
+        };
+        format!("; the store has no case `{case}`{default}; its cases: {listed}")
+    }
+
     /// The manifest entry for `name`, without touching its file.
     pub fn entry(&self, name: &str) -> Option<&ManifestEntry> {
         self.entries.get(name)
@@ -156,6 +191,7 @@ impl OracleStore {
             .ok_or_else(|| TensorError::UnknownTensor {
                 manifest: self.manifest.clone(),
                 tensor: name.to_string(),
+                hint: self.case_hint(name),
             })?;
         let path = self.dir.join(&entry.file);
         let entry_err = |reason: String| TensorError::ManifestEntry {

@@ -18,7 +18,7 @@ mod probe;
 
 use crate::error::TensorError;
 use crate::store::MANIFEST_SCHEMA;
-use naming::{case_of, file_stem, tensor_name, CasePattern};
+use naming::{case_of, check_precision_dirs, file_stem, precision_dirs, tensor_name, CasePattern};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Component, Path, PathBuf};
@@ -63,6 +63,16 @@ pub enum IndexError {
         /// Why it is rejected.
         reason: String,
     },
+    /// A `--oracle-dir` / `--truth-dir` that cannot be one folder's name, or both the same.
+    #[error("{flag} `{name}`: {why}")]
+    PrecisionDir {
+        /// The flag.
+        flag: &'static str,
+        /// The name as given.
+        name: String,
+        /// What is wrong.
+        why: String,
+    },
     /// A `--case` name that cannot be a case.
     #[error("case `{case}`: a case name must be non-empty and contain no `/`")]
     Case {
@@ -96,6 +106,12 @@ pub struct IndexOptions {
     pub manifest_dir: Option<PathBuf>,
     /// Put every tensor under this case (`<case>/<name>`), for a directory holding one case's dumps.
     pub case: Option<String>,
+    /// A folder holding the oracle's dumps of one precision (`f32`): left
+    /// out of the names, so they pair with the truth folder's.
+    pub oracle_dir: Option<String>,
+    /// A folder holding the f64 truth (`f64`): left out of the names, and
+    /// every tensor under it is named `<name>@f64`.
+    pub truth_dir: Option<String>,
 }
 
 /// One manifest entry as written.
@@ -131,6 +147,10 @@ pub struct IndexedManifest {
     /// directory already walked), relative to the dump directory.
     #[serde(skip)]
     pub skipped_links: Vec<String>,
+    /// Truth tensors from the `--truth-dir` folder with no tensor of their
+    /// name without `@f64` to be the truth of (a folder left in the names?).
+    #[serde(skip)]
+    pub unpaired_truth: Vec<String>,
 }
 
 impl IndexedManifest {
@@ -159,6 +179,7 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
             return Err(IndexError::Case { case: case.clone() });
         }
     }
+    check_precision_dirs(options.oracle_dir.as_deref(), options.truth_dir.as_deref())?;
     let mut walk = Walk::new(dir)?;
     walk.dir(&mut Vec::new())?;
     let Walk {
@@ -172,10 +193,17 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
     let mut skipped_cases = BTreeSet::new();
     let mut bad = Vec::new();
     let mut read = 0;
+    let mut from_truth_dir = Vec::new();
     for components in files {
-        let Some((stem, file_f64)) = file_stem(&components) else {
+        let (named, in_truth_dir) = precision_dirs(
+            &components,
+            options.oracle_dir.as_deref(),
+            options.truth_dir.as_deref(),
+        );
+        let Some((stem, file_f64)) = file_stem(&named) else {
             continue;
         };
+        let file_f64 = file_f64 || in_truth_dir;
         let stem = match &options.case {
             Some(case) => format!("{case}/{stem}"),
             None => stem,
@@ -199,6 +227,9 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
         let file = relative_name(&path, manifest_dir)?;
         for probe::Probed { key, dtype, shape } in arrays {
             let name = tensor_name(&stem, key.as_deref(), file_f64);
+            if in_truth_dir {
+                from_truth_dir.push(name.clone());
+            }
             let source = match &key {
                 Some(k) => format!("{}[{k}]", path.display()),
                 None => path.display().to_string(),
@@ -233,6 +264,13 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
                 .map_or(String::new(), |p| format!(" (pattern `{}`)", p.as_str())),
         });
     }
+    let unpaired_truth = from_truth_dir
+        .into_iter()
+        .filter(|n| {
+            n.strip_suffix("@f64")
+                .is_some_and(|base| !tensors.contains_key(base))
+        })
+        .collect();
     Ok(IndexedManifest {
         schema: MANIFEST_SCHEMA,
         provenance: options.provenance.clone(),
@@ -240,6 +278,7 @@ pub fn index_dir(dir: &Path, options: &IndexOptions) -> Result<IndexedManifest, 
         skipped_cases,
         files: read,
         skipped_links,
+        unpaired_truth,
     })
 }
 

@@ -9,6 +9,10 @@
 //!   to the tensor name (`full128_f64.npz` key `x` -> `full128/x@f64`);
 //! - an `.npy` file is one tensor named by its stem; an `.npz` or
 //!   `.safetensors` file holds tensors `<stem>/<key>`;
+//! - precision folders (`--oracle-dir f32 --truth-dir f64`): a directory
+//!   named by either is left out of the names, and everything under the
+//!   truth folder is f64 truth (`f32/mel.npy` -> `mel`, `f64/mel.npy` ->
+//!   `mel@f64`), so one folder per precision pairs without renaming;
 //! - a tensor's *case* is the first `/` component of its name.
 
 use regex::Regex;
@@ -83,6 +87,54 @@ fn glob_to_regex(glob: &str) -> String {
     out
 }
 
+/// A file's relative path components with its precision folder left out
+/// (the first directory named `oracle_dir` or `truth_dir`), and whether it
+/// was the truth folder.
+pub(crate) fn precision_dirs(
+    components: &[String],
+    oracle_dir: Option<&str>,
+    truth_dir: Option<&str>,
+) -> (Vec<String>, bool) {
+    let dirs = components.len().saturating_sub(1);
+    let is = |c: &String, name: Option<&str>| name == Some(c.as_str());
+    match components[..dirs]
+        .iter()
+        .position(|c| is(c, oracle_dir) || is(c, truth_dir))
+    {
+        Some(i) => {
+            let truth = is(&components[i], truth_dir);
+            let mut rest = components.to_vec();
+            rest.remove(i);
+            (rest, truth)
+        }
+        None => (components.to_vec(), false),
+    }
+}
+
+/// Refuses a precision folder that is no single directory name, or the same
+/// folder named for both.
+pub(crate) fn check_precision_dirs(
+    oracle_dir: Option<&str>,
+    truth_dir: Option<&str>,
+) -> Result<(), super::IndexError> {
+    for (flag, name) in [("--oracle-dir", oracle_dir), ("--truth-dir", truth_dir)] {
+        let Some(name) = name else { continue };
+        let why = if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+            "a precision folder is one directory name, not a path"
+        } else if oracle_dir == truth_dir {
+            "--oracle-dir and --truth-dir name the same folder"
+        } else {
+            continue;
+        };
+        return Err(super::IndexError::PrecisionDir {
+            flag,
+            name: name.to_string(),
+            why: why.to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// `name` without an f64 marker (`_f64` / `@f64` suffix) and whether it had one.
 pub(crate) fn strip_f64(name: &str) -> (&str, bool) {
     for marker in ["_f64", "@f64"] {
@@ -147,6 +199,26 @@ mod tests {
         let p = CasePattern::new("re:(full|partial)[0-9]+").unwrap();
         assert!(p.matches("partial77") && !p.matches("partial77_pad"));
         assert!(CasePattern::new("re:(").unwrap_err().contains("re:("));
+    }
+
+    #[test]
+    fn precision_folders_leave_the_names_and_mark_the_truth() {
+        let c = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (f32, f64) = (Some("f32"), Some("f64"));
+        assert_eq!(
+            precision_dirs(&c(&["f64", "full", "mel.npy"]), f32, f64),
+            (c(&["full", "mel.npy"]), true)
+        );
+        assert_eq!(
+            precision_dirs(&c(&["full", "f32", "mel.npy"]), f32, f64),
+            (c(&["full", "mel.npy"]), false)
+        );
+        // A file named like the folder is no folder; without the flags nothing moves.
+        assert_eq!(precision_dirs(&c(&["f64"]), f32, f64), (c(&["f64"]), false));
+        assert_eq!(
+            precision_dirs(&c(&["f64", "mel.npy"]), None, None),
+            (c(&["f64", "mel.npy"]), false)
+        );
     }
 
     #[test]
