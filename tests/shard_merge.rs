@@ -13,6 +13,9 @@ use std::path::Path;
 fn untimed(mut record: Value) -> Value {
     record["started"] = Value::Null;
     record["elapsed_s"] = Value::Null;
+    // Uploads depend on how the run was split (each shard uploads its own
+    // weights), like its times; the merge adds them up (checked below).
+    record["provenance"]["uploads"] = Value::Null;
     for stage in record["stages"].as_array_mut().expect("stages") {
         stage["invoke_ms"] = Value::Null;
     }
@@ -60,7 +63,18 @@ fn untimed_numbers(text: &str) -> Vec<(String, String)> {
                     literal.push(d);
                     chars.next();
                 }
-                if key != "elapsed_s" && key != "invoke_ms" {
+                if !matches!(
+                    key.as_str(),
+                    "elapsed_s"
+                        | "invoke_ms"
+                        | "runtimes"
+                        | "weight_uploads"
+                        | "weight_bytes"
+                        | "weight_reuses"
+                        | "weight_bytes_saved"
+                        | "other_uploads"
+                        | "other_bytes"
+                ) {
                     numbers.push((key.clone(), literal));
                 }
             }
@@ -168,6 +182,14 @@ fn three_shards_of_the_faulty_spec_merge_into_the_unsharded_record() {
     let merged_text = std::fs::read_to_string(&merged_path).unwrap();
     let merged: Value = serde_json::from_str(&merged_text).unwrap();
     assert_eq!(merged["first_divergence"]["stage"], "layer_norm");
+    // The shards' uploads add up: every stage run's non-weight inputs once.
+    let up = |r: &Value, k: &str| r["provenance"]["uploads"][0][k].as_u64().unwrap();
+    assert_eq!(up(&merged, "other_uploads"), up(&whole, "other_uploads"));
+    assert_eq!(up(&merged, "other_bytes"), up(&whole, "other_bytes"));
+    assert_eq!(
+        up(&merged, "weight_uploads") + up(&merged, "weight_reuses"),
+        up(&whole, "weight_uploads") + up(&whole, "weight_reuses")
+    );
     assert_eq!(untimed(merged), untimed(whole));
     // Equal in every number as written, to the last digit (a parser that
     // rounds would make the two equal as values while the texts differ).

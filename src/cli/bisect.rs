@@ -47,6 +47,9 @@ pub struct BisectArgs {
 
 /// Runs `parity bisect`.
 pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
+    if let Some(why) = super::emit::several_targets("bisect", args.target.as_deref()) {
+        return super::emit::refuse(&why);
+    }
     if let Err(why) = args.exports.check() {
         return super::emit::refuse(&why);
     }

@@ -63,6 +63,9 @@ fn parse_replay(s: &str) -> Result<(String, u64), String> {
 
 /// Runs `parity fuzz`: prints the result, then writes the reports.
 pub fn run(args: FuzzArgs) -> anyhow::Result<i32> {
+    if let Some(why) = super::emit::several_targets("fuzz", args.target.as_deref()) {
+        return super::emit::refuse(&why);
+    }
     if let Err(why) = args.exports.check() {
         return super::emit::refuse(&why);
     }

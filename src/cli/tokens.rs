@@ -55,6 +55,9 @@ enum TokenModeArg {
 
 /// Runs `parity tokens`: prints the result, then writes the reports.
 pub fn run(args: TokensArgs) -> anyhow::Result<i32> {
+    if let Some(why) = super::emit::several_targets("tokens", args.target.as_deref()) {
+        return super::emit::refuse(&why);
+    }
     if let Err(why) = args.exports.check() {
         return super::emit::refuse(&why);
     }

@@ -110,6 +110,22 @@ pub struct Provenance {
     pub uploads: Vec<UploadRecord>,
 }
 
+impl UploadRecord {
+    /// The counts of two runs (shards) of the same target added up.
+    pub fn sum(&self, o: &UploadRecord) -> UploadRecord {
+        UploadRecord {
+            target: self.target.clone(),
+            runtimes: self.runtimes + o.runtimes,
+            weight_uploads: self.weight_uploads + o.weight_uploads,
+            weight_bytes: self.weight_bytes + o.weight_bytes,
+            weight_reuses: self.weight_reuses + o.weight_reuses,
+            weight_bytes_saved: self.weight_bytes_saved + o.weight_bytes_saved,
+            other_uploads: self.other_uploads + o.other_uploads,
+            other_bytes: self.other_bytes + o.other_bytes,
+        }
+    }
+}
+
 /// What one target's runtimes uploaded during a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UploadRecord {

@@ -221,6 +221,22 @@ pub fn merge(records: &[(String, RunRecord)]) -> Result<RunRecord, MergeError> {
     merged.warnings = Vec::new();
     merged.provenance.modules = Vec::new();
     merged.provenance.oracle = None;
+    // What was uploaded is a fact of each shard's execution, like its time:
+    // the merged record adds the shards' counts up, per target.
+    merged.provenance.uploads = Vec::new();
+    for &(_, record, _) in &shards {
+        for u in &record.provenance.uploads {
+            match merged
+                .provenance
+                .uploads
+                .iter_mut()
+                .find(|m| m.target == u.target)
+            {
+                Some(m) => *m = m.sum(u),
+                None => merged.provenance.uploads.push(u.clone()),
+            }
+        }
+    }
     let mut stages: Vec<(&str, &StageRecord)> = Vec::new();
     let mut owner: HashMap<(&str, &str, Mode), &str> = HashMap::new();
     for &(file, record, _) in &shards {
