@@ -27,6 +27,18 @@ fn on_cpu_and_vulkan(dir: &Path, spec: &str) {
     .unwrap();
 }
 
+/// `parity check --target cpu,vulkan ARGS` on a copy of the basic example's
+/// `spec`, expected to fail (exit 1); its stdout and record.
+fn failing_on_cpu_and_vulkan(spec: &str, args: &[&str]) -> (String, Value) {
+    let dir = basic_copy();
+    on_cpu_and_vulkan(dir.path(), spec);
+    let mut all = vec!["--target", "cpu,vulkan"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr, record) = check(dir.path(), "stages.yaml", &all);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    (stdout, record.unwrap())
+}
+
 fn rows(record: &Value) -> &Vec<Value> {
     record["triangulation"].as_array().expect("a triangulation")
 }
@@ -41,24 +53,12 @@ fn names(v: &Value) -> Vec<&str> {
 
 #[test]
 fn a_port_fault_fails_on_both_targets_alike_and_is_labelled_port() {
-    let dir = basic_copy();
     // model_faulty.mlir divides the variance by N-1: a fault of the program,
     // so every backend that compiles it is off the oracle the same way.
-    on_cpu_and_vulkan(dir.path(), "stages-faulty.yaml");
-    let (code, stdout, stderr, record) = check(
-        dir.path(),
-        "stages.yaml",
-        &[
-            "--target",
-            "cpu,vulkan",
-            "--stage",
-            "layer_norm",
-            "--stage",
-            "strided_conv",
-        ],
+    let (stdout, record) = failing_on_cpu_and_vulkan(
+        "stages-faulty.yaml",
+        &["--stage", "layer_norm", "--stage", "strided_conv"],
     );
-    assert_eq!(code, 1, "{stdout}\n{stderr}");
-    let record = record.unwrap();
     let targets: Vec<&str> = record["targets"]
         .as_array()
         .unwrap()
@@ -233,22 +233,10 @@ fn an_unknown_second_target_is_exit_2_before_anything_runs() {
 fn when_the_f64_truth_sides_with_production_on_every_target_the_label_is_oracle() {
     // stages-strict.yaml: proj_bf16 fails on purpose (MLX rounds to bf16
     // twice, IREE once), and its f64 truth is nearer to production.
-    let dir = basic_copy();
-    on_cpu_and_vulkan(dir.path(), "stages-strict.yaml");
-    let (code, stdout, stderr, record) = check(
-        dir.path(),
-        "stages.yaml",
-        &[
-            "--target",
-            "cpu,vulkan",
-            "--stage",
-            "proj_bf16",
-            "--mode",
-            "isolated",
-        ],
+    let (_, record) = failing_on_cpu_and_vulkan(
+        "stages-strict.yaml",
+        &["--stage", "proj_bf16", "--mode", "isolated"],
     );
-    assert_eq!(code, 1, "{stdout}\n{stderr}");
-    let record = record.unwrap();
     let rows = rows(&record);
     assert_eq!(rows.len(), 1, "{rows:#?}");
     assert_eq!(rows[0]["label"], "oracle", "{:#}", rows[0]);

@@ -3,7 +3,7 @@
 use super::emit::{Dest, ExportArgs};
 use super::StrategyArg;
 use crate::bisect::{self, BisectOptions};
-use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
+use crate::report::{self, Json, Junit, Markdown, Renderer};
 use crate::run::RunOptions;
 use parity_record::{AnyRecord, ExitCode};
 use std::io::Write;
@@ -99,14 +99,7 @@ fn write_and_print(r: &bisect::BisectRecord, exports: &ExportArgs) -> anyhow::Re
         .unwrap_or_else(|| Dest::File(beside.with_extension("html")));
     let text = !exports.to_stdout();
     if text {
-        let terminal = Terminal {
-            colour: Colour::detect(),
-            quiet: false,
-            verbose: false,
-        };
-        let _ = std::io::stdout()
-            .lock()
-            .write_all(&terminal.render(&record)?);
+        super::emit::print_text(&record)?;
     }
     let mut written = json.render(&Json, &record);
     if let (true, Ok(()), Some(path)) = (text, &written, json.file()) {

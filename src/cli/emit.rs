@@ -219,6 +219,19 @@ pub fn old_spelling_hint(e: &clap::Error) -> Option<&'static str> {
     (export && empty).then_some(OLD_SPELLING)
 }
 
+/// Prints `record`'s terminal text on stdout.
+pub(super) fn print_text(record: &AnyRecord) -> anyhow::Result<()> {
+    let terminal = Terminal {
+        colour: Colour::detect(),
+        quiet: false,
+        verbose: false,
+    };
+    let _ = std::io::stdout()
+        .lock()
+        .write_all(&terminal.render(record)?);
+    Ok(())
+}
+
 /// Prints `record` (unless an export goes to stdout) and writes its exports;
 /// returns the exit code (the record's, or an I/O failure's when an export
 /// could not be written: every one that can be written still is, and the
@@ -226,14 +239,7 @@ pub fn old_spelling_hint(e: &clap::Error) -> Option<&'static str> {
 pub(super) fn emit(record: &AnyRecord, outputs: &Outputs) -> anyhow::Result<i32> {
     let text = !outputs.to_stdout();
     if text {
-        let terminal = Terminal {
-            colour: Colour::detect(),
-            quiet: false,
-            verbose: false,
-        };
-        let _ = std::io::stdout()
-            .lock()
-            .write_all(&terminal.render(record)?);
+        print_text(record)?;
     }
     let md = Markdown::default();
     let mut jobs: Vec<(&Dest, &dyn Renderer)> = vec![

@@ -6,7 +6,7 @@ use super::headroom;
 use super::markdown::md;
 use super::sanitize::terminal as clean;
 use super::table::{status_cell, Colour};
-use comfy_table::{presets, Cell, ContentArrangement, Table};
+use comfy_table::Cell;
 use parity_record::{CriterionRecord, RunRecord, StageRecord, Status};
 
 /// A stage's runs in brief.
@@ -140,21 +140,17 @@ impl Worst<'_> {
 
 /// The per-stage table for a terminal.
 pub fn table(run: &RunRecord, colour: Colour) -> String {
-    let mut table = Table::new();
-    table
-        .load_preset(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(vec![
+    let mut table = super::table::terminal_table(
+        &[
             "stage",
             "status",
             "runs",
             "worst output (case, mode)",
             "tightest criterion: observed / limit",
             "x limit",
-        ]);
-    if colour == Colour::Off {
-        table.force_no_tty();
-    }
+        ],
+        colour,
+    );
     for line in lines(run) {
         let (place, criterion, ratio) = match &line.worst {
             Some(w) => (

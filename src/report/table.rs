@@ -196,13 +196,24 @@ fn overview(record: &RunRecord, colour: Colour) -> String {
     text
 }
 
-/// The table of every row of `record` whose status `keep` accepts.
-fn rows_table(record: &RunRecord, colour: Colour, keep: fn(Status) -> bool) -> String {
+/// An empty terminal table with `header`, in the report's style (no
+/// colour codes when `colour` is off).
+pub fn terminal_table(header: &[&str], colour: Colour) -> Table {
     let mut table = Table::new();
     table
         .load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(vec![
+        .set_header(header.to_vec());
+    if colour == Colour::Off {
+        table.force_no_tty();
+    }
+    table
+}
+
+/// The table of every row of `record` whose status `keep` accepts.
+fn rows_table(record: &RunRecord, colour: Colour, keep: fn(Status) -> bool) -> String {
+    let mut table = terminal_table(
+        &[
             "stage",
             "case",
             "mode",
@@ -213,10 +224,9 @@ fn rows_table(record: &RunRecord, colour: Colour, keep: fn(Status) -> bool) -> S
             "max_ulp",
             "mismatch",
             "failed criteria",
-        ]);
-    if colour == Colour::Off {
-        table.force_no_tty();
-    }
+        ],
+        colour,
+    );
     for s in &record.stages {
         stage_rows(&mut table, s, colour, keep, record.is_multi_target());
     }

@@ -177,13 +177,8 @@ pub fn hint(message: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::serve::adapters::tokenizer::tests::fixture;
     use std::path::Path;
-
-    fn fixture() -> WordLevel {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mlx-lm/model/tokenizer.json");
-        WordLevel::load(&path).unwrap()
-    }
 
     #[test]
     fn the_body_is_text_with_boolean_logprobs() {

@@ -231,11 +231,12 @@ fn split(text: &str, how: Split) -> Vec<&str> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn fixture() -> WordLevel {
+    /// The test model's tokenizer (examples/mlx-lm), for this module's and mlx_lm's tests.
+    pub(crate) fn fixture() -> WordLevel {
         let path =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mlx-lm/model/tokenizer.json");
         WordLevel::load(&path).unwrap()
