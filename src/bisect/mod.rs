@@ -811,12 +811,25 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
             .collect::<Vec<_>>()
             .join("; ")
     };
+    let wide = if !found.wide {
+        String::new()
+    } else if found.cut > 0 {
+        format!(
+            "; then the wide catalogue (every elementwise op of the same arity, a missing \
+             binary op with a value the region computes), {} more over its bound not tried",
+            found.cut
+        )
+    } else {
+        "; then the wide catalogue (every elementwise op of the same arity, a missing \
+         binary op with a value the region computes)"
+            .to_string()
+    };
     if found.repairs.is_empty() {
         report.notes.push(format!(
             "repair search: none of {} edits (swapped operands, comparison directions, \
              wrong binary and unary ops, wrong dimensions, off-by-one slices and pads, \
              integer offsets into converts, ops bypassed, negates, fitted splat constants, \
-             fitted scales and offsets after an op) makes the region match the oracle \
+             fitted scales and offsets after an op{wide}) makes the region match the oracle \
              ({})",
             found.tried, found.judged_by
         ));
@@ -872,6 +885,8 @@ fn repair_record(
     let func = program.func;
     parity_record::RepairSearch {
         tried: found.tried,
+        wide: found.wide,
+        cut: found.cut,
         judged_by: found.judged_by.clone(),
         candidates: found
             .repairs

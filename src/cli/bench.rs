@@ -156,6 +156,19 @@ fn after_throughput(args: &BenchArgs, out: &mut impl Write) -> anyhow::Result<i3
 fn bisect_matrix(args: &BenchArgs, subject: &str, out: &mut impl Write) -> anyhow::Result<()> {
     use crate::bench::bisect as matrix;
     use crate::bisect::inject::FaultKind;
+    let root = std::env::current_dir().context("no current directory")?;
+    let lib = args.iree_compiler_lib.as_deref();
+    let temp;
+    let work = match &args.work_dir {
+        Some(dir) => dir.clone(),
+        None => {
+            temp = tempfile::tempdir().context("cannot create a temporary directory")?;
+            temp.path().to_path_buf()
+        }
+    };
+    if subject == "corpus" {
+        return bisect_corpus(args, &root, &work, out);
+    }
     let kinds: Vec<FaultKind> = if args.bisect_kinds.is_empty() {
         FaultKind::ALL.to_vec()
     } else {
@@ -171,17 +184,7 @@ fn bisect_matrix(args: &BenchArgs, subject: &str, out: &mut impl Write) -> anyho
             })
             .collect::<anyhow::Result<_>>()?
     };
-    let root = std::env::current_dir().context("no current directory")?;
-    let lib = args.iree_compiler_lib.as_deref();
     let prepared = matrix::prepare(matrix::bundled_subject(&root, subject)?, lib)?;
-    let temp;
-    let work = match &args.work_dir {
-        Some(dir) => dir.clone(),
-        None => {
-            temp = tempfile::tempdir().context("cannot create a temporary directory")?;
-            temp.path().to_path_buf()
-        }
-    };
     writeln!(
         out,
         "\nbisect fault matrix: {subject}, {} kinds x {} seeds, load {}",
@@ -199,5 +202,47 @@ fn bisect_matrix(args: &BenchArgs, subject: &str, out: &mut impl Write) -> anyho
         }
     }
     writeln!(out, "\n{}", matrix::table(&rows))?;
+    Ok(())
+}
+
+/// `--bisect corpus`: the porting-bug corpus (hand-made faults with
+/// citations), one row per bug, then the table per class.
+fn bisect_corpus(
+    args: &BenchArgs,
+    root: &std::path::Path,
+    work: &std::path::Path,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    use crate::bench::bisect::corpus;
+    let mut entries = corpus::load(&root.join(corpus::CORPUS))?;
+    if !args.bisect_kinds.is_empty() {
+        entries.retain(|e| {
+            args.bisect_kinds.contains(&e.name) || args.bisect_kinds.contains(&e.class)
+        });
+    }
+    writeln!(
+        out,
+        "\nbisect on the porting-bug corpus ({}): {} bugs, load {}",
+        corpus::CORPUS,
+        entries.len(),
+        load_average().map_or("unknown".to_string(), |l| format!("{l:.2}"))
+    )?;
+    let mut failed = None;
+    let rows = corpus::run_all(
+        root,
+        &entries,
+        work,
+        &args.cache_dir,
+        args.iree_compiler_lib.as_deref(),
+        |row| {
+            if let Err(e) = writeln!(out, "{}", row.line()) {
+                failed.get_or_insert(e);
+            }
+        },
+    )?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    writeln!(out, "\n{}", corpus::table(&rows))?;
     Ok(())
 }

@@ -486,6 +486,13 @@ impl ReproducerOutput {
 pub struct RepairSearch {
     /// Edits tried (enumerated plus fitted).
     pub tried: usize,
+    /// Whether the wide catalogue (every op of the same arity, missing
+    /// binary ops) was searched: only when the common confusions found nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wide: bool,
+    /// Edits of the wide catalogue over its bound, not tried.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub cut: usize,
     /// What "match" meant: the stage output's criteria, or the ULP budget.
     pub judged_by: String,
     /// The edits that make the region's end match the oracle, best first.

@@ -329,6 +329,8 @@ pub fn bisect_ambiguous() -> BisectRecord {
     };
     b.repair = Some(RepairSearch {
         tried: 10,
+        wide: false,
+        cut: 0,
         judged_by: "within output `y`'s tolerance (1 criteria, vs_f64 left out)".into(),
         candidates: vec![
             candidate(

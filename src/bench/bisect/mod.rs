@@ -243,11 +243,20 @@ impl Prepared {
             .find(|(_, f)| *f == injected.function)
             .map(|(s, _)| s.clone())
             .unwrap_or_default();
-        match self.bisect(&injected, &row.stage, work, cache_dir, compiler_lib) {
+        match self.bisect(
+            &injected.text,
+            &injected.loc,
+            &row.stage,
+            work,
+            cache_dir,
+            compiler_lib,
+        ) {
             Ok((record, wall)) => {
                 row.wall = wall;
                 row.probes = record.probes;
-                classify(&injected, &record, &mut row);
+                let judged = judge(&row.answers, &record);
+                (row.outcome, row.said, row.named, row.equivalent) =
+                    (judged.outcome, judged.said, judged.named, judged.equivalent);
             }
             Err(e) => row.said = e,
         }
@@ -274,9 +283,12 @@ impl Prepared {
         Ok(injected)
     }
 
+    /// Bisects `text` (the faulty module) on `stage`, with the oracle's
+    /// tensors of the scope above `loc` removed.
     fn bisect(
         &self,
-        injected: &Injected,
+        text: &str,
+        loc: &str,
         stage: &str,
         work: &Path,
         cache_dir: &Path,
@@ -284,13 +296,12 @@ impl Prepared {
     ) -> Result<(bisect::BisectRecord, Duration), String> {
         std::fs::create_dir_all(work).map_err(|e| format!("{}: {e}", work.display()))?;
         let module = work.join("faulty.mlir");
-        std::fs::write(&module, &injected.text)
-            .map_err(|e| format!("{}: {e}", module.display()))?;
+        std::fs::write(&module, text).map_err(|e| format!("{}: {e}", module.display()))?;
         let mut spec = self.subject.spec.clone();
         if let Some(m) = spec.subject.modules.get_mut(&self.module_name) {
             m.source = ModuleSource::Mlir(module);
         }
-        spec.oracle = self.oracle_without_scope(injected, work)?;
+        spec.oracle = self.oracle_without_scope(loc, work)?;
         let options = BisectOptions {
             run: RunOptions {
                 cache_dir: cache_dir.to_path_buf(),
@@ -314,14 +325,14 @@ impl Prepared {
     /// An oracle store without the tensors named after the injected op's
     /// enclosing scope (the scope above the op's own: `a/b/c/op` drops `a_b_*`),
     /// stage outputs kept, so the oracle brackets a multi-op region.
-    fn oracle_without_scope(&self, injected: &Injected, work: &Path) -> Result<PathBuf, String> {
+    fn oracle_without_scope(&self, loc: &str, work: &Path) -> Result<PathBuf, String> {
         let dir = &self.subject.spec.oracle;
         let path = dir.join("manifest.json");
         let text =
             std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut manifest: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let segments: Vec<&str> = injected.loc.split('/').collect();
+        let segments: Vec<&str> = loc.split('/').collect();
         let keep = segments.len().saturating_sub(2).max(1);
         let scope = format!("{}_", segments[..keep.min(segments.len())].join("_"));
         let outputs: Vec<String> = self
@@ -351,33 +362,51 @@ impl Prepared {
     }
 }
 
-/// Reads bisect's answer against the injector's.
-fn classify(injected: &Injected, record: &bisect::BisectRecord, row: &mut Row) {
+/// What bisect said about a fault, against its right answers.
+pub struct Judged {
+    /// The classification.
+    pub outcome: Outcome,
+    /// What bisect named, with its evidence, or why not.
+    pub said: String,
+    /// The op bisect named and its evidence.
+    pub named: Option<(usize, parity_record::Evidence)>,
+    /// For an ambiguous answer: whether the repairs are one function.
+    pub equivalent: Option<bool>,
+}
+
+/// Reads bisect's answer against the right ones (op indices in the faulty
+/// function).
+pub fn judge(answers: &[usize], record: &bisect::BisectRecord) -> Judged {
     use parity_record::Status;
-    let right = |i: usize| injected.answers.iter().any(|a| a.op_index == i);
+    let right = |i: usize| answers.contains(&i);
+    let mut j = Judged {
+        outcome: Outcome::Crash,
+        said: String::new(),
+        named: None,
+        equivalent: None,
+    };
     if record.status == Status::Error {
-        row.outcome = Outcome::Crash;
-        row.said = record
+        j.said = record
             .errors
             .first()
             .map(|e| e.message.chars().take(200).collect())
             .unwrap_or_default();
-        return;
+        return j;
     }
     if record.stage.is_none() {
-        row.outcome = Outcome::Masked;
-        row.said = "no divergence".into();
-        return;
+        j.outcome = Outcome::Masked;
+        j.said = "no divergence".into();
+        return j;
     }
     if let Some(op) = &record.first_divergent_op {
-        row.outcome = if right(op.op_index) {
+        j.outcome = if right(op.op_index) {
             Outcome::Exact
         } else {
             Outcome::Wrong
         };
-        row.named = Some((op.op_index, op.evidence));
-        row.said = format!("#{} {} ({:?})", op.op_index, op.op_name, op.evidence);
-        return;
+        j.named = Some((op.op_index, op.evidence));
+        j.said = format!("#{} {} ({:?})", op.op_index, op.op_name, op.evidence);
+        return j;
     }
     // No op claimed: ambiguous when the repair search listed a right op.
     let listed = record
@@ -385,24 +414,26 @@ fn classify(injected: &Injected, record: &bisect::BisectRecord, row: &mut Row) {
         .as_ref()
         .filter(|r| r.claimed.is_none())
         .filter(|r| r.candidates.iter().any(|c| right(c.op_index)));
-    row.outcome = match listed {
+    j.outcome = match listed {
         Some(r) => {
-            row.equivalent = Some(r.equivalence.as_ref().is_some_and(|e| e.holds()));
+            j.equivalent = Some(r.equivalence.as_ref().is_some_and(|e| e.holds()));
             Outcome::Ambiguous
         }
         None => Outcome::Region,
     };
-    row.said = format!(
+    j.said = format!(
         "{} ({} ops){}",
-        row.outcome.name(),
+        j.outcome.name(),
         record.region.as_ref().map_or(0, |r| r.ops),
-        match row.equivalent {
+        match j.equivalent {
             Some(true) => ", the repairs are one function",
             Some(false) => ", the repairs are not shown equivalent",
             None => "",
         }
     );
+    j
 }
 
+pub mod corpus;
 mod subjects;
 pub use subjects::{bundled_subject, table, GEMMA3N_STAGES};

@@ -1,18 +1,20 @@
 //! Enumerating the edits of one operation.
 
 use super::text::{self, array_ints, set_array_ints};
-use super::{binary_swaps, dims, unary_swaps, AfterOp, Change, Edit, EditKind, STEM};
+use super::{binary_swaps, dims, unary_swaps, AfterOp, Change, Edit, EditKind, Width, STEM};
 use parity_mlir::Function;
 
 /// Every edit of op `o` whose text (as it stands where it is edited, operand
-/// names included) is `op_text`. `constant[k]`: op k computes a constant
-/// only; `named` is where a constant's edit is reported (its consumer).
+/// names included) is `op_text`, in the catalogue of `width` (the wide one
+/// holds only what the common one does not). `constant[k]`: op k computes a
+/// constant only; `named` is where a constant's edit is reported (its consumer).
 pub fn edits_of(
     func: &Function,
     o: usize,
     op_text: &str,
     constant: &[bool],
     named: Option<usize>,
+    width: Width,
 ) -> Vec<Edit> {
     let op = &func.ops[o];
     let line = text::first_line(op_text);
@@ -44,6 +46,40 @@ pub fn edits_of(
         helpers: Vec::new(),
         text: op_text.replacen(line, &new_first, 1),
     };
+    if width == Width::Wide {
+        let mut consts = Vec::new();
+        if let (true, Some(n), Some(k)) = (constant[o], named, splat_int(line, &rty)) {
+            for d in [-4i64, -3, -2, -1, 1, 2, 3, 4] {
+                // Never a zero: an integer division by it is not defined,
+                // and every edit runs on every search run.
+                let to = k + d;
+                if to == 0 {
+                    continue;
+                }
+                consts.push(Edit {
+                    op: o,
+                    named: n,
+                    kind: EditKind::ConstantOffset,
+                    what: format!(
+                        "constant {} = {k} should be {to}",
+                        text::result_name(op_text).unwrap_or("")
+                    ),
+                    change: rewrite(line.replacen(
+                        &format!("dense<{k}>"),
+                        &format!("dense<{to}>"),
+                        1,
+                    )),
+                });
+            }
+        }
+        if !constant[o] {
+            for (kind, what, l) in wrong_ops(func, o, line, float, width) {
+                push(kind, what, rewrite(l));
+            }
+        }
+        out.extend(consts);
+        return out;
+    }
     if constant[o] {
         // Only splat float constants, fitted; reported on their consumer.
         if let (Some(v), Some(n)) = (text::splat_value(line), named) {
@@ -105,34 +141,8 @@ pub fn edits_of(
             }
         }
     }
-    // Wrong elementwise op (same operand and result types).
-    let arity = op.operands.len();
-    let all_same = op.operands.iter().all(|&v| func.values[v].ty.text == rty);
-    if arity == 2 && all_same && !op.has_regions {
-        for to in binary_swaps(short, float) {
-            push(
-                EditKind::WrongBinary,
-                format!("{short} -> {to}"),
-                rewrite(text::set_op_name(
-                    line,
-                    &op.name,
-                    &format!("stablehlo.{to}"),
-                )),
-            );
-        }
-    }
-    if arity == 1 && all_same && !op.has_regions {
-        for to in unary_swaps(short, float) {
-            push(
-                EditKind::WrongUnary,
-                format!("{short} -> {to}"),
-                rewrite(text::set_op_name(
-                    line,
-                    &op.name,
-                    &format!("stablehlo.{to}"),
-                )),
-            );
-        }
+    for (kind, what, l) in wrong_ops(func, o, line, float, width) {
+        push(kind, what, rewrite(l));
     }
     // Dimensions.
     let shape = |v: usize| func.values[v].ty.shape();
@@ -316,4 +326,53 @@ pub fn edits_of(
         );
     }
     out
+}
+
+/// Another elementwise op of the same arity (same operand and result
+/// types): the kind, what it is, and the op's new first line.
+fn wrong_ops(
+    func: &Function,
+    o: usize,
+    line: &str,
+    float: bool,
+    width: Width,
+) -> Vec<(EditKind, String, String)> {
+    let op = &func.ops[o];
+    let Some(&r) = op.results.first() else {
+        return Vec::new();
+    };
+    let rty = &func.values[r].ty.text;
+    let short = op.name.trim_start_matches("stablehlo.");
+    let all_same = op.operands.iter().all(|&v| func.values[v].ty.text == *rty);
+    if !all_same || op.has_regions {
+        return Vec::new();
+    }
+    let (kind, tos) = match op.operands.len() {
+        2 => (EditKind::WrongBinary, binary_swaps(short, float, width)),
+        1 => (EditKind::WrongUnary, unary_swaps(short, float, width)),
+        _ => return Vec::new(),
+    };
+    tos.into_iter()
+        .map(|to| {
+            (
+                kind,
+                format!("{short} -> {to}"),
+                text::set_op_name(line, &op.name, &format!("stablehlo.{to}")),
+            )
+        })
+        .collect()
+}
+
+/// The value of a splat integer constant (`dense<4> : tensor<i32>`).
+fn splat_int(line: &str, ty: &str) -> Option<i64> {
+    if !line.contains("\"stablehlo.constant\"") || !text::integer_element(ty) {
+        return None;
+    }
+    line.split("dense<")
+        .nth(1)?
+        .split('>')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
 }

@@ -33,6 +33,9 @@ pub enum EditKind {
     PadMove,
     /// The integer operand of an integer-to-float convert offset by -4..4.
     ConvertOffset,
+    /// A splat integer constant offset by -4..4 (a position or length off
+    /// by a few; reported on its first consumer).
+    ConstantOffset,
     /// The op bypassed: one of its operands (same type) used instead of its result.
     Bypass,
     /// A negate inserted after the op.
@@ -43,6 +46,9 @@ pub enum EditKind {
     InsertScale,
     /// A fitted scalar add inserted after the op.
     InsertOffset,
+    /// A binary op inserted after the op, its other operand a value the
+    /// region computes (or a sum / max of the op's result over an axis).
+    InsertBinary,
 }
 
 impl EditKind {
@@ -57,11 +63,13 @@ impl EditKind {
             EditKind::SliceShift => "slice shifted",
             EditKind::PadMove => "pad moved",
             EditKind::ConvertOffset => "convert offset",
+            EditKind::ConstantOffset => "integer constant offset",
             EditKind::Bypass => "op bypassed",
             EditKind::InsertNegate => "negate inserted",
             EditKind::ScaleConstant => "constant fitted",
             EditKind::InsertScale => "scale inserted",
             EditKind::InsertOffset => "offset inserted",
+            EditKind::InsertBinary => "binary op inserted",
         }
     }
 
@@ -81,8 +89,8 @@ impl EditKind {
             EditKind::SwapOperands | EditKind::Comparison => 0,
             EditKind::WrongBinary | EditKind::WrongUnary => 1,
             EditKind::SliceShift | EditKind::PadMove | EditKind::WrongDims => 2,
-            EditKind::ConvertOffset => 3,
-            EditKind::Bypass | EditKind::InsertNegate => 4,
+            EditKind::ConvertOffset | EditKind::ConstantOffset => 3,
+            EditKind::Bypass | EditKind::InsertNegate | EditKind::InsertBinary => 4,
             EditKind::ScaleConstant => 5,
             EditKind::InsertScale | EditKind::InsertOffset => 6,
         }
@@ -110,6 +118,17 @@ pub enum Change {
     After(AfterOp),
     /// The result replaced by this operand (its name in the op's text).
     Bypass(String),
+    /// `op(result, other)`: `helpers` (lines defining `%STEM_*` names from
+    /// values before the op and the original result, [`combine::ORIG`])
+    /// compute `other`.
+    Combine {
+        /// The binary op, e.g. `multiply`.
+        op: &'static str,
+        /// Lines defining `%STEM_*` helper values.
+        helpers: Vec<String>,
+        /// The other operand: a value's name, or a helper's.
+        other: String,
+    },
 }
 
 /// An op appended to the original result.
@@ -225,6 +244,16 @@ impl Edit {
                 };
                 lines.push_str(&format!("{indent}{line}\n"));
             }
+            Change::Combine { op, helpers, other } => {
+                for h in helpers {
+                    let h = h.replace(STEM, stem).replace(combine::ORIG, orig);
+                    lines.push_str(&format!("{indent}{h}\n"));
+                }
+                let other = other.replace(STEM, stem);
+                lines.push_str(&format!(
+                    "{indent}{result} = \"stablehlo.{op}\"({orig}, {other}) : ({ty}, {ty}) -> {ty} {loc}\n"
+                ));
+            }
             Change::Bypass(operand) => {
                 return Some(Rendered {
                     lines,
@@ -239,8 +268,21 @@ impl Edit {
     }
 }
 
-/// Binary ops a port confuses with `name`, for an element type.
-fn binary_swaps(name: &str, float: bool) -> &'static [&'static str] {
+/// How wide a catalogue to enumerate. The search tries the common
+/// confusions first and the wide catalogue only when they find nothing
+/// (its cost grows with the edits: every run computes all of them); the
+/// injector makes common confusions only, so its seeded faults stay put.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Width {
+    /// The confusions ports make most (add/subtract, multiply/divide, exp/log, ...).
+    Common,
+    /// Every other op of the same arity and element class, not in `Common`.
+    Wide,
+}
+
+/// Binary ops a port confuses with `name`, for an element type: the common
+/// confusions.
+fn common_binary(name: &str, float: bool) -> &'static [&'static str] {
     match (name, float) {
         ("add", _) => &["subtract"],
         ("subtract", _) => &["add"],
@@ -255,8 +297,45 @@ fn binary_swaps(name: &str, float: bool) -> &'static [&'static str] {
     }
 }
 
-/// Unary ops a port confuses with `name`, for an element type.
-fn unary_swaps(name: &str, float: bool) -> &'static [&'static str] {
+/// Every elementwise binary float op.
+const FLOAT_BINARY: [&str; 9] = [
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "maximum",
+    "minimum",
+    "power",
+    "remainder",
+    "atan2",
+];
+
+/// Integer binary ops the wide catalogue swaps among (no new divide or
+/// remainder: every edit runs on every search run, and an integer division
+/// by zero is not defined).
+const INT_BINARY: [&str; 5] = ["add", "subtract", "multiply", "maximum", "minimum"];
+
+/// Binary ops `name` may have been, for an element type and width.
+fn binary_swaps(name: &str, float: bool, width: Width) -> Vec<&'static str> {
+    let common = common_binary(name, float);
+    match width {
+        Width::Common => common.to_vec(),
+        Width::Wide => {
+            let pool: &[&str] = if float { &FLOAT_BINARY } else { &INT_BINARY };
+            if !pool.contains(&name) {
+                return Vec::new();
+            }
+            pool.iter()
+                .copied()
+                .filter(|to| *to != name && !common.contains(to))
+                .collect()
+        }
+    }
+}
+
+/// Unary ops a port confuses with `name`, for an element type: the common
+/// confusions.
+fn common_unary(name: &str, float: bool) -> &'static [&'static str] {
     match (name, float) {
         ("exponential", true) => &["log", "exponential_minus_one"],
         ("exponential_minus_one", true) => &["exponential"],
@@ -271,6 +350,42 @@ fn unary_swaps(name: &str, float: bool) -> &'static [&'static str] {
         ("abs", _) => &["negate"],
         ("negate", _) => &["abs"],
         _ => &[],
+    }
+}
+
+/// Every elementwise unary float op of one operand and the same type.
+const FLOAT_UNARY: [&str; 17] = [
+    "exponential",
+    "exponential_minus_one",
+    "log",
+    "log_plus_one",
+    "tanh",
+    "logistic",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "sine",
+    "cosine",
+    "tan",
+    "abs",
+    "negate",
+    "sign",
+    "floor",
+    "ceil",
+];
+
+/// Unary ops `name` may have been, for an element type and width (a
+/// missing unary op is the bypass edit).
+fn unary_swaps(name: &str, float: bool, width: Width) -> Vec<&'static str> {
+    let common = common_unary(name, float);
+    match width {
+        Width::Common => common.to_vec(),
+        Width::Wide if float && FLOAT_UNARY.contains(&name) => FLOAT_UNARY
+            .iter()
+            .copied()
+            .filter(|to| *to != name && !common.contains(to))
+            .collect(),
+        Width::Wide => Vec::new(),
     }
 }
 
@@ -325,3 +440,9 @@ pub use places::{decision_partner, downstream_places, upstream_places};
 
 mod catalogue;
 pub use catalogue::edits_of;
+
+mod combine;
+pub use combine::combine_edits;
+
+mod reaxis;
+pub use reaxis::reaxis_edits;

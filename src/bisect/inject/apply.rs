@@ -56,6 +56,8 @@ pub(super) fn apply(
                 .ok_or_else(|| broken("cannot render".into()))?;
             (r.lines, None)
         }
+        // The injector makes common confusions only (edits::Width::Common).
+        Change::Combine { .. } => return Err(broken("a wide-catalogue edit".into())),
         Change::After(_) => {
             let orig = format!("{stem}_o");
             let renamed =

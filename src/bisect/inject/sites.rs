@@ -50,7 +50,7 @@ pub(super) fn sites_of<'m>(
         };
         let ty = &func.values[op.results[0]].ty.text;
         let float = text::float_element(ty);
-        let all = edits::edits_of(func, o, &op.text, &constant, named);
+        let all = edits::edits_of(func, o, &op.text, &constant, named, edits::Width::Common);
         let mut take = |edit: Edit| {
             out.push(Site {
                 func,

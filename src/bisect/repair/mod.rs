@@ -11,7 +11,7 @@
 //! or a scale or offset inserted after an op) share one scale argument,
 //! used only by the selected edit; it is searched on a log grid and refined.
 
-use super::edits::{self, Edit, EditKind};
+use super::edits::{self, Edit, EditKind, Width};
 use super::error::BisectError;
 use super::measure::{value_metrics, CHECKPOINT_ULP_BUDGET};
 use super::probe::Prober;
@@ -88,6 +88,10 @@ pub struct RepairOutcome {
     pub repairs: Vec<Repair>,
     /// Candidates tried (enumerated edits plus fitted ones).
     pub tried: usize,
+    /// Candidates of the wide catalogue over its bound, not tried.
+    pub cut: usize,
+    /// Whether the wide catalogue was searched (the common one found nothing).
+    pub wide: bool,
     /// Compile time of the search module (zero when cached).
     pub compile: Duration,
     /// Time of the runs.
@@ -130,53 +134,8 @@ pub fn search(
         split_function(&slice).ok_or_else(|| emitted("no `@repair` function"))?;
     let (blocks, ret) =
         op_blocks(func, &info.ops, body).ok_or_else(|| emitted("its ops are not where parsed"))?;
-    let edits = candidates(func, region, &blocks);
-    let mut outcome = RepairOutcome {
-        repairs: Vec::new(),
-        tried: edits.len(),
-        compile: Duration::ZERO,
-        runs: Duration::ZERO,
-        judged_by: String::new(),
-        equivalence: None,
-    };
-    if edits.is_empty() {
-        return Ok(outcome);
-    }
-    let module = selector_module(func, head, sig, &blocks, ret, &edits)?;
-    let label = format!("{}[repair search]", prober.source_name);
-    let t = Instant::now();
-    let compiled = prober
-        .cache
-        .get_or_compile(prober.compiler, &label, module.as_bytes(), &prober.options)
-        .map_err(|source| BisectError::Compile {
-            label: label.clone(),
-            source,
-        })?;
-    outcome.compile = t.elapsed();
-    prober.probes += 1;
-    let loaded = prober
-        .runtime
-        .load(&compiled.vmfb, &label)
-        .map_err(|source| BisectError::Load {
-            label: label.clone(),
-            source,
-        })?;
-    let mut args = vec![scalar(DType::I32, -1.0)?, scalar(DType::F32, 1.0)?];
-    for (arg, _) in &info.args {
-        match arg {
-            SliceArg::From(i) => args.push(feed[*i].1.clone()),
-            SliceArg::FuncArg(j) => {
-                return Err(BisectError::MissingArgument {
-                    slice: "repair".into(),
-                    function: func.name.clone(),
-                    index: *j,
-                })
-            }
-        }
-    }
-    let t = Instant::now();
     let accept = Acceptance::new(program, target);
-    outcome.judged_by = match &accept {
+    let judged_by = match &accept {
         Acceptance::Budget => {
             format!("within {CHECKPOINT_ULP_BUDGET} ULPs at the oracle's largest magnitude")
         }
@@ -186,102 +145,77 @@ pub fn search(
             criteria.len()
         ),
     };
-    // The region's end against a reference in ULPs at max (NaN as inf).
-    let end_ulps = |out: &Tensor, reference: &Tensor, against: &str| {
-        value_metrics(func, target, out, reference, against, program.budget).map(|m| {
-            if m.ulps_at_max.is_nan() {
-                f64::INFINITY
-            } else {
-                m.ulps_at_max
-            }
-        })
+    let mut outcome = RepairOutcome {
+        repairs: Vec::new(),
+        tried: 0,
+        cut: 0,
+        wide: false,
+        compile: Duration::ZERO,
+        runs: Duration::ZERO,
+        judged_by,
+        equivalence: None,
     };
-    // (ULPs at max, whether the region's end is accepted as matching).
-    let mut score = |k: i64, s: f64| -> Result<(f64, bool), BisectError> {
-        let out = run_edit(&loaded, &mut args, k, s)?;
-        let ulps = end_ulps(&out, expected, "oracle")?;
-        Ok((ulps, accept.accepts(&out, expected, ulps)))
+    let region_slice = Slice {
+        head,
+        sig,
+        blocks: &blocks,
+        ret,
+        info,
+        feed,
+        target,
+        expected,
+        accept: &accept,
     };
-    // Selector -1 is the region unedited: it must still fail, or nothing
-    // here can be called a repair.
-    let (unedited, passes) = score(-1, 1.0)?;
-    if passes {
-        return Err(BisectError::RepairBaseline { ulps: unedited });
+    // The common confusions first; the wide catalogue only when they find
+    // nothing: each of its runs computes every one of its edits, so it costs
+    // more, and a common confusion is the simpler explanation.
+    let common = candidates(func, region, &blocks, Width::Common);
+    outcome.tried = common.len();
+    let mut tier = run_tier(
+        program,
+        prober,
+        &region_slice,
+        &common,
+        "repair search",
+        &mut outcome,
+    )?;
+    if outcome.repairs.is_empty() {
+        // The slice's inputs under their own names (a `%5#1` cut point is
+        // renamed in the slice: left out).
+        let inputs: Vec<ValueId> = info
+            .args
+            .iter()
+            .map(|&(_, v)| v)
+            .filter(|&v| !func.values[v].name.contains('#'))
+            .collect();
+        let (wide, cut) = wide_candidates(func, region, &blocks, &inputs);
+        outcome.tried += wide.len();
+        outcome.cut = cut;
+        outcome.wide = true;
+        tier = run_tier(
+            program,
+            prober,
+            &region_slice,
+            &wide,
+            "repair search, wide catalogue",
+            &mut outcome,
+        )?;
     }
-    let mut repairs = Vec::new();
-    for (k, e) in edits.iter().enumerate() {
-        let (u, s, passes) = if e.kind.fitted() {
-            let (mut s, _) = fit_scale(|s| score(k as i64, s).map(|(u, _)| u))?;
-            let (mut u, mut passes) = score(k as i64, s)?;
-            // A fit is close, not exact; a missing `/ 64` or `* 3` is a
-            // simple number. When the fit misses the output's criteria,
-            // the simple numbers next to it are tried too.
-            if !passes && e.kind != EditKind::InsertOffset {
-                for c in simple_scales_near(s) {
-                    let (cu, cp) = score(k as i64, c)?;
-                    if cp {
-                        (s, u, passes) = (c, cu, true);
-                        break;
-                    }
-                }
-            }
-            (u, Some(s), passes)
-        } else {
-            let (u, passes) = score(k as i64, 1.0)?;
-            (u, None, passes)
-        };
-        let identity = match (e.kind, s) {
-            (EditKind::ScaleConstant | EditKind::InsertScale, Some(s)) => (s - 1.0).abs() <= 1e-6,
-            _ => false,
-        };
-        if passes && !identity {
-            let mut places = vec![e.named];
-            match e.change {
-                edits::Change::After(after) if e.kind != EditKind::ScaleConstant => {
-                    places.extend(edits::upstream_places(func, e.op));
-                    places.extend(edits::downstream_places(func, e.op, after));
-                }
-                // convert(x + k) is convert(x) + k.
-                _ if e.kind == EditKind::ConvertOffset => {
-                    places.extend(edits::downstream_places(func, e.op, edits::AfterOp::Offset))
-                }
-                _ => {}
-            }
-            places.extend(edits::decision_partner(func, e));
-            repairs.push(Repair {
-                op: e.named,
-                kind: e.kind,
-                edit: describe(e, s),
-                ulps: u,
-                places,
-                select: k as i64,
-                scale: s.unwrap_or(1.0),
-            });
-        }
-    }
-    outcome.runs = t.elapsed();
-    prober.log.push(format!(
-        "probe {}: repair search ({} edits, {} fitted, in one module of {} lines: compile {:.2}s{}, runs {:.2}s)",
-        prober.probes,
-        edits.len(),
-        edits.iter().filter(|e| e.kind.fitted()).count(),
-        module.lines().count(),
-        outcome.compile.as_secs_f64(),
-        if matches!(compiled.outcome, parity_iree::CacheOutcome::Hit) { " (cached)" } else { "" },
-        outcome.runs.as_secs_f64()
-    ));
     // Best first: residual (to the ULP), then the simpler edit.
-    repairs.sort_by(|a, b| {
+    outcome.repairs.sort_by(|a, b| {
         a.ulps
             .round()
             .total_cmp(&b.ulps.round())
             .then(a.kind.simplicity().cmp(&b.kind.simplicity()))
             .then(a.ulps.total_cmp(&b.ulps))
     });
-    outcome.repairs = repairs;
-    if outcome.repairs.len() > 1 && claimed(&outcome).is_none() {
+    if let (Some((loaded, mut args)), true) = (
+        tier,
+        outcome.repairs.len() > 1 && claimed(&outcome).is_none(),
+    ) {
         let t = Instant::now();
-        let ulps = |out: &Tensor, reference: &Tensor| end_ulps(out, reference, "repair");
+        let ulps =
+            |out: &Tensor, reference: &Tensor| end_ulps(program, target, out, reference, "repair");
         // A failure here (a perturbed input the module rejects) leaves the
         // repairs as found, without the check: it loses nothing computed.
         match equivalence(&outcome.repairs, &accept, &mut args, ulps, |args, k, s| {
@@ -314,6 +248,182 @@ pub fn search(
         }
     }
     Ok(outcome)
+}
+
+/// The region's slice as emitted, and what its end is judged against.
+struct Slice<'a> {
+    head: &'a str,
+    sig: &'a str,
+    blocks: &'a [(usize, &'a str)],
+    ret: &'a str,
+    info: &'a parity_mlir::SliceInfo,
+    feed: &'a [(ValueId, Tensor)],
+    target: ValueId,
+    expected: &'a Tensor,
+    accept: &'a Acceptance,
+}
+
+/// The region's end against a reference in ULPs at max (NaN as inf).
+fn end_ulps(
+    program: &Program,
+    target: ValueId,
+    out: &Tensor,
+    reference: &Tensor,
+    against: &str,
+) -> Result<f64, BisectError> {
+    value_metrics(
+        program.func,
+        target,
+        out,
+        reference,
+        against,
+        program.budget,
+    )
+    .map(|m| {
+        if m.ulps_at_max.is_nan() {
+            f64::INFINITY
+        } else {
+            m.ulps_at_max
+        }
+    })
+}
+
+/// Compiles one selector module over `edits`, runs every edit, and adds
+/// the surviving ones to `outcome`. Returns the loaded module and its
+/// arguments (for the equivalence check), or none when there are no edits.
+fn run_tier(
+    program: &Program,
+    prober: &mut Prober,
+    slice: &Slice,
+    edits: &[Edit],
+    what: &str,
+    outcome: &mut RepairOutcome,
+) -> Result<Option<(parity_iree::LoadedModule, Vec<Tensor>)>, BisectError> {
+    let func = program.func;
+    if edits.is_empty() {
+        return Ok(None);
+    }
+    let module = selector_module(func, slice.head, slice.sig, slice.blocks, slice.ret, edits)?;
+    let label = format!("{}[{what}]", prober.source_name);
+    let t = Instant::now();
+    let compiled = prober
+        .cache
+        .get_or_compile(prober.compiler, &label, module.as_bytes(), &prober.options)
+        .map_err(|source| BisectError::Compile {
+            label: label.clone(),
+            source,
+        })?;
+    outcome.compile += t.elapsed();
+    prober.probes += 1;
+    let loaded = prober
+        .runtime
+        .load(&compiled.vmfb, &label)
+        .map_err(|source| BisectError::Load {
+            label: label.clone(),
+            source,
+        })?;
+    let mut args = vec![scalar(DType::I32, -1.0)?, scalar(DType::F32, 1.0)?];
+    for (arg, _) in &slice.info.args {
+        match arg {
+            SliceArg::From(i) => args.push(slice.feed[*i].1.clone()),
+            SliceArg::FuncArg(j) => {
+                return Err(BisectError::MissingArgument {
+                    slice: "repair".into(),
+                    function: func.name.clone(),
+                    index: *j,
+                })
+            }
+        }
+    }
+    let t = Instant::now();
+    let (target, expected, accept) = (slice.target, slice.expected, slice.accept);
+    // (ULPs at max, whether the region's end is accepted as matching).
+    let mut score = |k: i64, s: f64| -> Result<(f64, bool), BisectError> {
+        let out = run_edit(&loaded, &mut args, k, s)?;
+        let ulps = end_ulps(program, target, &out, expected, "oracle")?;
+        Ok((ulps, accept.accepts(&out, expected, ulps)))
+    };
+    // Selector -1 is the region unedited: it must still fail, or nothing
+    // here can be called a repair.
+    let (unedited, passes) = score(-1, 1.0)?;
+    if passes {
+        return Err(BisectError::RepairBaseline { ulps: unedited });
+    }
+    let found_before = outcome.repairs.len();
+    for (k, e) in edits.iter().enumerate() {
+        let (u, s, passes) = if e.kind.fitted() {
+            let (mut s, _) = fit_scale(|s| score(k as i64, s).map(|(u, _)| u))?;
+            let (mut u, mut passes) = score(k as i64, s)?;
+            // A fit is close, not exact; a missing `/ 64` or `* 3` is a
+            // simple number. When the fit misses the output's criteria,
+            // the simple numbers next to it are tried too.
+            if !passes && e.kind != EditKind::InsertOffset {
+                for c in simple_scales_near(s) {
+                    let (cu, cp) = score(k as i64, c)?;
+                    if cp {
+                        (s, u, passes) = (c, cu, true);
+                        break;
+                    }
+                }
+            }
+            (u, Some(s), passes)
+        } else {
+            let (u, passes) = score(k as i64, 1.0)?;
+            (u, None, passes)
+        };
+        let identity = match (e.kind, s) {
+            (EditKind::ScaleConstant | EditKind::InsertScale, Some(s)) => (s - 1.0).abs() <= 1e-6,
+            _ => false,
+        };
+        if passes && !identity {
+            outcome.repairs.push(Repair {
+                op: e.named,
+                kind: e.kind,
+                edit: describe(e, s),
+                ulps: u,
+                places: places_of(func, e),
+                select: k as i64,
+                scale: s.unwrap_or(1.0),
+            });
+        }
+    }
+    outcome.runs += t.elapsed();
+    prober.log.push(format!(
+        "probe {}: {what} ({} edits, {} fitted, in one module of {} lines: compile {:.2}s{}, runs {:.2}s): {} repair(s)",
+        prober.probes,
+        edits.len(),
+        edits.iter().filter(|e| e.kind.fitted()).count(),
+        module.lines().count(),
+        outcome.compile.as_secs_f64(),
+        if matches!(compiled.outcome, parity_iree::CacheOutcome::Hit) { " (cached)" } else { "" },
+        t.elapsed().as_secs_f64(),
+        outcome.repairs.len() - found_before,
+    ));
+    Ok(Some((loaded, args)))
+}
+
+/// The ops an edit can be said to act at.
+fn places_of(func: &parity_mlir::Function, e: &Edit) -> Vec<usize> {
+    let mut places = vec![e.named];
+    match &e.change {
+        edits::Change::After(after) if e.kind != EditKind::ScaleConstant => {
+            places.extend(edits::upstream_places(func, e.op));
+            places.extend(edits::downstream_places(func, e.op, *after));
+        }
+        // convert(x + k) is convert(x) + k.
+        _ if e.kind == EditKind::ConvertOffset => {
+            places.extend(edits::downstream_places(func, e.op, edits::AfterOp::Offset))
+        }
+        // An op missing after P is an op missing before P's only user.
+        edits::Change::Combine { .. } => {
+            if let [user] = func.users(func.ops[e.op].results[0])[..] {
+                places.push(user);
+            }
+        }
+        _ => {}
+    }
+    places.extend(edits::decision_partner(func, e));
+    places
 }
 
 /// Perturbed inputs the equivalence check runs.
@@ -545,12 +655,14 @@ fn describe(e: &Edit, s: Option<f64>) -> String {
     }
 }
 
-/// The candidate edits: every edit of every region op, and the fitted splat
-/// constants the region uses (reported on their first consumer), bounded.
+/// The candidate edits of the common catalogue: every edit of every region
+/// op, and the fitted splat constants the region uses (reported on their
+/// first consumer), bounded.
 fn candidates(
     func: &parity_mlir::Function,
     region: &[usize],
     blocks: &[(usize, &str)],
+    width: Width,
 ) -> Vec<Edit> {
     let constant = edits::constant_ops(func);
     let in_region: BTreeSet<usize> = region.iter().copied().collect();
@@ -567,7 +679,7 @@ fn candidates(
         } else {
             continue;
         };
-        for e in edits::edits_of(func, o, t, &constant, named) {
+        for e in edits::edits_of(func, o, t, &constant, named, width) {
             if e.kind.fitted() {
                 fitted.push(e);
             } else {
@@ -582,6 +694,53 @@ fn candidates(
     fitted.truncate(MAX_FITTED);
     plain.extend(fitted);
     plain
+}
+
+/// Edits of the wide catalogue at most (none fitted; every run of its
+/// module computes all of them, so the cost grows with their square).
+pub const MAX_WIDE_EDITS: usize = 400;
+
+/// The wide catalogue's edits of the region, cheapest explanation first
+/// (another op of the same arity; a missing normaliser or max shift; a
+/// missing op with a value of the result's type; one broadcast to it), each
+/// group in program order, bounded by [`MAX_WIDE_EDITS`]; and how many were
+/// cut.
+fn wide_candidates(
+    func: &parity_mlir::Function,
+    region: &[usize],
+    blocks: &[(usize, &str)],
+    inputs: &[ValueId],
+) -> (Vec<Edit>, usize) {
+    let constant = edits::constant_ops(func);
+    let in_region: BTreeSet<usize> = region.iter().copied().collect();
+    let mut ranked: Vec<(u8, usize, Edit)> = Vec::new();
+    for (pos, &(o, t)) in blocks.iter().enumerate() {
+        if constant[o] {
+            // A wrong integer constant, reported on its consumer in the region.
+            if let Some(n) = edits::consumer(func, o, &constant, |k| in_region.contains(&k)) {
+                for e in edits::edits_of(func, o, t, &constant, Some(n), Width::Wide) {
+                    ranked.push((0, pos, e));
+                }
+            }
+            continue;
+        }
+        if !in_region.contains(&o) {
+            continue;
+        }
+        for e in edits::edits_of(func, o, t, &constant, None, Width::Wide) {
+            ranked.push((0, pos, e));
+        }
+        for e in edits::reaxis_edits(func, blocks, pos) {
+            ranked.push((0, pos, e));
+        }
+        for (rank, e) in edits::combine_edits(func, blocks, pos, inputs, &constant) {
+            ranked.push((rank + 1, pos, e));
+        }
+    }
+    ranked.sort_by_key(|(rank, pos, _)| (*rank, *pos));
+    let cut = ranked.len().saturating_sub(MAX_WIDE_EDITS);
+    ranked.truncate(MAX_WIDE_EDITS);
+    (ranked.into_iter().map(|(_, _, e)| e).collect(), cut)
 }
 
 /// Minimises `f` over scales: a signed log grid (1e-4 .. 1e4, half a decade

@@ -1,0 +1,106 @@
+//! `parity bisect` on faults it did not make: the porting-bug corpus
+//! (examples/porting-bugs/corpus.json), hand edits of the bundled subjects
+//! with citations of the public reports they come from, each bisected with
+//! the real IREE compiler and runtime and judged against its right answers.
+//! The whole corpus is `parity bench --bisect corpus` (docs/bisect.md); this
+//! test runs every examples/basic entry and two of the gemma3n ones.
+
+mod common;
+
+use parity::bench::bisect::corpus::{self, CorpusRow};
+use parity::bench::bisect::{bundled_subject, prepare, Outcome};
+use std::io::Write as _;
+
+fn entries() -> Vec<corpus::Entry> {
+    corpus::load(&common::repo().join(corpus::CORPUS)).expect("the corpus parses")
+}
+
+fn run(names: &[&str]) -> Vec<CorpusRow> {
+    let all = entries();
+    let picked: Vec<corpus::Entry> = names
+        .iter()
+        .map(|n| all.iter().find(|e| e.name == *n).expect(n).clone())
+        .collect();
+    let work = tempfile::tempdir().unwrap();
+    let rows = corpus::run_all(
+        &common::repo(),
+        &picked,
+        work.path(),
+        &common::cache_dir(),
+        None,
+        |row| {
+            let _ = writeln!(std::io::stderr(), "{}", row.line());
+        },
+    )
+    .unwrap();
+    let _ = writeln!(std::io::stderr(), "{}", corpus::table(&rows));
+    rows
+}
+
+#[test]
+fn every_entry_applies_once_names_its_answers_and_cites_a_public_report() {
+    let root = common::repo();
+    let all = entries();
+    assert!(all.len() >= 15, "{} entries", all.len());
+    for subject in ["basic", "gemma3n"] {
+        let p = prepare(bundled_subject(&root, subject).unwrap(), None).unwrap();
+        for e in all.iter().filter(|e| e.subject == subject) {
+            let (text, answers, _) = corpus::edited(&p, e).unwrap_or_else(|m| panic!("{m}"));
+            assert!(!answers.is_empty(), "{}", e.name);
+            assert!(text.len() > 1000, "{}", e.name);
+            assert!(
+                e.cite.starts_with("https://github.com/"),
+                "{}: {}",
+                e.name,
+                e.cite
+            );
+        }
+    }
+    // A replace text that is not in the module is a setup error naming the
+    // entry, not a panic and not a row that scores.
+    let mut bad = all[0].clone();
+    bad.edits[0].replace = "no such text".into();
+    let p = prepare(bundled_subject(&root, &bad.subject).unwrap(), None).unwrap();
+    let e = corpus::edited(&p, &bad).unwrap_err();
+    assert!(e.contains("occurs 0 times"), "{e}");
+}
+
+#[test]
+fn the_basic_entries_are_named_exactly_or_proven_equivalent_and_never_wrong() {
+    let rows = run(&[
+        "layer_scale_dropped",
+        "norm_eps_1e-6",
+        "mask_polarity",
+        "attn_scale_twice",
+        "wq_transposed",
+        "softmax_wrong_axis",
+        "conv_pad_causal",
+    ]);
+    for r in &rows {
+        assert_ne!(r.outcome, Outcome::Wrong, "{}", r.line());
+        assert_ne!(r.outcome, Outcome::Crash, "{}", r.line());
+        match r.entry.name.as_str() {
+            // An eps in its consumer, a scale after the reduce and one after
+            // the centring compute one function: ambiguous, shown equivalent.
+            "norm_eps_1e-6" => {
+                assert_eq!(r.outcome, Outcome::Ambiguous, "{}", r.line());
+                assert_eq!(r.equivalent, Some(true), "{}", r.line());
+            }
+            // The wide catalogue: a weight never multiplied in (an input of
+            // the region), a reduction over the other axis of a square matrix.
+            _ => assert_eq!(r.outcome, Outcome::Exact, "{}", r.line()),
+        }
+    }
+}
+
+#[test]
+fn gemma3n_entries_found_only_by_the_wide_catalogue_are_named() {
+    // x * 0.5 written x + 0.5 (a swap across families) and an integer
+    // position constant off by one, inside a constant-only chain.
+    let rows = run(&["residual_scale_became_add", "rel_position_offset"]);
+    for r in &rows {
+        assert_eq!(r.outcome, Outcome::Exact, "{}", r.line());
+    }
+    assert!(rows[0].said.contains("stablehlo.add"), "{}", rows[0].said);
+    assert!(rows[1].said.contains("dot_general"), "{}", rows[1].said);
+}
