@@ -848,6 +848,23 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
         ));
         if let Some(eq) = &found.equivalence {
             report.notes.push(equivalence_note(program, found, eq));
+            // One function on two adjacent ops: the answer is the pair.
+            if let (true, Some((a, b))) = (eq.holds(), adjacent_pair(program.func, found)) {
+                let func = program.func;
+                let mut op = divergent_op(program, a, Evidence::Repair, Vec::new(), Vec::new());
+                op.pair = Some(parity_record::PairedOp {
+                    op_index: b,
+                    op_name: func.ops[b].name.clone(),
+                    loc: loc_label(&func.ops[b].loc),
+                });
+                report.notes.push(format!(
+                    "repair search: every repair acts at one of two adjacent operations, \
+                     #{a} and #{b}, and they compute one function: the fix is at one of the \
+                     pair (evidence `repair`, kind `pair`); no oracle tensor can say which"
+                ));
+                report.first_divergent_op = Some(op);
+                return true;
+            }
         }
         return false;
     };
@@ -874,6 +891,22 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
         Vec::new(),
     ));
     true
+}
+
+/// The two ops every repair acts at, earlier first, when there are two and
+/// one reads the other's result.
+fn adjacent_pair(func: &Function, found: &repair::RepairOutcome) -> Option<(usize, usize)> {
+    let mut ops: Vec<usize> = found.repairs.iter().map(|r| r.op).collect();
+    ops.sort_unstable();
+    ops.dedup();
+    let [a, b] = ops[..] else { return None };
+    let feeds = |p: usize, q: usize| {
+        func.ops[p]
+            .results
+            .iter()
+            .any(|r| func.ops[q].operands.contains(r))
+    };
+    (feeds(a, b) || feeds(b, a)).then_some((a, b))
 }
 
 /// The repair search for the record.
@@ -988,6 +1021,7 @@ fn divergent_op(
         loc: loc_label(&op.loc),
         loc_raw: op.loc.raw.clone(),
         evidence,
+        pair: None,
         probes: 0,
         text: op.text.clone(),
         operand_types: types(&op.operands),

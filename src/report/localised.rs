@@ -33,7 +33,19 @@ pub fn op_text(op: &DivergentOp) -> &str {
 
 /// `#3 stablehlo.divide at norm/scaled/div`.
 pub fn op_place(op: &DivergentOp) -> String {
-    format!("#{} {} at {}", op.op_index, op.op_name, op_loc(op))
+    match &op.pair {
+        None => format!("#{} {} at {}", op.op_index, op.op_name, op_loc(op)),
+        Some(p) => format!(
+            "one of two adjacent operations, #{} {} at {} or #{} {} at {} (the repairs \
+             compute one function: nothing tells which)",
+            op.op_index,
+            op.op_name,
+            op_loc(op),
+            p.op_index,
+            p.op_name,
+            p.loc
+        ),
+    }
 }
 
 /// The whole localisation in one line.

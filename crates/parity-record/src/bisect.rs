@@ -184,6 +184,12 @@ pub struct DivergentOp {
     pub loc_raw: String,
     /// `oracle` (bounded by oracle tensors) or `inferred` (the f64 shadow); never `region`.
     pub evidence: Evidence,
+    /// When the repairs that make the region match are proven to compute one
+    /// function and sit on two adjacent operations: the other one (this op
+    /// feeds it, or it feeds this op). The fix is at one of the two, and no
+    /// oracle tensor can tell which: neither is picked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<PairedOp>,
     /// Probes spent in all.
     pub probes: usize,
     /// The operation's MLIR text (generic form).
@@ -479,6 +485,17 @@ impl ReproducerOutput {
     pub fn fails(&self) -> bool {
         self.nonfinite > 0 || self.max_abs > self.threshold
     }
+}
+
+/// The other op of a `pair` answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairedOp {
+    /// Index among the function body's top-level operations.
+    pub op_index: usize,
+    /// e.g. `stablehlo.logistic`.
+    pub op_name: String,
+    /// Its location label.
+    pub loc: String,
 }
 
 /// The repair search's survivors (docs/bisect.md, "repair").

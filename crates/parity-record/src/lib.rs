@@ -40,7 +40,7 @@ pub use baseline::{
 };
 pub use bisect::{
     BisectRecord, CheckpointKind, CheckpointRecord, Confirmation, ConfirmationCandidate,
-    DivergentOp, Equivalence, Evidence, Localisation, OpMetrics, Region, RegionOutcome,
+    DivergentOp, Equivalence, Evidence, Localisation, OpMetrics, PairedOp, Region, RegionOutcome,
     RepairCandidate, RepairSearch, ReproducerCheck, ReproducerOutput, ShadowRow, Strategy,
     ValueMetrics, VerdictSource, BISECT_SCHEMA,
 };

@@ -217,6 +217,7 @@ pub fn bisect_op() -> BisectRecord {
         loc: "norm/scaled/div".into(),
         loc_raw: "loc(\"norm/scaled/div\")".into(),
         evidence: Evidence::Oracle,
+        pair: None,
         probes: 2,
         text: "%3 = \"stablehlo.divide\"(%1, %2) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>".into(),
         operand_types: vec!["tensor<2x8xf32>".into(), "tensor<2x8xf32>".into()],

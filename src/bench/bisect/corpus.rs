@@ -215,10 +215,11 @@ pub fn table(rows: &[CorpusRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<22} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7}",
+        "{:<22} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7}",
         "class",
         "n",
         "exact",
+        "pair",
         "ambig",
         "equiv",
         "region",
@@ -240,10 +241,11 @@ pub fn table(rows: &[CorpusRow]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<22} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7.0} {:>7.1}",
+            "{:<22} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7.0} {:>7.1}",
             name,
             rs.len(),
             count(Outcome::Exact),
+            count(Outcome::Pair),
             count(Outcome::Ambiguous),
             rs.iter().filter(|r| r.equivalent == Some(true)).count(),
             count(Outcome::Region),

@@ -26,6 +26,8 @@ pub enum MatrixError {
 pub enum Outcome {
     /// The injected op (or the documented right answer) named.
     Exact,
+    /// A pair of adjacent ops named (proven one function), a right op among them.
+    Pair,
     /// No op claimed; the right op listed among ambiguous repairs.
     Ambiguous,
     /// An honest region, no op named.
@@ -40,8 +42,9 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in table order.
-    pub const ALL: [Outcome; 6] = [
+    pub const ALL: [Outcome; 7] = [
         Outcome::Exact,
+        Outcome::Pair,
         Outcome::Ambiguous,
         Outcome::Region,
         Outcome::Wrong,
@@ -53,6 +56,7 @@ impl Outcome {
     pub fn name(self) -> &'static str {
         match self {
             Outcome::Exact => "exact",
+            Outcome::Pair => "pair",
             Outcome::Ambiguous => "ambiguous",
             Outcome::Region => "region",
             Outcome::Wrong => "wrong",
@@ -399,10 +403,10 @@ pub fn judge(answers: &[usize], record: &bisect::BisectRecord) -> Judged {
         return j;
     }
     if let Some(op) = &record.first_divergent_op {
-        j.outcome = if right(op.op_index) {
-            Outcome::Exact
-        } else {
-            Outcome::Wrong
+        j.outcome = match &op.pair {
+            _ if right(op.op_index) && op.pair.is_none() => Outcome::Exact,
+            Some(p) if right(op.op_index) || right(p.op_index) => Outcome::Pair,
+            _ => Outcome::Wrong,
         };
         j.named = Some((op.op_index, op.evidence));
         j.said = format!("#{} {} ({:?})", op.op_index, op.op_name, op.evidence);

@@ -79,11 +79,12 @@ pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7}",
+        "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7}",
         "subject",
         "kind",
         "n",
         "exact",
+        "pair",
         "ambig",
         "equiv",
         "region",
@@ -112,11 +113,12 @@ pub fn table(rows: &[Row]) -> String {
             };
             let _ = writeln!(
                 out,
-                "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7.0} {:>7.1}",
+                "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7.0} {:>7.1}",
                 s,
                 kind.name(),
                 rs.len(),
                 count(Outcome::Exact),
+                count(Outcome::Pair),
                 count(Outcome::Ambiguous),
                 rs.iter().filter(|r| r.equivalent == Some(true)).count(),
                 count(Outcome::Region),
