@@ -44,6 +44,8 @@ if [ "$status" -eq 0 ]; then
   python3 ci/compare_fixtures.py "$parity" . "$tree" || status=$?
   # examples/tokens is byte-reproducible (its search runs the IREE module it writes).
   diff -r -x __pycache__ examples/tokens "$tree/examples/tokens" || { echo "check-fixtures: examples/tokens differs" >&2; status=1; }
+  # examples/llama is byte-reproducible (made by `make -C tools/fixtures all`, target llama).
+  diff -r -x __pycache__ examples/llama "$tree/examples/llama" || { echo "check-fixtures: examples/llama differs" >&2; status=1; }
   # examples/masked is byte-reproducible too (MLIR, mel.npy and manifest).
   diff -r -x __pycache__ examples/masked "$tree/examples/masked" || { echo "check-fixtures: examples/masked differs" >&2; status=1; }
 else

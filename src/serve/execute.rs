@@ -226,11 +226,14 @@ fn serve(
         None => solo_runs(scenario, &prepared, target)?,
     };
     let tokens = target.spec.tokens.clone();
+    // The serving check reads the oracle only; it calls no `bind:` token call.
+    let no_binds = crate::tokens::bind::BoundCalls::new();
     let session = tokens.as_ref().map(|t| Session {
         spec: &target.spec,
         tokens: t,
         sources: &target.sources,
         modules: &target.modules,
+        bound: &no_binds,
     });
     let mut oracles = Vec::new();
     for (r, p) in scenario.requests.iter().zip(&prepared) {

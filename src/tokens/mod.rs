@@ -6,6 +6,7 @@
 //! localises it to a layer and, through bisect, an operation. Nothing here
 //! renders output; see `report`.
 
+pub(crate) mod bind;
 pub(crate) mod case;
 pub mod error;
 pub(crate) mod judge;
@@ -78,11 +79,11 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
             return finish(record, clock);
         }
     };
-    // Only the token module is compiled (through the artifact cache).
+    // Only the calls' modules are compiled (through the artifact cache).
     let mut only = spec.clone();
     only.subject
         .modules
-        .retain(|name, _| name == &tokens.module);
+        .retain(|name, _| name == &tokens.prefill.module || name == &tokens.decode.module);
     let mut scratch = RunRecord::new("", "", String::new());
     let run_options: &RunOptions = &options.bisect.run;
     let target = match Target::ready(spec, run_options.target.as_deref()) {
@@ -94,7 +95,24 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
     };
     let compiler = run::load_compiler(run_options, true, &mut scratch);
     let compiled = run::compile_all(&only, &target, run_options, &compiler, &mut scratch);
+    let selected: Vec<&parity_spec::Case> = tokens
+        .cases
+        .iter()
+        .filter(|c| wanted.is_empty() || wanted.contains(&c.name))
+        .collect();
+    let bound = if scratch.errors.is_empty() {
+        bind::bind_calls(spec, tokens, compiler.as_ref(), &selected)
+    } else {
+        Ok(bind::BoundCalls::new())
+    };
     drop(compiler);
+    let bound = match bound {
+        Ok(b) => b,
+        Err(e) => {
+            record.errors.push(e);
+            return finish(record, clock);
+        }
+    };
     record.compiler_revision = scratch.compiler_revision.take();
     record.warnings.append(&mut scratch.warnings);
     if !scratch.errors.is_empty() {
@@ -116,12 +134,9 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
         tokens,
         sources: &sources,
         modules: &modules,
+        bound: &bound,
     };
-    for case in tokens
-        .cases
-        .iter()
-        .filter(|c| wanted.is_empty() || wanted.contains(&c.name))
-    {
+    for case in selected {
         record.cases.push(run_case(&session, case, &options.modes));
     }
     drop(modules);

@@ -13,8 +13,10 @@ use parity_spec::{Arg, Case, DType, TokenArg, TokensSpec};
 /// of `prompt_length`, the case and the prompt's length. A prompt that cannot
 /// be loaded is left to the prefill call, which names it.
 pub(crate) fn check(session: &Session<'_>, case: &Case, p: usize) -> Result<(), TokensError> {
-    let call = &session.tokens.prefill;
-    for (i, arg) in call.args.iter().enumerate() {
+    let Some(args) = session.spec_args("prefill", &session.tokens.prefill, case) else {
+        return Ok(());
+    };
+    for (i, arg) in args.iter().enumerate() {
         let TokenArg::Input(Arg::Oracle(name)) = arg else {
             continue;
         };

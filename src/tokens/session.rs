@@ -23,6 +23,8 @@ pub struct Session<'a> {
     pub sources: &'a InputSources,
     /// The loaded modules.
     pub modules: &'a ModuleSet,
+    /// The arguments of every `bind:` call, bound by name.
+    pub bound: &'a super::bind::BoundCalls,
 }
 
 /// The step-dependent inputs of a decode call.
@@ -38,6 +40,23 @@ pub struct StepInputs<'a> {
 impl Session<'_> {
     fn at(&self, loc: Location) -> String {
         format!("{}:{}:{}", self.spec.path.display(), loc.line, loc.col)
+    }
+
+    /// The arguments of `call` for `case` as written (`args:`) or as bound
+    /// (`bind:`); None when a `bind:` call's function did not render or bind.
+    pub fn spec_args<'c>(
+        &'c self,
+        which: &str,
+        call: &'c TokenCall,
+        case: &Case,
+    ) -> Option<&'c [TokenArg]> {
+        if call.bind.is_none() {
+            return Some(&call.args);
+        }
+        let function = TokensSpec::render(&call.function, case).ok()?;
+        self.bound
+            .get(&(which.to_string(), function))
+            .map(|(a, _)| a.as_slice())
     }
 
     /// Calls `call` for `case`, one step of it; `step` is None for prefill.
@@ -70,9 +89,22 @@ impl Session<'_> {
                 arg: None,
                 problem,
             })?;
-        let mut args = Vec::with_capacity(call.args.len());
-        for (i, arg) in call.args.iter().enumerate() {
-            let loc = call.arg_locations.get(i).copied().unwrap_or(call.location);
+        let (spec_args, spec_locations) = match &call.bind {
+            Some(_) => self
+                .bound
+                .get(&(which.to_string(), function.clone()))
+                .map(|(a, l)| (a.as_slice(), l.as_slice()))
+                .ok_or_else(|| TokensError::Call {
+                    at: self.at(call.location),
+                    which: which.to_string(),
+                    arg: None,
+                    problem: format!("the arguments of `{function}` were not bound"),
+                })?,
+            None => (call.args.as_slice(), call.arg_locations.as_slice()),
+        };
+        let mut args = Vec::with_capacity(spec_args.len());
+        for (i, arg) in spec_args.iter().enumerate() {
+            let loc = spec_locations.get(i).copied().unwrap_or(call.location);
             let fail = |problem: String| TokensError::Call {
                 at: self.at(loc),
                 which: which.to_string(),
@@ -133,11 +165,11 @@ impl Session<'_> {
             .collect();
         let results = self
             .modules
-            .invoke(&self.tokens.module, &function, &tensors)
+            .invoke(&call.module, &function, &tensors)
             .map_err(|source| TokensError::Invoke {
                 at: self.at(call.location),
                 which: which.to_string(),
-                module: self.tokens.module.clone(),
+                module: call.module.clone(),
                 function: function.clone(),
                 source: Box::new(source),
             })?;
@@ -164,10 +196,10 @@ impl Session<'_> {
         function: &str,
         args: &[(Tensor, Location)],
     ) -> Result<(), TokensError> {
-        let Some(sig) = self.modules.signature(&self.tokens.module, function) else {
+        let Some(sig) = self.modules.signature(&call.module, function) else {
             return Ok(());
         };
-        let name = format!("{}.{function}", self.tokens.module);
+        let name = format!("{}.{function}", call.module);
         if sig.args.len() != args.len() || sig.results.len() != call.outputs.len() {
             return Err(TokensError::Call {
                 at: self.at(call.location),

@@ -93,11 +93,11 @@ impl NamePattern {
 #[derive(Debug, thiserror::Error)]
 pub enum BindError {
     /// An argument no rule binds.
-    #[error("{at}: stage `{stage}`: argument {index} ({name}) of `{function}` is bound by no `bind` rule; add `{{arg: {hint}, ...}}` or a `match:` pattern for it")]
+    #[error("{at}: {stage}: argument {index} ({name}) of `{function}` is bound by no `bind` rule; add `{{arg: {hint}, ...}}` or a `match:` pattern for it")]
     Unbound {
         /// `file:line:col` of `bind:`.
         at: String,
-        /// The stage.
+        /// Whose arguments: "stage `NAME`" or "tokens.decode".
         stage: String,
         /// The function.
         function: String,
@@ -109,11 +109,11 @@ pub enum BindError {
         hint: String,
     },
     /// An argument two rules bind.
-    #[error("{at}: stage `{stage}`: argument {index} ({name}) of `{function}` is bound twice: by the rule at line {first_line} and by this one; make one of them explicit (`arg:` wins over `match:`) or narrow a pattern")]
+    #[error("{at}: {stage}: argument {index} ({name}) of `{function}` is bound twice: by the rule at line {first_line} and by this one; make one of them explicit (`arg:` wins over `match:`) or narrow a pattern")]
     DoublyBound {
         /// `file:line:col` of the second rule.
         at: String,
-        /// The stage.
+        /// Whose arguments: "stage `NAME`" or "tokens.decode".
         stage: String,
         /// The function.
         function: String,
@@ -126,11 +126,11 @@ pub enum BindError {
     },
     /// An explicit rule names an argument the function does not have, or a
     /// pattern matches no argument (a typo would otherwise go unnoticed).
-    #[error("{at}: stage `{stage}`: {what} of `{function}` (its arguments: {available})")]
+    #[error("{at}: {stage}: {what} of `{function}` (its arguments: {available})")]
     NoMatch {
         /// `file:line:col` of the rule.
         at: String,
-        /// The stage.
+        /// Whose arguments: "stage `NAME`" or "tokens.decode".
         stage: String,
         /// The function.
         function: String,
@@ -237,7 +237,44 @@ pub fn bind_args_in(
     let Some(bind) = &stage.bind else {
         return Ok((stage.args.clone(), stage.locations.args.clone()));
     };
-    let at = |loc: Location| format!("{}:{}:{}", spec_path.display(), loc.line, loc.col);
+    let preset = vec![None; names.len()];
+    let who = format!("stage `{}`", stage.name);
+    let owner = BindOwner {
+        spec_path,
+        name: &who,
+        function,
+        location: bind.location,
+    };
+    let bound = bind_rules(&owner, &bind.rules, names, slice, &preset)?;
+    Ok(bound.into_iter().flatten().unzip())
+}
+
+/// Who a list of `bind:` rules belongs to, for messages: a stage, or a token
+/// call (`tokens.decode`).
+pub(crate) struct BindOwner<'a> {
+    /// The spec file.
+    pub spec_path: &'a Path,
+    /// Whose arguments, for messages: "stage `NAME`" or "tokens.decode".
+    pub name: &'a str,
+    /// The function whose arguments are bound.
+    pub function: &'a str,
+    /// Where `bind:` is.
+    pub location: Location,
+}
+
+/// Binds `rules` to `names`, one argument each. `preset[i]` is the location
+/// of something outside `rules` that already binds argument `i` (a token
+/// call's `token:`/`position:`/`state:` rule): a pattern skips it, an `arg:`
+/// rule naming it is a double binding. The result has `None` exactly at the
+/// preset arguments.
+pub(crate) fn bind_rules(
+    owner: &BindOwner<'_>,
+    rules: &[BindRule],
+    names: &[Option<String>],
+    slice: Option<&SliceScope<'_>>,
+    preset: &[Option<Location>],
+) -> Result<Vec<Option<(Arg, Location)>>, Box<BindError>> {
+    let at = |loc: Location| format!("{}:{}:{}", owner.spec_path.display(), loc.line, loc.col);
     let shown = |i: usize| match &names[i] {
         Some(n) => format!("`{n}`"),
         None => "no MLIR name".to_string(),
@@ -251,15 +288,25 @@ pub fn bind_args_in(
     let no_match = |rule: &BindRule, what: String| {
         Box::new(BindError::NoMatch {
             at: at(rule.location),
-            stage: stage.name.clone(),
-            function: function.to_string(),
+            stage: owner.name.to_string(),
+            function: owner.function.to_string(),
             what,
             available: available(),
         })
     };
+    let doubly = |rule: &BindRule, index: usize, first_line: usize| {
+        Box::new(BindError::DoublyBound {
+            at: at(rule.location),
+            stage: owner.name.to_string(),
+            function: owner.function.to_string(),
+            index,
+            name: shown(index),
+            first_line,
+        })
+    };
     let mut chosen: Vec<Option<(&BindRule, Arg)>> = vec![None; names.len()];
     // Explicit rules first: they win over patterns.
-    for rule in &bind.rules {
+    for rule in rules {
         let index = match &rule.target {
             BindTarget::Pattern(_) => continue,
             BindTarget::Index(i) if *i < names.len() => *i,
@@ -277,20 +324,20 @@ pub fn bind_args_in(
                 }
             }
         };
+        if let Some(first) = preset.get(index).copied().flatten() {
+            return Err(doubly(rule, index, first.line));
+        }
         if let Some((first, _)) = &chosen[index] {
-            return Err(Box::new(BindError::DoublyBound {
-                at: at(rule.location),
-                stage: stage.name.clone(),
-                function: function.to_string(),
-                index,
-                name: shown(index),
-                first_line: first.location.line,
-            }));
+            return Err(doubly(rule, index, first.location.line));
         }
         chosen[index] = Some((rule, rule.source.clone()));
     }
-    let explicit: Vec<bool> = chosen.iter().map(Option::is_some).collect();
-    for rule in &bind.rules {
+    let explicit: Vec<bool> = chosen
+        .iter()
+        .enumerate()
+        .map(|(i, c)| c.is_some() || preset.get(i).is_some_and(Option::is_some))
+        .collect();
+    for rule in rules {
         let BindTarget::Pattern(pattern) = &rule.target else {
             continue;
         };
@@ -304,14 +351,7 @@ pub fn bind_args_in(
                 continue;
             }
             if let Some((first, _)) = &chosen[index] {
-                return Err(Box::new(BindError::DoublyBound {
-                    at: at(rule.location),
-                    stage: stage.name.clone(),
-                    function: function.to_string(),
-                    index,
-                    name: shown(index),
-                    first_line: first.location.line,
-                }));
+                return Err(doubly(rule, index, first.location.line));
             }
             let source = match &rule.source {
                 Arg::Oracle(t) => Arg::Oracle(expand(t, &captures, &rule.replace)),
@@ -335,14 +375,17 @@ pub fn bind_args_in(
             ));
         }
     }
-    let mut args = Vec::with_capacity(names.len());
-    let mut locations = Vec::with_capacity(names.len());
+    let mut bound = Vec::with_capacity(names.len());
     for (index, slot) in chosen.into_iter().enumerate() {
+        if preset.get(index).is_some_and(Option::is_some) {
+            bound.push(None);
+            continue;
+        }
         let Some((rule, arg)) = slot else {
             return Err(Box::new(BindError::Unbound {
-                at: at(bind.location),
-                stage: stage.name.clone(),
-                function: function.to_string(),
+                at: at(owner.location),
+                stage: owner.name.to_string(),
+                function: owner.function.to_string(),
                 index,
                 name: shown(index),
                 hint: match &names[index] {
@@ -351,10 +394,9 @@ pub fn bind_args_in(
                 },
             }));
         };
-        args.push(arg);
-        locations.push(rule.location);
+        bound.push(Some((arg, rule.location)));
     }
-    Ok((args, locations))
+    Ok(bound)
 }
 
 #[cfg(test)]

@@ -43,7 +43,8 @@ pub(crate) fn parse_bind(
     })
 }
 
-fn parse_rule(
+/// Reads one rule (item `index` of a `bind:` list).
+pub(crate) fn parse_rule(
     cx: &Cx<'_>,
     stage: &str,
     index: usize,

@@ -47,7 +47,8 @@ pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET, DEFAULT_TARGET_BACKEND};
 pub use serving::{Cancel, Request, RequestInput, Scenario, ScenarioSource, SERVING_CONTEXT};
 pub use stage::MAX_LITERAL_ELEMENTS;
 pub use tokens::{
-    LogitsTolerance, TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS,
+    LogitsTolerance, TokenArg, TokenBind, TokenBindInput, TokenCall, TokenOracle, TokenVerdictSpec,
+    TokensSpec, STEP_VARS,
 };
 pub use transform::{CheckpointMap, WeightTransform};
 pub use write::quote as yaml_quote;

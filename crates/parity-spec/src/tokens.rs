@@ -3,11 +3,13 @@
 //! localise a divergent step. Parsed in `tokens_parse`; the executor is
 //! `parity::tokens`. Documented in docs/stages-schema.md ("tokens").
 
+use crate::bind::{bind_rules, BindError, BindOwner, BindRule, BindTarget};
 use crate::model::{Arg, Case, Location, Spec, Stage};
 use crate::template::{render, TemplateError};
 use parity_compare::Criterion;
 use parity_tensor::DType;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Variables every step case defines besides the token case's own: `pos`
 /// (the step's first position) and `step` (two digits, `00`..).
@@ -16,8 +18,9 @@ pub const STEP_VARS: [&str; 2] = ["pos", "step"];
 /// A validated `tokens:` section.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TokensSpec {
-    /// Module (in `subject.modules`) holding `prefill` and `decode`.
-    pub module: String,
+    /// The default module (in `subject.modules`) of `prefill` and `decode`
+    /// (`tokens.module`); a call naming its own `module:` overrides it.
+    pub module: Option<String>,
     /// The token cases (their own list: prompts are not the stage cases).
     pub cases: Vec<Case>,
     /// Tokens generated per case: step 0 from prefill, steps 1.. from decode.
@@ -51,19 +54,155 @@ pub struct TokensSpec {
     pub location: Location,
 }
 
-/// One call (`prefill` or `decode`): function, arguments, named outputs.
+/// One call (`prefill` or `decode`): module, function, arguments, named outputs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TokenCall {
+    /// Module holding the function: the call's own `module:`, else `tokens.module`.
+    pub module: String,
+    /// Where the module is named (the call's `module:` or `tokens.module`).
+    pub module_location: Location,
     /// Function in the module (template over the token case).
     pub function: String,
-    /// Arguments in call order.
+    /// Arguments in call order. Empty for a `bind:` call until the runner
+    /// binds them by the function's argument names ([`TokenCall::bind_args`]).
     pub args: Vec<TokenArg>,
+    /// `bind:` instead of `args:`: arguments bound by their MLIR names.
+    pub bind: Option<TokenBind>,
     /// Names of the results in order.
     pub outputs: Vec<String>,
     /// Where the call's `function` is.
     pub location: Location,
     /// Where each argument is.
     pub arg_locations: Vec<Location>,
+}
+
+/// A token call's `bind:` list: the decode inputs bound explicitly, every
+/// other argument by the rules a stage's `bind:` takes (weights by name).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenBind {
+    /// `token:`, `position:` and `state:` rules, each naming its argument
+    /// (`arg:` an MLIR name or an index; never a pattern).
+    pub inputs: Vec<TokenBindInput>,
+    /// The other rules (`oracle`, `weight`, `literal`; `arg:` or `match:`).
+    pub rules: Vec<BindRule>,
+    /// Where `bind:` is.
+    pub location: Location,
+}
+
+/// One `token:`/`position:`/`state:` rule of a token call's `bind:`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenBindInput {
+    /// The argument it binds (a name or an index).
+    pub target: BindTarget,
+    /// What it feeds: never [`TokenArg::Input`].
+    pub arg: TokenArg,
+    /// Where the rule is.
+    pub location: Location,
+}
+
+impl TokenCall {
+    /// The decode inputs (`token`, `position`, `state`) with their spec
+    /// positions, from `args:` or from `bind:`.
+    pub fn decode_inputs(&self) -> Vec<(&TokenArg, Location)> {
+        match &self.bind {
+            Some(b) => b.inputs.iter().map(|i| (&i.arg, i.location)).collect(),
+            None => self
+                .args
+                .iter()
+                .zip(&self.arg_locations)
+                .filter(|(a, _)| !matches!(a, TokenArg::Input(_)))
+                .map(|(a, l)| (a, *l))
+                .collect(),
+        }
+    }
+
+    /// The call's arguments in `function`'s order with the spec position of
+    /// each, given the function's MLIR argument names: the `args:` list as
+    /// written, or the `bind:` rules bound to the names (the decode inputs by
+    /// their explicit `arg:`, the rest as a stage's `bind:` binds them).
+    /// Unbound, doubly bound or unknown names are errors naming the spec's
+    /// `file:line:col` and `tokens.<which>`.
+    pub fn bind_args(
+        &self,
+        spec_path: &Path,
+        which: &str,
+        function: &str,
+        names: &[Option<String>],
+    ) -> Result<(Vec<TokenArg>, Vec<Location>), Box<BindError>> {
+        let Some(bind) = &self.bind else {
+            return Ok((self.args.clone(), self.arg_locations.clone()));
+        };
+        let owner_name = format!("tokens.{which}");
+        let owner = BindOwner {
+            spec_path,
+            name: &owner_name,
+            function,
+            location: bind.location,
+        };
+        let at = |loc: Location| format!("{}:{}:{}", spec_path.display(), loc.line, loc.col);
+        let available = || {
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| match n {
+                    Some(n) => format!("{i}: `{n}`"),
+                    None => format!("{i}: no MLIR name"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut preset: Vec<Option<Location>> = vec![None; names.len()];
+        let mut inputs: Vec<Option<&TokenArg>> = vec![None; names.len()];
+        for input in &bind.inputs {
+            let index = match &input.target {
+                BindTarget::Index(i) if *i < names.len() => Some(*i),
+                BindTarget::Name(n) => names.iter().position(|m| m.as_deref() == Some(n)),
+                _ => None,
+            };
+            let Some(index) = index else {
+                let what = match &input.target {
+                    BindTarget::Index(i) => format!("`arg: {i}` is past the last argument"),
+                    BindTarget::Name(n) => format!("`arg: {n}` names no argument"),
+                    BindTarget::Pattern(p) => format!("`match: {}` on a decode input", p.text),
+                };
+                return Err(Box::new(BindError::NoMatch {
+                    at: at(input.location),
+                    stage: owner_name.clone(),
+                    function: function.to_string(),
+                    what,
+                    available: available(),
+                }));
+            };
+            if let Some(first) = preset[index] {
+                return Err(Box::new(BindError::DoublyBound {
+                    at: at(input.location),
+                    stage: owner_name.clone(),
+                    function: function.to_string(),
+                    index,
+                    name: names[index]
+                        .as_ref()
+                        .map_or("no MLIR name".into(), |n| format!("`{n}`")),
+                    first_line: first.line,
+                }));
+            }
+            preset[index] = Some(input.location);
+            inputs[index] = Some(&input.arg);
+        }
+        let bound = bind_rules(&owner, &bind.rules, names, None, &preset)?;
+        let mut args = Vec::with_capacity(names.len());
+        let mut locations = Vec::with_capacity(names.len());
+        // bind_rules leaves exactly the preset (decode input) arguments empty.
+        for (i, slot) in bound.into_iter().enumerate() {
+            let (arg, loc) = match (slot, inputs[i], preset[i]) {
+                (Some((arg, loc)), _, _) => (TokenArg::Input(arg), loc),
+                (None, Some(arg), Some(loc)) => (arg.clone(), loc),
+                (None, _, _) => continue,
+            };
+            args.push(arg);
+            locations.push(loc);
+        }
+        Ok((args, locations))
+    }
 }
 
 /// One argument of a token call.

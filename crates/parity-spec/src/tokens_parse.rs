@@ -1,12 +1,14 @@
 //! Reading and validating the `tokens:` section (model in `tokens`).
 
+use crate::bind::{BindRule, BindTarget};
 use crate::error::{Scope, SpecError};
-use crate::model::{Arg, Spec, Stage};
+use crate::model::{Arg, Location, Spec, Stage};
 use crate::parse::parse_cases;
 use crate::reader::Cx;
 use crate::stage::{dtype, location, parse_arg, parse_stage, template_string};
 use crate::tokens::{
-    LogitsTolerance, TokenArg, TokenCall, TokenOracle, TokenVerdictSpec, TokensSpec, STEP_VARS,
+    LogitsTolerance, TokenArg, TokenBind, TokenBindInput, TokenCall, TokenOracle, TokenVerdictSpec,
+    TokensSpec, STEP_VARS,
 };
 use crate::yaml::Node;
 use parity_tensor::DType;
@@ -24,7 +26,7 @@ const TOKENS_KEYS: &[&str] = &[
     "verdict",
     "step_stages",
 ];
-const CALL_KEYS: &[&str] = &["function", "args", "outputs"];
+const CALL_KEYS: &[&str] = &["module", "function", "args", "bind", "outputs"];
 const ORACLE_KEYS: &[&str] = &["tokens", "logits", "truth_logits"];
 const VERDICT_KEYS: &[&str] = &[
     "exact_tokens",
@@ -47,7 +49,10 @@ pub(crate) fn parse_tokens(
 ) -> Result<TokensSpec, SpecError> {
     let cx = top.with(Scope::Tokens("tokens".into()));
     let m = cx.map(node, "tokens", "tokens", TOKENS_KEYS)?;
-    let module = cx.name(m.req(&cx, "module")?, "module")?;
+    let module = match m.opt("module") {
+        Some(n) => Some((cx.name(n, "module")?, location(n))),
+        None => None,
+    };
     let cases_node = m.req(&cx, "cases")?;
     let cases = parse_cases(&cx, cases_node)?;
     for case in &cases {
@@ -78,8 +83,20 @@ pub(crate) fn parse_tokens(
         }
         None => None,
     };
-    let prefill = parse_call(top, m.req(&cx, "prefill")?, "prefill", literal_budget)?;
-    let decode = parse_call(top, m.req(&cx, "decode")?, "decode", literal_budget)?;
+    let prefill = parse_call(
+        top,
+        m.req(&cx, "prefill")?,
+        "prefill",
+        &module,
+        literal_budget,
+    )?;
+    let decode = parse_call(
+        top,
+        m.req(&cx, "decode")?,
+        "decode",
+        &module,
+        literal_budget,
+    )?;
     let (logits, logits_tolerance) = match m.opt("logits") {
         Some(n) if matches!(n.value, crate::yaml::Value::Map(_)) => parse_logits(&cx, n)?,
         Some(n) => (cx.name(n, "logits")?, None),
@@ -146,7 +163,7 @@ pub(crate) fn parse_tokens(
         }
     }
     Ok(TokensSpec {
-        module,
+        module: module.map(|m| m.0),
         cases,
         max_new_tokens,
         prompt_length,
@@ -168,10 +185,21 @@ fn parse_call(
     top: &Cx<'_>,
     node: &Node,
     which: &str,
+    default_module: &Option<(String, Location)>,
     literal_budget: &mut usize,
 ) -> Result<TokenCall, SpecError> {
     let cx = top.with(Scope::Tokens(which.into()));
     let m = cx.map(node, which, which, CALL_KEYS)?;
+    let (module, module_location) = match (m.opt("module"), default_module) {
+        (Some(n), _) => (cx.name(n, "module")?, location(n)),
+        (None, Some((name, at))) => (name.clone(), *at),
+        (None, None) => {
+            return Err(cx.invalid(
+                node,
+                format!("`{which}` names no `module` and `tokens.module` (the default of both calls) is not given"),
+            ))
+        }
+    };
     let f = m.req(&cx, "function")?;
     let function = template_string(&cx, which, f, "function")?;
     let mut args = Vec::new();
@@ -182,6 +210,18 @@ fn parse_call(
             args.push(parse_token_arg(&cx, which, i, a, literal_budget)?);
         }
     }
+    let bind = match (m.opt("bind"), m.opt("args")) {
+        (Some(_), Some(a)) => {
+            return Err(cx.invalid(
+                a,
+                format!(
+                "`{which}` has `args` (in call order) or `bind` (by MLIR argument name), not both"
+            ),
+            ))
+        }
+        (Some(b), None) => Some(parse_token_bind(&cx, which, b, literal_budget)?),
+        (None, _) => None,
+    };
     let outputs_node = m.req(&cx, "outputs")?;
     let outputs = cx.strings(outputs_node, "outputs")?;
     if outputs.is_empty() {
@@ -193,13 +233,17 @@ fn parse_call(
         }
     }
     let call = TokenCall {
+        module,
+        module_location,
         function,
         args,
+        bind,
         outputs,
         location: location(f),
         arg_locations,
     };
-    let count = |f: fn(&TokenArg) -> bool| call.args.iter().filter(|a| f(a)).count();
+    let inputs = call.decode_inputs();
+    let count = |f: fn(&TokenArg) -> bool| inputs.iter().filter(|a| f(a.0)).count();
     let tokens = count(|a| matches!(a, TokenArg::Token { .. }));
     let positions = count(|a| matches!(a, TokenArg::Position { .. }));
     let states = count(|a| matches!(a, TokenArg::State(_)));
@@ -219,6 +263,72 @@ fn parse_call(
     Ok(call)
 }
 
+/// A token call's `bind:` list: `{arg: NAME|INDEX, token|position|state: ...}`
+/// rules for the decode inputs, and a stage's `bind:` rules for the rest.
+fn parse_token_bind(
+    cx: &Cx<'_>,
+    which: &str,
+    node: &Node,
+    literal_budget: &mut usize,
+) -> Result<TokenBind, SpecError> {
+    let mut inputs: Vec<TokenBindInput> = Vec::new();
+    let mut rules: Vec<BindRule> = Vec::new();
+    let mut explicit: Vec<(BindTarget, usize)> = Vec::new();
+    for (i, item) in cx.list(node, "bind")?.iter().enumerate() {
+        let (target, at) = if let Some(key) = INPUT_KEYS.into_iter().find(|k| has_key(item, k)) {
+            let m = cx.map(item, "bind rule", "bind rule", &["arg", key])?;
+            let Some(a) = m.opt("arg") else {
+                return Err(cx.invalid(
+                    item,
+                    format!("bind rule {i}: a `{key}` rule names its argument with `arg:` (an MLIR name or an index); a decode input is never bound by a pattern"),
+                ));
+            };
+            let target = match a.as_i128() {
+                Some(_) => BindTarget::Index(cx.usize(a, "arg")?),
+                None => BindTarget::Name(cx.name(a, "arg")?),
+            };
+            let arg = input_arg(cx, key, m.req(cx, key)?)?;
+            inputs.push(TokenBindInput {
+                target: target.clone(),
+                arg,
+                location: location(item),
+            });
+            (target, item)
+        } else {
+            let rule = crate::bind_parse::parse_rule(cx, which, i, item, literal_budget)?;
+            if matches!(rule.source, Arg::Stage { .. }) {
+                return Err(cx.invalid(
+                    item,
+                    format!("bind rule {i}: `stage:` arguments belong to stages; a token call binds `oracle`, `weight`, `literal`, `token`, `position` or `state`"),
+                ));
+            }
+            let target = rule.target.clone();
+            rules.push(rule);
+            (target, item)
+        };
+        if !matches!(target, BindTarget::Pattern(_)) {
+            if let Some((_, line)) = explicit.iter().find(|(t, _)| *t == target) {
+                return Err(cx.invalid(
+                    at,
+                    format!("bind rule {i} names the same argument as the rule at line {line}"),
+                ));
+            }
+            explicit.push((target, at.mark.line));
+        }
+    }
+    if inputs.is_empty() && rules.is_empty() {
+        return Err(cx.invalid(node, "`bind` is empty; list at least one rule".into()));
+    }
+    Ok(TokenBind {
+        inputs,
+        rules,
+        location: location(node),
+    })
+}
+
+/// The keys of a decode input, in an `args:` item or a `bind:` rule.
+const INPUT_KEYS: [&str; 3] = ["token", "position", "state"];
+
 fn parse_token_arg(
     cx: &Cx<'_>,
     which: &str,
@@ -226,9 +336,7 @@ fn parse_token_arg(
     node: &Node,
     literal_budget: &mut usize,
 ) -> Result<TokenArg, SpecError> {
-    let key = ["token", "position", "state"]
-        .into_iter()
-        .find(|k| has_key(node, k));
+    let key = INPUT_KEYS.into_iter().find(|k| has_key(node, k));
     let Some(key) = key else {
         return match parse_arg(cx, which, index, node, literal_budget)? {
             Arg::Stage { .. } => Err(cx.invalid(
@@ -247,7 +355,11 @@ fn parse_token_arg(
     if m.entries().count() != 1 {
         return Err(cx.invalid(node, format!("argument {index} must have exactly one key")));
     }
-    let value = m.req(cx, key)?;
+    input_arg(cx, key, m.req(cx, key)?)
+}
+
+/// The value of a `token:`, `position:` or `state:` key.
+fn input_arg(cx: &Cx<'_>, key: &str, value: &Node) -> Result<TokenArg, SpecError> {
     if key == "state" {
         return Ok(TokenArg::State(cx.name(value, "state")?));
     }
@@ -433,28 +545,29 @@ pub(crate) fn validate(spec: &Spec) -> Result<(), SpecError> {
         }
         .into()
     };
-    if !spec.subject.modules.contains_key(&t.module) {
-        let declared: Vec<&str> = spec.subject.modules.keys().map(String::as_str).collect();
-        return Err(err(
-            t.location,
-            "tokens",
-            format!(
-                "module `{}` is not declared in `subject.modules` (declared: {})",
-                t.module,
-                declared.join(", ")
-            ),
-        ));
+    for (which, call) in [("prefill", &t.prefill), ("decode", &t.decode)] {
+        if !spec.subject.modules.contains_key(&call.module) {
+            let declared: Vec<&str> = spec.subject.modules.keys().map(String::as_str).collect();
+            return Err(err(
+                call.module_location,
+                which,
+                format!(
+                    "module `{}` is not declared in `subject.modules` (the module of `{which}`; declared: {})",
+                    call.module,
+                    declared.join(", ")
+                ),
+            ));
+        }
     }
-    for (i, arg) in t.decode.args.iter().enumerate() {
+    for (i, (arg, loc)) in t.decode.decode_inputs().into_iter().enumerate() {
         if let TokenArg::State(name) = arg {
-            let loc = t.decode.arg_locations[i];
             for (which, call) in [("prefill", &t.prefill), ("decode", &t.decode)] {
                 if !call.outputs.contains(name) {
                     return Err(err(
                         loc,
                         "decode",
                         format!(
-                            "argument {i}: state `{name}` is not an output of `{which}` (its outputs: {})",
+                            "decode input {i}: state `{name}` is not an output of `{which}` (its outputs: {})",
                             call.outputs.join(", ")
                         ),
                     ));
@@ -502,6 +615,12 @@ pub(crate) fn validate(spec: &Spec) -> Result<(), SpecError> {
                     TokensSpec::render(n, case).map_err(|m| {
                         err(call.arg_locations[i], which, format!("argument {i}: {m}"))
                     })?;
+                }
+            }
+            for (i, rule) in call.bind.iter().flat_map(|b| b.rules.iter()).enumerate() {
+                if let Arg::Oracle(n) | Arg::Weight(n) = &rule.source {
+                    TokensSpec::render(n, case)
+                        .map_err(|m| err(rule.location, which, format!("bind rule {i}: {m}")))?;
                 }
             }
         }

@@ -118,7 +118,12 @@ fn mistakes_name_line_column_and_part() {
     );
     // An undeclared module.
     let text = tokens(GOOD_ARGS, "").replace("module: audio", "module: lm");
-    assert_err(&fx.err(&text), 7, 3, &["module `lm` is not declared"]);
+    assert_err(
+        &fx.err(&text),
+        7,
+        11,
+        &["module `lm` is not declared", "the module of `prefill`"],
+    );
     // Without tokens, stages stay required.
     let msg = fx.err(HEADER);
     assert!(msg.contains("`stages`"), "{msg}");
@@ -218,4 +223,234 @@ fn a_logits_tolerance_parses_and_its_mistakes_are_named() {
     assert_err(&msg, 16, 11, &["`vs_f64`", "no `truth_logits`"]);
     let msg = fx.err(&tokens(GOOD_ARGS, "  verdict: {perturbation_ulps: 0}\n"));
     assert_err(&msg, 16, 32, &["`perturbation_ulps` must be in 1..=1024"]);
+}
+
+/// HEADER with a second module, `lm`, and a `tokens:` section at line 7
+/// whose calls are `prefill` and `decode` as given (each at 2-space indent).
+fn two_modules(top: &str, prefill: &str, decode: &str) -> String {
+    format!(
+        "{}    lm: {{mlir: subject/audio.mlir}}
+oracle: dumps
+tokens:
+{top}  max_new_tokens: 4
+  prompt_length: \"3\"
+  cases: [{{name: a}}]
+  prefill: {prefill}
+  decode:
+{decode}",
+        HEADER.trim_end_matches("oracle: dumps\n")
+    )
+}
+
+const BOUND_DECODE: &str = "    module: lm
+    function: decode
+    bind:
+      - {arg: token, token: {}}
+      - {arg: 1, position: {dtype: i64}}
+      - {arg: k_cache, state: k}
+      - {match: \"params\\\\['(.*)'\\\\]\", weight: \"$1\"}
+      - {arg: bias, literal: {dtype: f32, shape: [], values: [0]}}
+    outputs: [logits, k]
+";
+
+/// Issue 27: prefill and decode each from its own module (JAX lowers each
+/// function to its own), `tokens.module` only the default; `bind:` on the
+/// calls with the decode inputs as explicit `arg:` rules.
+#[test]
+fn calls_name_their_modules_and_bind_by_name() {
+    let fx = Fixture::new();
+    let text = two_modules(
+        "",
+        "{module: audio, function: prefill, bind: [{match: \".*\", oracle: \"{case}/$0\"}], outputs: [logits, k]}",
+        BOUND_DECODE,
+    );
+    let spec = fx.parse(&text).expect("valid");
+    let t = spec.tokens.as_ref().unwrap();
+    assert_eq!(t.module, None);
+    assert_eq!(
+        (t.prefill.module.as_str(), t.decode.module.as_str()),
+        ("audio", "lm")
+    );
+    assert_eq!(t.decode.module_location.line, 13);
+    assert!(t.decode.args.is_empty(), "bound at run time");
+    let bind = t.decode.bind.as_ref().expect("bind");
+    assert_eq!(bind.rules.len(), 2);
+    let inputs: Vec<_> = t
+        .decode
+        .decode_inputs()
+        .into_iter()
+        .map(|(a, l)| (a.clone(), l.line))
+        .collect();
+    assert_eq!(
+        inputs,
+        vec![
+            (
+                TokenArg::Token {
+                    dtype: DType::I32,
+                    shape: vec![1, 1]
+                },
+                16
+            ),
+            (
+                TokenArg::Position {
+                    dtype: DType::I64,
+                    shape: vec![]
+                },
+                17
+            ),
+            (TokenArg::State("k".into()), 18),
+        ]
+    );
+    // Bound against decode's MLIR argument names: the order is the function's.
+    let names: Vec<Option<String>> = [
+        "params['w1']",
+        "pos",
+        "bias",
+        "k_cache",
+        "token",
+        "params['w0']",
+    ]
+    .iter()
+    .map(|n| Some(n.to_string()))
+    .collect();
+    let (args, locs) = t
+        .decode
+        .bind_args(&spec.path, "decode", "decode", &names)
+        .expect("binds");
+    assert_eq!(
+        args,
+        vec![
+            TokenArg::Input(Arg::Weight("w1".into())),
+            TokenArg::Position {
+                dtype: DType::I64,
+                shape: vec![]
+            },
+            TokenArg::Input(Arg::Literal {
+                dtype: DType::F32,
+                shape: vec![],
+                values: vec![0.0]
+            }),
+            TokenArg::State("k".into()),
+            TokenArg::Token {
+                dtype: DType::I32,
+                shape: vec![1, 1]
+            },
+            TokenArg::Input(Arg::Weight("w0".into())),
+        ]
+    );
+    assert_eq!(
+        locs.iter().map(|l| l.line).collect::<Vec<_>>(),
+        vec![19, 17, 20, 18, 16, 19]
+    );
+    // A name the function lacks names the rule that wrote it.
+    let swapped: Vec<Option<String>> = ["token", "pos", "bias", "params['w']"]
+        .iter()
+        .map(|n| Some(n.to_string()))
+        .collect();
+    let e = t
+        .decode
+        .bind_args(&spec.path, "decode", "decode", &swapped)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("stages.yaml:18:9")
+            && e.contains("`arg: k_cache` names no argument")
+            && e.contains("tokens.decode"),
+        "{e}"
+    );
+    // tokens.module is the default of a call that names none.
+    let text = two_modules(
+        "  module: lm\n",
+        "{function: prefill, args: [], outputs: [logits, k]}",
+        BOUND_DECODE,
+    );
+    let spec = fx.parse(&text).expect("valid");
+    let t = spec.tokens.as_ref().unwrap();
+    assert_eq!(
+        (t.module.as_deref(), t.prefill.module.as_str()),
+        (Some("lm"), "lm")
+    );
+    assert_eq!(t.prefill.module_location.line, 8);
+}
+
+#[test]
+fn call_module_and_bind_mistakes_are_named() {
+    let fx = Fixture::new();
+    let prefill = "{function: prefill, args: [], outputs: [logits, k]}";
+    // No module anywhere.
+    let msg = fx.err(&two_modules("", prefill, BOUND_DECODE));
+    assert_err(
+        &msg,
+        11,
+        12,
+        &["tokens.prefill", "names no `module`", "tokens.module"],
+    );
+    // An undeclared module on one call.
+    let msg = fx.err(&two_modules(
+        "",
+        "{module: dec, function: p, outputs: [logits, k]}",
+        BOUND_DECODE,
+    ));
+    assert_err(
+        &msg,
+        11,
+        21,
+        &[
+            "module `dec` is not declared",
+            "the module of `prefill`",
+            "audio, lm",
+        ],
+    );
+    let with = |decode: &str| two_modules("  module: lm\n", prefill, decode);
+    // args and bind together.
+    let msg = fx.err(&with(
+        &BOUND_DECODE.replace("    bind:", "    args: [{token: {}}]\n    bind:"),
+    ));
+    assert_err(&msg, 16, 11, &["`args` (in call order) or `bind`"]);
+    // A decode input by pattern, or without `arg:`.
+    let msg = fx.err(&with(
+        &BOUND_DECODE.replace("{arg: token, token: {}}", "{match: tok, token: {}}"),
+    ));
+    assert_err(&msg, 17, 10, &["unknown key `match`", "arg, token"]);
+    let msg = fx.err(&with(
+        &BOUND_DECODE.replace("{arg: token, token: {}}", "{token: {}}"),
+    ));
+    assert_err(
+        &msg,
+        17,
+        9,
+        &["bind rule 0", "names its argument with `arg:`"],
+    );
+    // Two tokens, the same argument twice, a state prefill does not output, a stage source.
+    let msg = fx.err(&with(
+        &BOUND_DECODE.replace("{arg: 1, position: {dtype: i64}}", "{arg: 1, token: {}}"),
+    ));
+    assert_err(&msg, 14, 5, &["exactly one `token`", "has 2 and 0"]);
+    let msg = fx.err(&with(
+        &BOUND_DECODE.replace("{arg: 1, position", "{arg: token, position"),
+    ));
+    assert_err(
+        &msg,
+        18,
+        9,
+        &["bind rule 1 names the same argument as the rule at line 17"],
+    );
+    let msg = fx.err(&with(&BOUND_DECODE.replace("state: k}", "state: v}")));
+    assert_err(
+        &msg,
+        19,
+        9,
+        &["tokens.decode", "state `v` is not an output of `prefill`"],
+    );
+    let msg = fx.err(&with(
+        &BOUND_DECODE.replace("literal: {dtype: f32, shape: [], values: [0]}", "stage: x"),
+    ));
+    assert_err(&msg, 21, 9, &["`stage:` arguments belong to stages"]);
+    // prefill binds no decode input.
+    let msg = fx.err(&two_modules(
+        "  module: lm\n",
+        "{function: p, bind: [{arg: 0, token: {}}], outputs: [logits, k]}",
+        BOUND_DECODE,
+    ));
+    assert_err(&msg, 12, 12, &["`prefill` takes no `token`"]);
 }

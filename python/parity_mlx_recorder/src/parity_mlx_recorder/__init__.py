@@ -20,7 +20,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
-__all__ = ["Recorder", "RecorderError", "MANIFEST_SCHEMA"]
+__all__ = ["Recorder", "RecorderError", "MANIFEST_SCHEMA", "record_generation"]
 
 MANIFEST_SCHEMA = "parity.oracle-manifest/1"
 
@@ -174,7 +174,8 @@ def _version(pkg: str):
 
 
 def _write_npy(path: str, arr: np.ndarray, dtype: str) -> None:
-    arr = np.ascontiguousarray(arr)
+    # ascontiguousarray makes a 0-d array 1-d: keep the scalar's shape ().
+    arr = np.ascontiguousarray(arr).reshape(arr.shape)
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         if dtype == "bf16":
@@ -184,3 +185,6 @@ def _write_npy(path: str, arr: np.ndarray, dtype: str) -> None:
         else:
             np.lib.format.write_array(f, arr, allow_pickle=False)
     os.replace(tmp, path)
+
+
+from .generation import record_generation  # noqa: E402  (needs RecorderError above)
