@@ -7,6 +7,7 @@ pub mod bisect_text;
 pub mod compare_text;
 pub mod fuzz_text;
 pub mod headroom;
+pub mod history_text;
 pub mod html;
 pub mod json;
 pub mod junit;
