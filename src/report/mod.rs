@@ -22,6 +22,8 @@ pub mod terminal;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_history;
+#[cfg(test)]
 mod tests_reading;
 pub mod tokens_text;
 pub mod triangulation_text;

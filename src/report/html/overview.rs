@@ -37,10 +37,10 @@ impl Cell<'_> {
 }
 
 /// The background of a cell whose worst ratio is `r`: green far below the
-/// limit through amber at it (hue 130 to 45, light), then red past it,
-/// darker the further past (hue 10 to 0, lightness 62% to 35%), both on a
-/// log scale over 1e-6..1e6. Hue plus lightness falls as the ratio grows,
-/// so the colours order by ratio.
+/// limit through amber at it (hue 130 to 45, light, on a log scale over
+/// 1e-4..1, where the resolution matters), then red past it, darker the
+/// further past (hue 10 to 0, lightness 62% to 35%, log scale over 1..1e6).
+/// Hue plus lightness falls as the ratio grows, so the colours order by ratio.
 pub fn colour(r: f64) -> (f64, f64, f64) {
     let log = if r.is_nan() {
         6.0
@@ -48,7 +48,7 @@ pub fn colour(r: f64) -> (f64, f64, f64) {
         r.max(1e-12).log10()
     };
     if r <= 1.0 {
-        let t = ((log + 6.0) / 6.0).clamp(0.0, 1.0);
+        let t = ((log + 4.0) / 4.0).clamp(0.0, 1.0);
         (130.0 - 85.0 * t, 55.0, 80.0)
     } else {
         let u = (log / 6.0).clamp(0.0, 1.0);
@@ -237,9 +237,10 @@ fn td(out: &mut String, label: &str, case: &str, cell: &Cell, first: bool) {
 fn legend(out: &mut String) {
     out.push_str("<div class=\"legend\" aria-hidden=\"true\">");
     for (r, label) in [
-        (1e-6, "1e-6"),
-        (1e-3, "1e-3"),
+        (1e-4, "1e-4 or less"),
+        (1e-2, "0.01"),
         (0.1, "0.1"),
+        (0.5, "0.5"),
         (1.0, "1 = limit"),
         (10.0, "10"),
         (1e3, "1e3"),
