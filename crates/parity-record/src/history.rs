@@ -181,7 +181,7 @@ pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
         out
     }
     // Numbers by length then digits (no overflow), before text at the same place.
-    fn key<'a>((digit, p): (bool, &'a str)) -> (bool, usize, &'a str) {
+    fn key((digit, p): (bool, &str)) -> (bool, usize, &str) {
         let trimmed = p.trim_start_matches('0');
         if digit {
             (false, trimmed.len(), trimmed)

@@ -46,7 +46,9 @@ pub fn rows(run: &RunRecord) -> Vec<Row<'_>> {
         }
         v
     });
-    let mut rows: Vec<((usize, usize), usize, usize, Mode, Row)> = Vec::new();
+    // Sort key: (stage depth, target), case, output, mode.
+    type Keyed<'r> = ((usize, usize), usize, usize, Mode, Row<'r>);
+    let mut rows: Vec<Keyed> = Vec::new();
     for s in &run.stages {
         let depth = order.iter().position(|n| *n == s.name).unwrap_or(0);
         let target = target_order.iter().position(|t| *t == s.target);
