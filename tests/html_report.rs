@@ -37,7 +37,7 @@ fn load(html: &Path, record: &Value, shot: &str) -> (Browser, browser::Page) {
     let page = b.open(html);
     let rows = b.eval(
         &page,
-        "document.querySelectorAll('table.results tbody tr').length",
+        "document.querySelectorAll('table.results tbody tr.out').length",
     );
     assert_eq!(
         rows,
@@ -66,7 +66,7 @@ fn column(b: &mut Browser, page: &browser::Page, col: usize) -> Vec<f64> {
     let v = b.eval(
         page,
         &format!(
-            "Array.from(document.querySelectorAll('table.results tbody tr')).map(r => \
+            "Array.from(document.querySelectorAll('table.results tbody tr.out')).map(r => \
              r.cells[{}] ? r.cells[{}].getAttribute('data-v') : '')",
             col - 1,
             col - 1

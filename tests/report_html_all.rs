@@ -249,7 +249,7 @@ fn report_page_has_one_section_per_record_run_fuzz_and_serving() {
     assert_eq!(
         b.eval(
             &page,
-            "document.querySelectorAll('section.run table.results tbody tr').length"
+            "document.querySelectorAll('section.run table.results tbody tr.out').length"
         ),
         json!(rows)
     );

@@ -54,7 +54,7 @@ fn tokens_page_marks_the_mismatches_draws_the_gaps_and_loads_clean() {
     // The localised step's stage run is on the page as a results table.
     let rows = b.eval(
         &page,
-        "document.querySelectorAll('table.results tbody tr').length",
+        "document.querySelectorAll('table.results tbody tr.out').length",
     );
     let stage_outputs: usize = record["localisation"]["run"]["stages"]
         .as_array()

@@ -193,6 +193,20 @@ fn a_vulkan_only_divergence_is_backend_specific_and_the_first_divergence_is_on_v
         verdict.as_str().unwrap().contains("on target `vulkan`"),
         "{verdict}"
     );
+    // The overview grid: a row per stage and target, the marker on vulkan's cell.
+    let grid = eval(
+        &mut b,
+        "Array.from(document.querySelectorAll('table.overview tbody tr')).map(tr => \
+         [tr.dataset.stage, Array.from(tr.querySelectorAll('td')).map(td => \
+         [td.dataset.case, td.dataset.status, td.hasAttribute('data-first-divergence')])])",
+    );
+    assert_eq!(
+        grid,
+        serde_json::json!([
+            ["lm_layer_0 @cpu", [["two_clips", "pass", false]]],
+            ["lm_layer_0 @vulkan", [["two_clips", "fail", true]]]
+        ])
+    );
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("triangulation");
     b.screenshot(&page, &shots.join("backend-specific.png"));
     assert!(

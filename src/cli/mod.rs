@@ -14,6 +14,7 @@ mod points_cuts;
 mod points_propose;
 mod progress;
 mod report;
+mod report_history;
 mod serve;
 mod tokens;
 

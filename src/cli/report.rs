@@ -15,8 +15,19 @@ pub struct ReportArgs {
     /// `parity.fuzz/1`); the HTML page shows them all (compare records excepted),
     /// one section per record. A record whose verdict its own parts contradict
     /// (an edited `status`) is refused, exit 2.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "history")]
     records: Vec<PathBuf>,
+    /// Draw each stage's headroom over the run records saved in DIR
+    /// (`DIR/*.json`, `DIR/*/run.json`; e.g. one per commit in CI), oldest
+    /// first by their start time (else by file name), and flag the stages
+    /// whose error grew past the noise band (`--band`, `--band-abs`,
+    /// `--metric`: the baseline ratchet's rule) since the run before. Exit 1
+    /// when a stage grew in the newest run; exit 2 for an empty DIR or a file
+    /// in it that is not a run record; runs of another spec than the newest
+    /// run's are skipped, with a message. The exports render the history
+    /// (`parity.history/1`).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["records", "merge", "baseline", "node_data"])]
+    history: Option<PathBuf>,
     /// Merge the run records of every shard of one run (`parity check --shard i/n`)
     /// into the record of the whole, which the other options then render.
     /// Refuses (exit 2) shards of different specs or parity versions,
@@ -28,7 +39,7 @@ pub struct ReportArgs {
     /// record (e.g. with --merge; with --baseline, the comparison follows the
     /// Markdown summary), `--html` shows every record; none by default.
     #[command(flatten)]
-    exports: super::emit::ExportArgs,
+    pub(super) exports: super::emit::ExportArgs,
     /// Also write Model Explorer node data (per-op error keyed by the explorer's
     /// node ids) here: of the bisect record (every op of the bisected region),
     /// or of the run record (the op producing each stage output, with its
@@ -42,29 +53,29 @@ pub struct ReportArgs {
     /// the two have no output in common (a baseline of another spec).
     #[arg(long, value_name = "BASE.json")]
     baseline: Option<PathBuf>,
-    /// With --baseline: relative growth allowed, as a fraction of the baseline
-    /// value (default: the spec's `baseline.band`, else 0.1).
+    /// With --baseline or --history: relative growth allowed, as a fraction of
+    /// the earlier value (default: the spec's `baseline.band`, else 0.1).
     #[arg(long, value_name = "FRACTION")]
-    band: Option<f64>,
-    /// With --baseline: absolute growth allowed on top (default: the spec's
-    /// `baseline.band_abs`, else 0).
+    pub(super) band: Option<f64>,
+    /// With --baseline or --history: absolute growth allowed on top (default:
+    /// the spec's `baseline.band_abs`, else 0).
     #[arg(long, value_name = "ABS")]
-    band_abs: Option<f64>,
-    /// With --baseline: a metric to watch (repeatable; default: the spec's
+    pub(super) band_abs: Option<f64>,
+    /// With --baseline or --history: a metric to watch (repeatable; default: the spec's
     /// `baseline.metrics`, else max_abs, rms, rel_l2, cosine, max_ulp, mismatches).
     #[arg(long = "metric", value_name = "NAME")]
-    metrics: Vec<String>,
-    /// With --baseline: the spec whose `baseline:` section sets band and metrics
-    /// (default: the run record's `spec`, when that file exists).
+    pub(super) metrics: Vec<String>,
+    /// With --baseline or --history: the spec whose `baseline:` section sets band and
+    /// metrics (default: the (newest) run record's `spec`, when that file exists).
     #[arg(long)]
-    spec: Option<PathBuf>,
+    pub(super) spec: Option<PathBuf>,
     /// With --baseline: also write the comparison (`parity.baseline/1`) here.
     #[arg(long, value_name = "OUT.json")]
     baseline_json: Option<PathBuf>,
     /// Print every row of a run's table, not one line per stage and the
     /// rows that did not pass.
     #[arg(long, short)]
-    verbose: bool,
+    pub(super) verbose: bool,
 }
 
 fn input_error(message: String) -> anyhow::Result<i32> {
@@ -78,6 +89,9 @@ fn input_error(message: String) -> anyhow::Result<i32> {
 pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
     if let Err(why) = args.exports.check() {
         return input_error(why);
+    }
+    if let Some(dir) = &args.history {
+        return super::report_history::run(&args, dir);
     }
     let mut records = Vec::new();
     for path in &args.records {
@@ -210,6 +224,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             baselines: &baselines,
             servings: &servings,
             fuzzes: &fuzzes,
+            histories: &[],
         });
         if let Err(e) = dest.deliver(page.as_bytes()) {
             failures.push(e);
@@ -278,13 +293,27 @@ fn compare_with_baseline(
             ))
         }
     };
+    let (band, metrics) = band_and_metrics(args, &run.spec)?;
+    let base_file = path.display().to_string();
+    BaselineRecord::compare(run, &run_file, &base, &base_file, band, &metrics)
+        .map(AnyRecord::Baseline)
+        .map_err(|e| e.to_string())
+}
+
+/// The noise band and the metrics watched for growth: the flags, else the
+/// `baseline:` section of the spec (`--spec`, else `record_spec` when that
+/// file exists), else the defaults.
+pub(super) fn band_and_metrics(
+    args: &ReportArgs,
+    record_spec: &str,
+) -> Result<(Band, Vec<Metric>), String> {
     let spec_path = args
         .spec
         .clone()
-        .unwrap_or_else(|| PathBuf::from(&run.spec));
+        .unwrap_or_else(|| PathBuf::from(record_spec));
     let section = if args.spec.is_some() || spec_path.is_file() {
         parity_spec::Spec::load(&spec_path)
-            .map_err(|e| format!("--baseline reads the `baseline:` section of the spec: {e}"))?
+            .map_err(|e| format!("the band comes from the `baseline:` section of the spec: {e}"))?
             .baseline
     } else {
         parity_spec::BaselineSpec::default()
@@ -317,10 +346,7 @@ fn compare_with_baseline(
             })
             .collect::<Result<_, _>>()?
     };
-    let base_file = path.display().to_string();
-    BaselineRecord::compare(run, &run_file, &base, &base_file, band, &metrics)
-        .map(AnyRecord::Baseline)
-        .map_err(|e| e.to_string())
+    Ok((band, metrics))
 }
 
 /// Node data of a run record: reads and normalises every `.mlir` module the

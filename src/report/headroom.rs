@@ -5,36 +5,18 @@
 //! fails), so its distance from 1 is measured instead.
 
 use super::table::num;
-use parity_compare::Criterion;
-use parity_record::{Check, CriterionRecord, OutputRecord};
+use parity_record::{CriterionRecord, OutputRecord};
 
 /// Whether the criterion bounds its statistic from below (higher is better).
 pub fn higher_is_better(c: &CriterionRecord) -> bool {
-    matches!(c.criterion, Check::Tolerance(Criterion::CosineMin(_)))
+    c.higher_is_better()
 }
 
-/// The error as a fraction of the tolerance: `observed / threshold`, or for
-/// a lower bound `(1 - observed) / (1 - threshold)`. Infinite when a zero
-/// threshold is exceeded, 0 when it holds; a failing criterion whose ratio
-/// would not say so (NaN observed) is infinite.
+/// The error as a fraction of the tolerance ([`CriterionRecord::ratio`]:
+/// `observed / threshold`, or for a lower bound `(1 - observed) / (1 -
+/// threshold)`; above 1 fails).
 pub fn ratio(c: &CriterionRecord) -> f64 {
-    let (observed, threshold) = if higher_is_better(c) {
-        (1.0 - c.observed, 1.0 - c.threshold)
-    } else {
-        (c.observed, c.threshold)
-    };
-    let r = if threshold > 0.0 {
-        observed / threshold
-    } else if c.passed {
-        0.0
-    } else {
-        f64::INFINITY
-    };
-    match (c.passed, r) {
-        (false, r) if r.is_nan() || r <= 1.0 => f64::INFINITY,
-        (true, r) if r.is_nan() => 0.0,
-        _ => r.max(0.0),
-    }
+    c.ratio()
 }
 
 /// The output's tightest criterion (the largest [`ratio`]) and its ratio.
@@ -129,6 +111,8 @@ pub fn ratio_text(r: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parity_compare::Criterion;
+    use parity_record::Check;
     use proptest::prelude::*;
 
     fn crit(criterion: Criterion, observed: f64, threshold: f64, passed: bool) -> CriterionRecord {

@@ -26,6 +26,7 @@ impl Renderer for Junit {
             AnyRecord::Serving(s) => serving_report(s),
             AnyRecord::Baseline(b) => baseline_report(b),
             AnyRecord::Fuzz(f) => super::fuzz_text::junit(f),
+            AnyRecord::History(h) => super::history_text::junit(h),
         };
         Ok(report.to_string()?.into_bytes())
     }

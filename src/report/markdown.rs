@@ -38,6 +38,7 @@ impl Renderer for Markdown {
             AnyRecord::Serving(s) => (super::serving_text::markdown(s), Vec::new(), String::new()),
             AnyRecord::Baseline(b) => (super::baseline::markdown(b), Vec::new(), String::new()),
             AnyRecord::Fuzz(f) => (super::fuzz_text::markdown(f), Vec::new(), String::new()),
+            AnyRecord::History(h) => (super::history_text::markdown(h), Vec::new(), String::new()),
         };
         Ok(assemble(self.budget, head, &rows, &tail).into_bytes())
     }

@@ -7,6 +7,7 @@ pub mod bisect_text;
 pub mod compare_text;
 pub mod fuzz_text;
 pub mod headroom;
+pub mod history_text;
 pub mod html;
 pub mod json;
 pub mod junit;
@@ -20,6 +21,8 @@ pub mod table;
 pub mod terminal;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_history;
 #[cfg(test)]
 mod tests_reading;
 pub mod tokens_text;

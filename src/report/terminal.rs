@@ -28,6 +28,7 @@ impl Renderer for Terminal {
             AnyRecord::Serving(s) => super::serving_text::text(s),
             AnyRecord::Baseline(b) => baseline::text(b),
             AnyRecord::Fuzz(f) => super::fuzz_text::text(f),
+            AnyRecord::History(h) => super::history_text::text(h, self.colour),
         };
         Ok(text.into_bytes())
     }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// Every schema this parity reads.
-pub const KNOWN_SCHEMAS: [&str; 7] = [
+pub const KNOWN_SCHEMAS: [&str; 8] = [
     RUN_RECORD_SCHEMA,
     BISECT_SCHEMA,
     COMPARE_SCHEMA,
@@ -19,6 +19,7 @@ pub const KNOWN_SCHEMAS: [&str; 7] = [
     BASELINE_SCHEMA,
     FUZZ_SCHEMA,
     crate::serving::SERVING_SCHEMA,
+    crate::history::HISTORY_SCHEMA,
 ];
 
 /// Why a record file could not be read; every message names the file.
@@ -90,6 +91,8 @@ pub enum AnyRecord {
     Baseline(BaselineRecord),
     /// `parity.fuzz/1`.
     Fuzz(Box<FuzzRecord>),
+    /// `parity.history/1`.
+    History(Box<crate::history::HistoryRecord>),
 }
 
 #[derive(Deserialize)]
@@ -143,6 +146,9 @@ impl AnyRecord {
             }
             BASELINE_SCHEMA => serde_json::from_str(text).map(AnyRecord::Baseline),
             FUZZ_SCHEMA => serde_json::from_str(text).map(|r| AnyRecord::Fuzz(Box::new(r))),
+            crate::history::HISTORY_SCHEMA => {
+                serde_json::from_str(text).map(|r| AnyRecord::History(Box::new(r)))
+            }
             _ => {
                 return Err(RecordError::UnknownSchema {
                     path: path.to_path_buf(),
@@ -163,6 +169,7 @@ impl AnyRecord {
             AnyRecord::Serving(r) => &r.schema,
             AnyRecord::Baseline(r) => &r.schema,
             AnyRecord::Fuzz(r) => &r.schema,
+            AnyRecord::History(r) => &r.schema,
         }
     }
 
@@ -176,6 +183,7 @@ impl AnyRecord {
             AnyRecord::Serving(r) => r.exit_code(),
             AnyRecord::Baseline(r) => r.exit_code(),
             AnyRecord::Fuzz(r) => r.exit_code(),
+            AnyRecord::History(r) => r.exit_code(),
         }
     }
 
@@ -189,6 +197,7 @@ impl AnyRecord {
             AnyRecord::Serving(r) => serde_json::to_string_pretty(r),
             AnyRecord::Baseline(r) => serde_json::to_string_pretty(r),
             AnyRecord::Fuzz(r) => serde_json::to_string_pretty(r),
+            AnyRecord::History(r) => serde_json::to_string_pretty(r),
         };
         // Records hold only strings, numbers, and maps with string keys:
         // serialising them cannot fail.

@@ -29,6 +29,11 @@ pub fn check(record: &AnyRecord) -> Result<(), Inconsistency> {
         AnyRecord::Serving(s) => derived("the requests and errors", s.status, s.derived_status())?,
         AnyRecord::Fuzz(f) => derived("the invariants and errors", f.status, f.derived_status())?,
         AnyRecord::Baseline(b) => check_baseline(b)?,
+        AnyRecord::History(h) => derived(
+            "the stages' growth in the newest run",
+            h.status,
+            h.derived_status(),
+        )?,
         AnyRecord::Bisect(_) | AnyRecord::Compare(_) => {}
     }
     agrees_with_exit_code(record)
@@ -46,6 +51,7 @@ fn agrees_with_exit_code(record: &AnyRecord) -> Result<(), Inconsistency> {
         AnyRecord::Serving(r) => r.status,
         AnyRecord::Baseline(r) => r.status,
         AnyRecord::Fuzz(r) => r.status,
+        AnyRecord::History(r) => r.status,
     };
     let code = record.exit_code();
     let agree = matches!(

@@ -62,6 +62,38 @@ pub struct CriterionRecord {
     pub note: Option<String>,
 }
 
+impl CriterionRecord {
+    /// Whether the criterion bounds its statistic from below (higher is better: `cosine_min`).
+    pub fn higher_is_better(&self) -> bool {
+        matches!(self.criterion, Check::Tolerance(Criterion::CosineMin(_)))
+    }
+
+    /// The headroom ratio: the error as a fraction of the tolerance,
+    /// `observed / threshold`, or for a lower bound `(1 - observed) / (1 -
+    /// threshold)`, so that above 1 fails for every criterion. Infinite when
+    /// a zero threshold is exceeded, 0 when it holds; a failing criterion
+    /// whose ratio would not say so (NaN observed) is infinite.
+    pub fn ratio(&self) -> f64 {
+        let (observed, threshold) = if self.higher_is_better() {
+            (1.0 - self.observed, 1.0 - self.threshold)
+        } else {
+            (self.observed, self.threshold)
+        };
+        let r = if threshold > 0.0 {
+            observed / threshold
+        } else if self.passed {
+            0.0
+        } else {
+            f64::INFINITY
+        };
+        match (self.passed, r) {
+            (false, r) if r.is_nan() || r <= 1.0 => f64::INFINITY,
+            (true, r) if r.is_nan() => 0.0,
+            _ => r.max(0.0),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@
 //! [`RunRecord`] (`parity.run-record/2`), a [`BisectRecord`]
 //! (`parity.bisect/2`) a [`CompareRecord`] (`parity.compare/1`) or a [`TokensRecord`]
 //! (`parity.tokens/1`), and `parity fuzz` a [`FuzzRecord`] (`parity.fuzz/1`);
+//! `parity report --history` builds a [`HistoryRecord`] (`parity.history/1`);
 //! [`AnyRecord`] reads any of them back by its `schema` field. Every record
 //! decides its process exit code through the one table in [`ExitCode`].
 //!
@@ -23,6 +24,8 @@ pub mod error_map;
 pub mod exit;
 pub mod float;
 pub mod fuzz;
+pub mod history;
+pub mod history_dir;
 pub mod plan;
 pub mod run;
 pub mod samples;
@@ -53,6 +56,11 @@ pub use fuzz::{
     ControlRecord, FuzzRecord, InvariantRecord, MinimalCase, MovedElement, ReplayRecord, Violation,
     FUZZ_SCHEMA,
 };
+pub use history::{
+    Growth, HistoryOrder, HistoryPoint, HistoryRecord, HistoryRun, SavedRun, SkippedRun,
+    StageHistory, HISTORY_SCHEMA,
+};
+pub use history_dir::HistoryError;
 pub use plan::{PlanExtent, PlanStage, RunPlan};
 pub use run::{
     Divergence, ElementRecord, ModuleProvenance, OracleProvenance, OutputMetrics, OutputRecord,

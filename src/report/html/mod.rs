@@ -2,8 +2,10 @@
 //! Content-Security-Policy that forbids every network fetch and any script
 //! but the page's own) rendered from run and bisect records only.
 //!
-//! Layout: verdict and first divergence; a sortable, filterable table of
-//! every stage output and mode; error against pipeline depth; ULP
+//! Layout: verdict and first divergence; the overview grid (stages by
+//! cases, coloured by headroom); error against pipeline depth; a sortable,
+//! filterable table of every stage output and mode, one row per stage until
+//! a stage is expanded (or a filter or sort shows the rows); ULP
 //! histograms; error heatmaps of failing outputs; the `vs_f64` arbitration;
 //! the bisect result; provenance. Large runs are summarised (a bounded
 //! number of histograms and heatmaps) and the page says what it left out.
@@ -13,14 +15,16 @@ mod charts;
 mod error_page;
 pub mod esc;
 mod fuzz;
+mod history;
+mod overview;
 mod table;
 mod tokens;
 mod triangulation;
 
 use esc::{esc, json_script};
 use parity_record::{
-    AnyRecord, BaselineRecord, BisectRecord, FuzzRecord, Localisation, Mode, RunRecord,
-    ServingRecord, Status, TokensRecord,
+    AnyRecord, BaselineRecord, BisectRecord, FuzzRecord, HistoryRecord, Localisation, Mode,
+    RunRecord, ServingRecord, Status, TokensRecord,
 };
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -48,6 +52,8 @@ pub struct HtmlInput<'a> {
     pub servings: &'a [ServingRecord],
     /// Mask fuzzer records (`parity.fuzz/1`).
     pub fuzzes: &'a [FuzzRecord],
+    /// Histories of saved runs (`parity.history/1`).
+    pub histories: &'a [HistoryRecord],
 }
 
 /// The HTML page of one record, behind the [`super::Renderer`] trait (several
@@ -78,6 +84,10 @@ impl super::Renderer for Html {
                 fuzzes: std::slice::from_ref(&**f),
                 ..HtmlInput::default()
             }),
+            AnyRecord::History(h) => render(&HtmlInput {
+                histories: std::slice::from_ref(&**h),
+                ..HtmlInput::default()
+            }),
             AnyRecord::Serving(s) => render(&HtmlInput {
                 servings: std::slice::from_ref(&**s),
                 ..HtmlInput::default()
@@ -106,9 +116,16 @@ pub fn render(input: &HtmlInput) -> String {
                 t.status.name().to_uppercase(),
                 t.spec
             ),
-            (None, None) => match (input.fuzzes, input.servings) {
-                ([f], []) => format!("parity fuzz {}: {}", f.status.name().to_uppercase(), f.spec),
-                ([], [_]) => "parity serve".to_string(),
+            (None, None) => match (input.fuzzes, input.servings, input.histories) {
+                ([f], [], _) => {
+                    format!("parity fuzz {}: {}", f.status.name().to_uppercase(), f.spec)
+                }
+                ([], [_], _) => "parity serve".to_string(),
+                ([], [], [h]) => format!(
+                    "parity history {}: {}",
+                    h.status.name().to_uppercase(),
+                    h.spec
+                ),
                 _ => "parity report".to_string(),
             },
         },
@@ -148,12 +165,16 @@ pub fn render(input: &HtmlInput) -> String {
     for (i, f) in input.fuzzes.iter().enumerate() {
         fuzz::section(&mut body, f, i);
     }
+    for (i, h) in input.histories.iter().enumerate() {
+        history::section(&mut body, h, i);
+    }
     if input.runs.is_empty()
         && input.bisects.is_empty()
         && input.baselines.is_empty()
         && input.tokens.is_empty()
         && input.servings.is_empty()
         && input.fuzzes.is_empty()
+        && input.histories.is_empty()
     {
         body.push_str("<p>No records were given.</p>");
     }
@@ -195,10 +216,13 @@ fn run_section(out: &mut String, run: &RunRecord, i: usize) {
         "<script type=\"application/json\" class=\"parity-data\">{}</script>",
         json_script(&data)
     );
+    // What a person wants first: where each stage stands against its
+    // tolerance, case by case; then error against depth; then every row.
+    overview::render(out, run);
+    depth_section(out, run);
     triangulation::render(out, run);
     table::render(out, run, &rows);
     let mut omitted = Vec::new();
-    depth_section(out, run);
     histograms(out, run, &mut omitted);
     heatmaps(out, run, &mut omitted);
     arbitration(out, run);

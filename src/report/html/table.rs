@@ -4,6 +4,7 @@
 
 use super::esc::esc;
 use crate::report::headroom;
+use crate::report::stage_lines::StageLine;
 use parity_record::{Divergence, Mode, OutputRecord, RunRecord, StageRecord, Status};
 use std::fmt::Write as _;
 
@@ -29,7 +30,8 @@ pub fn stage_order(run: &RunRecord) -> Vec<&str> {
     order
 }
 
-/// Every row, ordered by depth, case, output, then isolated before chained.
+/// Every row, ordered by depth, target (a stage's rows on one target stay
+/// together), case, output, then isolated before chained.
 pub fn rows(run: &RunRecord) -> Vec<Row<'_>> {
     let order = stage_order(run);
     let case_order: Vec<&str> = run.stages.iter().fold(Vec::new(), |mut v, s| {
@@ -38,9 +40,19 @@ pub fn rows(run: &RunRecord) -> Vec<Row<'_>> {
         }
         v
     });
-    let mut rows: Vec<(usize, usize, usize, Mode, Row)> = Vec::new();
+    let target_order: Vec<&str> = run.stages.iter().fold(Vec::new(), |mut v, s| {
+        if !v.contains(&s.target.as_str()) {
+            v.push(&s.target);
+        }
+        v
+    });
+    // Sort key: (stage depth, target), case, output, mode.
+    type Keyed<'r> = ((usize, usize), usize, usize, Mode, Row<'r>);
+    let mut rows: Vec<Keyed> = Vec::new();
     for s in &run.stages {
         let depth = order.iter().position(|n| *n == s.name).unwrap_or(0);
+        let target = target_order.iter().position(|t| *t == s.target);
+        let group = (depth, target.unwrap_or(0));
         let case = case_order.iter().position(|c| *c == s.case).unwrap_or(0);
         let row = |output| Row {
             depth,
@@ -48,10 +60,10 @@ pub fn rows(run: &RunRecord) -> Vec<Row<'_>> {
             output,
         };
         if s.outputs.is_empty() {
-            rows.push((depth, case, 0, s.mode, row(None)));
+            rows.push((group, case, 0, s.mode, row(None)));
         }
         for (k, o) in s.outputs.iter().enumerate() {
-            rows.push((depth, case, k, s.mode, row(Some(o))));
+            rows.push((group, case, k, s.mode, row(Some(o))));
         }
     }
     rows.sort_by_key(|r| (r.0, r.1, r.2, r.3));
@@ -74,7 +86,10 @@ pub fn num(x: f64) -> String {
     }
 }
 
-/// Writes the filter bar and the table.
+/// Writes the filter bar and the table: each stage's summary row (its worst
+/// output over cases and modes), then its rows, which the page's script
+/// keeps collapsed until the stage is expanded, a filter is typed or a
+/// column sorted (then every matching row shows, as one flat table).
 pub fn render(out: &mut String, run: &RunRecord, rows: &[Row]) {
     out.push_str(
         "<h2>Every stage output and mode</h2><div class=\"filters\">\
@@ -82,8 +97,11 @@ pub fn render(out: &mut String, run: &RunRecord, rows: &[Row]) {
          <select class=\"filter-status\" aria-label=\"status\"><option value=\"\">any status</option>\
          <option>pass</option><option>fail</option><option>error</option><option>skipped</option></select>\
          <select class=\"filter-mode\" aria-label=\"mode\"><option value=\"\">both modes</option>\
-         <option>isolated</option><option>chained</option></select> <span class=\"shown\"></span></div>\
-         <div class=\"scroll\"><table class=\"results sortable\"><thead><tr>",
+         <option>isolated</option><option>chained</option></select> \
+         <button type=\"button\" class=\"expand-all\">expand every stage</button> \
+         <button type=\"button\" class=\"regroup\">one row per stage</button> \
+         <span class=\"shown\"></span></div>\
+         <div class=\"scroll\"><table class=\"results sortable grouped\"><thead><tr>",
     );
     let heads = [
         ("depth", "n"),
@@ -114,13 +132,85 @@ pub fn render(out: &mut String, run: &RunRecord, rows: &[Row]) {
         );
     }
     out.push_str("</tr></thead><tbody>");
+    let lines = crate::report::stage_lines::lines(run);
+    let mut group = None;
+    let mut order = 0;
     for r in rows {
-        row(out, run, r);
+        let key = (r.stage.name.as_str(), r.stage.target.as_str());
+        let g = lines
+            .iter()
+            .position(|l| (l.stage, l.target) == key)
+            .unwrap_or(0);
+        if group != Some(g) {
+            group = Some(g);
+            let n = rows
+                .iter()
+                .filter(|x| (x.stage.name.as_str(), x.stage.target.as_str()) == key)
+                .count();
+            if let Some(line) = lines.get(g) {
+                summary(out, run, r.depth, g, line, n, order);
+                order += 1;
+            }
+        }
+        row(out, run, r, g, order);
+        order += 1;
     }
     out.push_str("</tbody></table></div>");
 }
 
-fn row(out: &mut String, run: &RunRecord, r: &Row) {
+/// A stage's summary row: its worst output over cases and modes.
+fn summary(
+    out: &mut String,
+    run: &RunRecord,
+    depth: usize,
+    group: usize,
+    line: &StageLine,
+    rows: usize,
+    order: usize,
+) {
+    let first = run.first_divergence.as_ref().is_some_and(|d| {
+        d.stage == line.stage && d.target.as_deref().is_none_or(|t| t == line.target)
+    });
+    let _ = write!(
+        out,
+        "<tr class=\"stage-sum {0}\" data-group=\"{group}\" data-order=\"{order}\" \
+         data-status=\"{0}\" aria-expanded=\"false\"{1}><td data-v=\"{depth}\">{depth}</td>\
+         <td data-v=\"{2}\"><button type=\"button\" class=\"toggle\" aria-label=\"show the rows of {2}\">\
+         &#9656;</button> <b>{2}</b>{3}</td>",
+        line.status.name(),
+        if first { " data-first-stage" } else { "" },
+        esc(&line.name()),
+        if first {
+            " <span class=\"marker\">&#9873; first divergence</span>"
+        } else {
+            ""
+        }
+    );
+    let (output, case, mode, crit) = match &line.worst {
+        Some(w) => (
+            esc(w.output),
+            esc(&w.run.case),
+            w.run.mode.name().to_string(),
+            format!(
+                "worst: {} ({}x limit)",
+                esc(&headroom::versus(w.criterion)),
+                headroom::ratio_text(w.ratio)
+            ),
+        ),
+        None => ("-".into(), "-".into(), "-".into(), String::new()),
+    };
+    let _ = write!(
+        out,
+        "<td>{output}</td><td>{case}</td><td>{mode}</td>\
+         <td><span class=\"badge {0}\">{0}</span></td><td>{crit}</td>\
+         <td colspan=\"12\" class=\"sum-note\">{1}; {rows} row{2}</td></tr>",
+        line.status.name(),
+        esc(&line.runs_text()),
+        if rows == 1 { "" } else { "s" }
+    );
+}
+
+fn row(out: &mut String, run: &RunRecord, r: &Row, group: usize, order: usize) {
     let s = r.stage;
     let status = r.output.map_or(s.status, |o| o.status);
     let is = |d: &Divergence| r.output.is_some_and(|o| d.is_at(s, &o.name));
@@ -128,7 +218,8 @@ fn row(out: &mut String, run: &RunRecord, r: &Row) {
     let chained = run.chained_divergence.iter().any(is);
     let _ = write!(
         out,
-        "<tr class=\"{}{}{}\" data-status=\"{}\" data-mode=\"{}\"{}>",
+        "<tr class=\"out {}{}{}\" data-group=\"{group}\" data-order=\"{order}\" \
+         data-status=\"{}\" data-mode=\"{}\"{}>",
         status.name(),
         if first { " first" } else { "" },
         if chained { " chained-first" } else { "" },
