@@ -28,7 +28,9 @@ stages:
         tolerance: [{max_ulp: 4}]
 "#;
 
-fn bisect(model: &str, x: &[f32], y: &[f32]) -> (String, Value) {
+/// Bisects `model`; returns the text, the repair search and the named op
+/// (null when no op is named).
+fn bisect_named(model: &str, x: &[f32], y: &[f32]) -> (String, Value, Value) {
     let dir = tempfile::tempdir().unwrap();
     let d: &Path = dir.path();
     std::fs::write(d.join("model.mlir"), model).unwrap();
@@ -36,10 +38,16 @@ fn bisect(model: &str, x: &[f32], y: &[f32]) -> (String, Value) {
     common::write_f32_store(&d.join("oracle"), &[("x", x), ("y", y)]);
     let (code, text, report) = common::bisect_in(d, "stages.yaml", &[]);
     assert_eq!(code, 1, "{text}");
-    assert!(report["first_divergent_op"].is_null(), "ambiguous: {text}");
     let repair = &report["repair"];
     assert!(repair["claimed"].is_null(), "{repair}");
-    (text, repair.clone())
+    (text, repair.clone(), report["first_divergent_op"].clone())
+}
+
+/// Bisects `model`, which must end ambiguous (no op named).
+fn bisect(model: &str, x: &[f32], y: &[f32]) -> (String, Value) {
+    let (text, repair, op) = bisect_named(model, x, y);
+    assert!(op.is_null(), "ambiguous: {text}");
+    (text, repair)
 }
 
 fn edits(repair: &Value, which: &str) -> Vec<(u64, String)> {
@@ -119,10 +127,16 @@ func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
 "#;
     let x: Vec<f32> = (0..8).map(|i| -2.0 + i as f32 * 4.0 / 7.0).collect();
     let y: Vec<f32> = x.iter().map(|v| v.tanh()).collect();
-    let (text, repair) = bisect(model, &x, &y);
+    let (text, repair, op) = bisect_named(model, &x, &y);
     let eq = &repair["equivalence"];
     assert_eq!(eq["unedited_differs"], true, "{repair}");
     assert_eq!(eq["differ"], serde_json::json!([]), "{repair}");
+    // Two adjacent ops, one function: the answer is the pair, neither picked.
+    assert_eq!(op["op_index"], 0, "{op}");
+    assert_eq!(op["evidence"], "repair", "{op}");
+    assert_eq!(op["pair"]["op_index"], 1, "{op}");
+    assert_eq!(op["pair"]["op_name"], "stablehlo.tanh", "{op}");
+    assert!(text.contains("one of two adjacent operations"), "{text}");
     let agree = edits(&repair, "agree");
     assert_eq!(
         agree.len(),
@@ -146,14 +160,63 @@ func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
     );
 }
 
-#[test]
-fn check_bisect_says_an_ambiguous_answer_in_its_summary_line() {
-    // The odd-function case through `parity check --bisect`: the summary
-    // line says what the repair search found (equivalent one-op repairs,
-    // and where an oracle tensor would decide), not "a region of 2
-    // operations (no evidence narrows it further)".
+/// `parity check --bisect` on `model` (x -> y through `f`); returns the
+/// summary line and run.json's first_divergent_op.
+fn check_summary(model: &str, x: &[f32], y: &[f32]) -> (String, Value) {
     let dir = tempfile::tempdir().unwrap();
     let d: &Path = dir.path();
+    std::fs::write(d.join("model.mlir"), model).unwrap();
+    std::fs::write(d.join("stages.yaml"), SPEC).unwrap();
+    common::write_f32_store(&d.join("oracle"), &[("x", x), ("y", y)]);
+    let (code, stdout, stderr, record) = common::check(d, "stages.yaml", &["--bisect"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("localised to: "))
+        .unwrap_or_else(|| panic!("no summary line: {stdout}"))
+        .to_string();
+    (line, record.unwrap()["first_divergent_op"].clone())
+}
+
+#[test]
+fn check_bisect_says_an_ambiguous_answer_in_its_summary_line() {
+    // The summary line says what the repair search found (equivalent
+    // one-op repairs, and where an oracle tensor would decide), not "a
+    // region of N operations (no evidence narrows it further)". Meant:
+    // 2 tanh(x); the port negates first. Bypassing the negate, negating
+    // tanh's result or the product's are one fix on three ops.
+    let model = r#"
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %two = stablehlo.constant dense<2.0> : tensor<8xf32>
+  %t = stablehlo.negate %x : tensor<8xf32>
+  %u = stablehlo.tanh %t : tensor<8xf32>
+  %y = stablehlo.multiply %u, %two : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+"#;
+    let x: Vec<f32> = (0..8).map(|i| -2.0 + i as f32 * 4.0 / 7.0).collect();
+    let y: Vec<f32> = x.iter().map(|v| 2.0 * v.tanh()).collect();
+    let (line, op) = check_summary(model, &x, &y);
+    assert!(line.starts_with("localised to: ambiguous: "), "{line}");
+    assert!(
+        line.contains(
+            " equivalent one-op repairs, at 3 operations, #1, #2, #3; an oracle tensor \
+             between #1 and #3 would decide"
+        ),
+        "{line}"
+    );
+    assert!(!line.contains("no evidence narrows"), "{line}");
+    // run.json carries the repair search that says so.
+    assert_eq!(op["kind"], "region", "{op}");
+    assert!(op["repair"]["claimed"].is_null(), "{op}");
+    assert_eq!(op["repair"]["equivalence"]["differ"], serde_json::json!([]));
+}
+
+#[test]
+fn check_bisect_names_a_pair_of_adjacent_ops_that_compute_one_function() {
+    // tanh(x) meant, the port negates first: the repairs sit on the negate
+    // and the tanh, adjacent, one function: a pair in run.json and in the
+    // summary line, neither op picked.
     let model = r#"
 func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
   %t = stablehlo.negate %x : tensor<8xf32>
@@ -161,29 +224,18 @@ func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
   return %y : tensor<8xf32>
 }
 "#;
-    std::fs::write(d.join("model.mlir"), model).unwrap();
-    std::fs::write(d.join("stages.yaml"), SPEC).unwrap();
     let x: Vec<f32> = (0..8).map(|i| -2.0 + i as f32 * 4.0 / 7.0).collect();
     let y: Vec<f32> = x.iter().map(|v| v.tanh()).collect();
-    common::write_f32_store(&d.join("oracle"), &[("x", &x), ("y", &y)]);
-    let (code, stdout, stderr, record) = common::check(d, "stages.yaml", &["--bisect"]);
-    assert_eq!(code, 1, "{stdout}\n{stderr}");
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("localised to: "))
-        .unwrap_or_else(|| panic!("no summary line: {stdout}"));
-    assert!(line.starts_with("localised to: ambiguous: "), "{line}");
+    let (line, op) = check_summary(model, &x, &y);
     assert!(
-        line.ends_with(
-            " equivalent one-op repairs, at 2 operations, #0, #1; an oracle tensor between #0 \
-             and #1 would decide"
+        line.starts_with(
+            "localised to: one of two adjacent operations, #0 stablehlo.negate at \
+             ./model.mlir:3:8 or #1 stablehlo.tanh at ./model.mlir:4:8"
         ),
         "{line}"
     );
-    assert!(!line.contains("no evidence narrows"), "{line}");
-    // run.json carries the repair search that says so.
-    let op = &record.unwrap()["first_divergent_op"];
-    assert_eq!(op["kind"], "region", "{op}");
-    assert!(op["repair"]["claimed"].is_null(), "{op}");
-    assert_eq!(op["repair"]["equivalence"]["differ"], serde_json::json!([]));
+    assert_eq!(op["kind"], "op", "{op}");
+    assert_eq!(op["op_index"], 0, "{op}");
+    assert_eq!(op["pair"]["op_index"], 1, "{op}");
+    assert_eq!(op["evidence"], "repair", "{op}");
 }
