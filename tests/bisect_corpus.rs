@@ -95,12 +95,18 @@ fn the_basic_entries_are_named_exactly_or_proven_equivalent_and_never_wrong() {
 
 #[test]
 fn gemma3n_entries_found_only_by_the_wide_catalogue_are_named() {
-    // x * 0.5 written x + 0.5 (a swap across families) and an integer
-    // position constant off by one, inside a constant-only chain.
-    let rows = run(&["residual_scale_became_add", "rel_position_offset"]);
+    // x * 0.5 written x + 0.5 (a swap across families), an integer
+    // position constant off by one inside a constant-only chain, and the
+    // GLU's halves swapped (two slices, one edit).
+    let rows = run(&[
+        "residual_scale_became_add",
+        "rel_position_offset",
+        "glu_halves_swapped",
+    ]);
     for r in &rows {
         assert_eq!(r.outcome, Outcome::Exact, "{}", r.line());
     }
     assert!(rows[0].said.contains("stablehlo.add"), "{}", rows[0].said);
     assert!(rows[1].said.contains("dot_general"), "{}", rows[1].said);
+    assert!(rows[2].said.contains("stablehlo.slice"), "{}", rows[2].said);
 }

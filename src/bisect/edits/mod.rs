@@ -129,6 +129,17 @@ pub enum Change {
         /// The other operand: a value's name, or a helper's.
         other: String,
     },
+    /// Two ops rewritten together, under one selector value: the edited op
+    /// becomes `text`, and op `second` becomes `second_text` (two slices of
+    /// one value that took each other's window).
+    Pair {
+        /// The edited op's new text.
+        text: String,
+        /// The other op (index into the function's ops).
+        second: usize,
+        /// Its new text.
+        second_text: String,
+    },
 }
 
 /// An op appended to the original result.
@@ -243,6 +254,10 @@ impl Edit {
                     ),
                 };
                 lines.push_str(&format!("{indent}{line}\n"));
+            }
+            Change::Pair { text: t, .. } => {
+                let body = text::rename_result(t, result)?;
+                lines.push_str(&format!("{indent}{body}\n"));
             }
             Change::Combine { op, helpers, other } => {
                 for h in helpers {
@@ -445,4 +460,4 @@ mod combine;
 pub use combine::combine_edits;
 
 mod reaxis;
-pub use reaxis::reaxis_edits;
+pub use reaxis::{reaxis_edits, swapped_slices};

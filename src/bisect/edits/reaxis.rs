@@ -1,4 +1,5 @@
-//! A reduction over the wrong axis, broadcast back: `broadcast(reduce_a(x))`
+//! Faults that span two ops, undone by one edit. A reduction over the
+//! wrong axis, broadcast back: `broadcast(reduce_a(x))`
 //! where the model has `broadcast(reduce_b(x))`. The fault spans two ops (the
 //! reduce's dimensions and the broadcast's), so neither op's own edits undo
 //! it; this edit rewrites the broadcast to read a copy of the reduce over
@@ -79,6 +80,72 @@ pub fn reaxis_edits(func: &Function, blocks: &[(usize, &str)], pos: usize) -> Ve
             change: Change::Rewrite {
                 helpers: vec![copy],
                 text: t.replacen(line, &l, 1),
+            },
+        });
+    }
+    out
+}
+
+/// Two slices of one value with the same type and strides but other
+/// windows, taken the other way round (a GLU's or a split's halves
+/// swapped): one edit rewrites both, each to the other's window. Edits of
+/// op `blocks[pos]`, paired with every such slice after it.
+pub fn swapped_slices(func: &Function, blocks: &[(usize, &str)], pos: usize) -> Vec<Edit> {
+    let (o, t) = blocks[pos];
+    let op = &func.ops[o];
+    if op.name != "stablehlo.slice" || op.results.len() != 1 {
+        return Vec::new();
+    }
+    let window = |line: &str| {
+        Some((
+            text::array_ints(line, "start_indices")?,
+            text::array_ints(line, "limit_indices")?,
+            text::array_ints(line, "strides")?,
+        ))
+    };
+    let line = text::first_line(t);
+    let Some((start, limit, strides)) = window(line) else {
+        return Vec::new();
+    };
+    let ty = &func.values[op.results[0]].ty.text;
+    let mut out = Vec::new();
+    for &(q, qt) in &blocks[pos + 1..] {
+        let other = &func.ops[q];
+        let qline = text::first_line(qt);
+        let same_source = other.name == op.name
+            && other.operands.first() == op.operands.first()
+            && other.results.len() == 1
+            && func.values[other.results[0]].ty.text == *ty;
+        let Some((qs, ql, qst)) = window(qline).filter(|_| same_source) else {
+            continue;
+        };
+        if qst != strides || qs == start {
+            continue;
+        }
+        let set = |l: &str, s: &[i64], e: &[i64]| {
+            text::set_array_ints(
+                &text::set_array_ints(l, "start_indices", s),
+                "limit_indices",
+                e,
+            )
+        };
+        let (a, b) = (
+            text::result_name(t).unwrap_or(""),
+            text::result_name(qt).unwrap_or(""),
+        );
+        out.push(Edit {
+            op: o,
+            named: o,
+            kind: EditKind::WrongDims,
+            what: format!(
+                "slices {a} and {b} of one value swapped (each takes the other's window)"
+            ),
+            change: Change::Pair {
+                text: t.trim_end().replacen(line, &set(line, &qs, &ql), 1),
+                second: q,
+                second_text: qt
+                    .trim_end()
+                    .replacen(qline, &set(qline, &start, &limit), 1),
             },
         });
     }

@@ -57,7 +57,9 @@ pub(super) fn apply(
             (r.lines, None)
         }
         // The injector makes common confusions only (edits::Width::Common).
-        Change::Combine { .. } => return Err(broken("a wide-catalogue edit".into())),
+        Change::Combine { .. } | Change::Pair { .. } => {
+            return Err(broken("a wide-catalogue edit".into()))
+        }
         Change::After(_) => {
             let orig = format!("{stem}_o");
             let renamed =

@@ -414,6 +414,8 @@ fn places_of(func: &parity_mlir::Function, e: &Edit) -> Vec<usize> {
         _ if e.kind == EditKind::ConvertOffset => {
             places.extend(edits::downstream_places(func, e.op, edits::AfterOp::Offset))
         }
+        // Both ops of a pair edit.
+        edits::Change::Pair { second, .. } => places.push(*second),
         // An op missing after P is an op missing before P's only user.
         edits::Change::Combine { .. } => {
             if let [user] = func.users(func.ops[e.op].results[0])[..] {
@@ -730,7 +732,10 @@ fn wide_candidates(
         for e in edits::edits_of(func, o, t, &constant, None, Width::Wide) {
             ranked.push((0, pos, e));
         }
-        for e in edits::reaxis_edits(func, blocks, pos) {
+        for e in edits::reaxis_edits(func, blocks, pos)
+            .into_iter()
+            .chain(edits::swapped_slices(func, blocks, pos))
+        {
             ranked.push((0, pos, e));
         }
         for (rank, e) in edits::combine_edits(func, blocks, pos, inputs, &constant) {

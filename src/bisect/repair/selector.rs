@@ -55,10 +55,15 @@ pub(super) fn selector_module(
     out.push_str(&sig);
     let ind = "    ";
     for &(o, t) in blocks {
-        let mine: Vec<(usize, &Edit)> = edits
+        // Edits of this op, and pair edits whose second op this is.
+        let mine: Vec<(usize, &Edit, bool)> = edits
             .iter()
             .enumerate()
-            .filter(|(_, e)| e.op == o)
+            .filter_map(|(k, e)| match &e.change {
+                _ if e.op == o => Some((k, e, false)),
+                edits::Change::Pair { second, .. } if *second == o => Some((k, e, true)),
+                _ => None,
+            })
             .collect();
         if mine.is_empty() {
             out.push_str(t);
@@ -86,9 +91,15 @@ pub(super) fn selector_module(
             "{ind}{selb} = \"stablehlo.broadcast_in_dim\"(%parity_sel) <{{broadcast_dimensions = array<i64>}}> : (tensor<i32>) -> {ity}"
         );
         let mut current = orig.clone();
-        for (i, &(k, e)) in mine.iter().enumerate() {
-            let stem = format!("%parity_h{k}");
-            let result = format!("%parity_e{k}");
+        for (i, &(k, e, second)) in mine.iter().enumerate() {
+            // A pair edit's second op gets names of its own.
+            let tag = if second {
+                format!("{k}_2")
+            } else {
+                k.to_string()
+            };
+            let stem = format!("%parity_h{tag}");
+            let result = format!("%parity_e{tag}");
             let names = edits::Names {
                 result: &result,
                 orig: &orig,
@@ -96,9 +107,19 @@ pub(super) fn selector_module(
                 stem: &stem,
                 indent: ind,
             };
-            let r = e
-                .render(t, ty, &names)
-                .ok_or_else(|| emitted("rendering an edit"))?;
+            let r = match &e.change {
+                edits::Change::Pair { second_text, .. } if second => edits::Rendered {
+                    lines: format!(
+                        "{ind}{}\n",
+                        text::rename_result(second_text, &result)
+                            .ok_or_else(|| emitted("renaming a pair's second op"))?
+                    ),
+                    value: result.clone(),
+                },
+                _ => e
+                    .render(t, ty, &names)
+                    .ok_or_else(|| emitted("rendering an edit"))?,
+            };
             out.push_str(&r.lines);
             // The predicate as a tensor of the value's shape, compared
             // elementwise inside the dispatch: a scalar predicate per edit
@@ -107,20 +128,20 @@ pub(super) fn selector_module(
             // runtime's limit (64).
             let _ = writeln!(
                 out,
-                "{ind}%parity_k{k} = \"stablehlo.constant\"() <{{value = dense<{k}> : {ity}}}> : () -> {ity}"
+                "{ind}%parity_k{tag} = \"stablehlo.constant\"() <{{value = dense<{k}> : {ity}}}> : () -> {ity}"
             );
             let _ = writeln!(
                 out,
-                "{ind}%parity_p{k} = \"stablehlo.compare\"({selb}, %parity_k{k}) <{{comparison_direction = #stablehlo<comparison_direction EQ>}}> : ({ity}, {ity}) -> {pty}"
+                "{ind}%parity_p{tag} = \"stablehlo.compare\"({selb}, %parity_k{tag}) <{{comparison_direction = #stablehlo<comparison_direction EQ>}}> : ({ity}, {ity}) -> {pty}"
             );
             let next = if i + 1 == mine.len() {
                 name.to_string()
             } else {
-                format!("%parity_s{k}")
+                format!("%parity_s{tag}")
             };
             let _ = writeln!(
                 out,
-                "{ind}{next} = \"stablehlo.select\"(%parity_p{k}, {}, {current}) : ({pty}, {ty}, {ty}) -> {ty}",
+                "{ind}{next} = \"stablehlo.select\"(%parity_p{tag}, {}, {current}) : ({pty}, {ty}, {ty}) -> {ty}",
                 r.value
             );
             current = next;
