@@ -105,14 +105,7 @@ fn after_throughput(args: &BenchArgs, out: &mut impl Write) -> anyhow::Result<i3
     };
     let spec = parity_spec::Spec::load(spec_path)
         .with_context(|| format!("invalid spec {}", spec_path.display()))?;
-    let temp;
-    let work = match &args.work_dir {
-        Some(dir) => dir.clone(),
-        None => {
-            temp = tempfile::tempdir().context("cannot create a temporary directory")?;
-            temp.path().to_path_buf()
-        }
-    };
+    let (_temp, work) = work_dir(args)?;
     let (edit, gate_rows) = gate::measure(
         &spec,
         &work,
@@ -158,14 +151,7 @@ fn bisect_matrix(args: &BenchArgs, subject: &str, out: &mut impl Write) -> anyho
     use crate::bisect::inject::FaultKind;
     let root = std::env::current_dir().context("no current directory")?;
     let lib = args.iree_compiler_lib.as_deref();
-    let temp;
-    let work = match &args.work_dir {
-        Some(dir) => dir.clone(),
-        None => {
-            temp = tempfile::tempdir().context("cannot create a temporary directory")?;
-            temp.path().to_path_buf()
-        }
-    };
+    let (_temp, work) = work_dir(args)?;
     if subject == "corpus" {
         return bisect_corpus(args, &root, &work, out);
     }
@@ -245,4 +231,16 @@ fn bisect_corpus(
     }
     writeln!(out, "\n{}", corpus::table(&rows))?;
     Ok(())
+}
+
+/// `--work-dir`, else a temporary directory (removed when the guard drops).
+fn work_dir(args: &BenchArgs) -> anyhow::Result<(Option<tempfile::TempDir>, PathBuf)> {
+    Ok(match &args.work_dir {
+        Some(dir) => (None, dir.clone()),
+        None => {
+            let temp = tempfile::tempdir().context("cannot create a temporary directory")?;
+            let path = temp.path().to_path_buf();
+            (Some(temp), path)
+        }
+    })
 }

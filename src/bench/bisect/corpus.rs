@@ -4,6 +4,7 @@
 //! injector nor the repair catalogue was built from them. Each is bisected
 //! as the matrix bisects an injected fault and scored with its columns.
 
+use super::subjects::{outcome_cells, Scored, OUTCOME_HEADER};
 use super::{bundled_subject, judge, prepare, MatrixError, Outcome, Prepared};
 use crate::bisect::inject::Answer;
 use serde::Deserialize;
@@ -212,55 +213,20 @@ pub fn edited(p: &Prepared, e: &Entry) -> Result<(String, Vec<usize>, String), S
 /// Per class: counts of each outcome, median probes and wall time.
 pub fn table(rows: &[CorpusRow]) -> String {
     use std::fmt::Write as _;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<22} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7}",
-        "class",
-        "n",
-        "exact",
-        "pair",
-        "ambig",
-        "equiv",
-        "region",
-        "wrong",
-        "crash",
-        "masked",
-        "probes",
-        "wall s"
-    );
+    let mut out = format!("{:<22} {}\n", "class", OUTCOME_HEADER);
     let mut classes: Vec<&str> = rows.iter().map(|r| r.entry.class.as_str()).collect();
     classes.sort();
     classes.dedup();
-    let line = |name: &str, rs: &[&CorpusRow], out: &mut String| {
-        let count = |o: Outcome| rs.iter().filter(|r| r.outcome == o).count();
-        let ran: Vec<&&CorpusRow> = rs.iter().filter(|r| r.outcome != Outcome::Masked).collect();
-        let med = |mut v: Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
-        };
-        let _ = writeln!(
-            out,
-            "{:<22} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7.0} {:>7.1}",
-            name,
-            rs.len(),
-            count(Outcome::Exact),
-            count(Outcome::Pair),
-            count(Outcome::Ambiguous),
-            rs.iter().filter(|r| r.equivalent == Some(true)).count(),
-            count(Outcome::Region),
-            count(Outcome::Wrong),
-            count(Outcome::Crash),
-            count(Outcome::Masked),
-            med(ran.iter().map(|r| r.probes as f64).collect()),
-            med(ran.iter().map(|r| r.wall.as_secs_f64()).collect()),
-        );
-    };
+    let scored = |r: &CorpusRow| (r.outcome, r.equivalent, r.probes, r.wall);
     for c in classes {
-        let rs: Vec<&CorpusRow> = rows.iter().filter(|r| r.entry.class == c).collect();
-        line(c, &rs, &mut out);
+        let rs: Vec<Scored> = rows
+            .iter()
+            .filter(|r| r.entry.class == c)
+            .map(scored)
+            .collect();
+        let _ = writeln!(out, "{c:<22} {}", outcome_cells(&rs));
     }
-    let all: Vec<&CorpusRow> = rows.iter().collect();
-    line("all", &all, &mut out);
+    let all: Vec<Scored> = rows.iter().map(scored).collect();
+    let _ = writeln!(out, "{:<22} {}", "all", outcome_cells(&all));
     out
 }

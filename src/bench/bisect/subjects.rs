@@ -76,59 +76,53 @@ pub const GEMMA3N_STAGES: [&str; 4] = [
 /// time.
 pub fn table(rows: &[Row]) -> String {
     use std::fmt::Write as _;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7} {:>7}",
-        "subject",
-        "kind",
-        "n",
-        "exact",
-        "pair",
-        "ambig",
-        "equiv",
-        "region",
-        "wrong",
-        "crash",
-        "masked",
-        "probes",
-        "wall s"
-    );
+    let mut out = format!("{:<9} {:<19} {}\n", "subject", "kind", OUTCOME_HEADER);
     let mut subjects: Vec<&str> = rows.iter().map(|r| r.subject.as_str()).collect();
     subjects.dedup();
     for s in subjects {
         for kind in FaultKind::ALL {
-            let rs: Vec<&Row> = rows
+            let rs: Vec<Scored> = rows
                 .iter()
                 .filter(|r| r.subject == s && r.kind == kind)
+                .map(|r| (r.outcome, r.equivalent, r.probes, r.wall))
                 .collect();
-            if rs.is_empty() {
-                continue;
+            if !rs.is_empty() {
+                let _ = writeln!(out, "{s:<9} {:<19} {}", kind.name(), outcome_cells(&rs));
             }
-            let count = |o: Outcome| rs.iter().filter(|r| r.outcome == o).count();
-            let ran: Vec<&&Row> = rs.iter().filter(|r| r.outcome != Outcome::Masked).collect();
-            let med = |mut v: Vec<f64>| {
-                v.sort_by(f64::total_cmp);
-                v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
-            };
-            let _ = writeln!(
-                out,
-                "{:<9} {:<19} {:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7.0} {:>7.1}",
-                s,
-                kind.name(),
-                rs.len(),
-                count(Outcome::Exact),
-                count(Outcome::Pair),
-                count(Outcome::Ambiguous),
-                rs.iter().filter(|r| r.equivalent == Some(true)).count(),
-                count(Outcome::Region),
-                count(Outcome::Wrong),
-                count(Outcome::Crash),
-                count(Outcome::Masked),
-                med(ran.iter().map(|r| r.probes as f64).collect()),
-                med(ran.iter().map(|r| r.wall.as_secs_f64()).collect()),
-            );
         }
     }
     out
+}
+
+/// The outcome columns of a table row.
+pub const OUTCOME_HEADER: &str =
+    "  n  exact   pair  ambig  equiv region  wrong  crash  masked  probes  wall s";
+
+/// What a row of a table counts: the outcome, whether an ambiguous answer's
+/// repairs are one function, probes and wall time.
+pub type Scored = (Outcome, Option<bool>, usize, std::time::Duration);
+
+/// The outcome columns for some faults: counts of each outcome, median
+/// probes and wall time of those not masked.
+pub fn outcome_cells(rs: &[Scored]) -> String {
+    let count = |o: Outcome| rs.iter().filter(|r| r.0 == o).count();
+    let ran: Vec<&Scored> = rs.iter().filter(|r| r.0 != Outcome::Masked).collect();
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
+    };
+    format!(
+        "{:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7.0} {:>7.1}",
+        rs.len(),
+        count(Outcome::Exact),
+        count(Outcome::Pair),
+        count(Outcome::Ambiguous),
+        rs.iter().filter(|r| r.1 == Some(true)).count(),
+        count(Outcome::Region),
+        count(Outcome::Wrong),
+        count(Outcome::Crash),
+        count(Outcome::Masked),
+        med(ran.iter().map(|r| r.2 as f64).collect()),
+        med(ran.iter().map(|r| r.3.as_secs_f64()).collect()),
+    )
 }

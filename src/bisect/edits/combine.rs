@@ -103,42 +103,32 @@ pub fn combine_edits(
                 break;
             }
             let vty = &func.values[v].ty.text;
-            if *vty == ty {
+            // (rank, how it is read, helpers, the other operand's name).
+            let (rank, how, helpers, other) = if *vty == ty {
                 if same >= NEAR || v == r {
                     continue;
                 }
                 same += 1;
-                for op_name in OPS {
-                    out.push((
-                        1,
-                        edit(
-                            op_name,
-                            format!("its result {op_name} {name} (a missing {op_name})"),
-                            Vec::new(),
-                            name.clone(),
-                        ),
-                    ));
-                }
-                continue;
-            }
-            let Some(vshape) = func.values[v].ty.shape() else {
-                continue;
+                (1, "", Vec::new(), name.clone())
+            } else {
+                let dims = func.values[v]
+                    .ty
+                    .shape()
+                    .filter(|_| wider < NEAR && text::element(vty) == elem)
+                    .and_then(|vshape| broadcast_dims(&vshape, &shape));
+                let Some(dims) = dims else { continue };
+                wider += 1;
+                let helpers = vec![broadcast(&name, vty, &dims, &ty)];
+                (2, " broadcast", helpers, format!("{STEM}_b"))
             };
-            if wider >= NEAR || text::element(vty) != elem {
-                continue;
-            }
-            let Some(dims) = broadcast_dims(&vshape, &shape) else {
-                continue;
-            };
-            wider += 1;
             for op_name in OPS {
                 out.push((
-                    2,
+                    rank,
                     edit(
                         op_name,
-                        format!("its result {op_name} {name} broadcast (a missing {op_name})"),
-                        vec![broadcast(&name, vty, &dims, &ty)],
-                        format!("{STEM}_b"),
+                        format!("its result {op_name} {name}{how} (a missing {op_name})"),
+                        helpers.clone(),
+                        other.clone(),
                     ),
                 ));
             }
