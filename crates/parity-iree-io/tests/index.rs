@@ -70,7 +70,7 @@ fn entries_are_what_the_file_holds_and_the_module_can_be_made() {
 fn missing_unknown_and_malformed_files_are_errors_naming_them() {
     let dir = tempfile::tempdir().unwrap();
     let gone = dir.path().join("gone.irpa");
-    match Parameters::open(&scopes(&[gone.clone()])) {
+    match Parameters::open(&scopes(std::slice::from_ref(&gone))) {
         Err(ParameterError::Open {
             scope,
             path,
@@ -84,7 +84,7 @@ fn missing_unknown_and_malformed_files_are_errors_naming_them() {
     }
     let npz = dir.path().join("w.npz");
     std::fs::write(&npz, b"PK\x03\x04").unwrap();
-    let e = Parameters::open(&scopes(&[npz.clone()]))
+    let e = Parameters::open(&scopes(std::slice::from_ref(&npz)))
         .err()
         .expect("refused");
     assert!(matches!(e, ParameterError::Parse { .. }), "{e}");
@@ -96,7 +96,7 @@ fn missing_unknown_and_malformed_files_are_errors_naming_them() {
 
     let bad = dir.path().join("bad.safetensors");
     std::fs::write(&bad, 4096u64.to_le_bytes()).unwrap();
-    let e = Parameters::open(&scopes(&[bad.clone()]))
+    let e = Parameters::open(&scopes(std::slice::from_ref(&bad)))
         .err()
         .expect("refused");
     assert!(matches!(e, ParameterError::Parse { .. }), "{e}");
