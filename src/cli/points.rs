@@ -61,7 +61,43 @@ pub struct PointsArgs {
 struct PointsJson {
     schema: &'static str,
     module: String,
+    /// The IREE parameters the module reads (`#flow.parameter.named` globals).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    parameters: Vec<ParameterJson>,
     functions: Vec<FunctionJson>,
+}
+
+/// One parameter global: what `subject.parameters` files must hold.
+#[derive(Serialize)]
+struct ParameterJson {
+    scope: String,
+    key: String,
+    /// The global's symbol, without `@`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    global: Option<String>,
+    #[serde(rename = "type")]
+    ty: String,
+    /// Its line in the module as given.
+    line: usize,
+}
+
+/// The parameters `path` declares, read from its text as given (an
+/// unreadable declaration is the spec preflight's to report; none here).
+fn parameters_of(path: &std::path::Path) -> Vec<ParameterJson> {
+    let Ok(bytes) = parity_tensor::read_module_bytes(path) else {
+        return Vec::new();
+    };
+    parity_mlir::parameter_globals(&String::from_utf8_lossy(&bytes))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| ParameterJson {
+            scope: p.scope,
+            key: p.key,
+            global: p.global,
+            ty: p.ty.text,
+            line: p.line,
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -197,6 +233,7 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
     let out = PointsJson {
         schema: POINTS_SCHEMA,
         module: source,
+        parameters: parameters_of(module_path),
         functions,
     };
     let json = serde_json::to_string_pretty(&out)? + "\n";
@@ -261,6 +298,25 @@ fn listing(out: &PointsJson) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(s, "module {} (normalised by the IREE compiler)", out.module);
+    if !out.parameters.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nparameters (scope::key, global, type; files given by subject.parameters):"
+        );
+        for p in &out.parameters {
+            let name = if p.scope.is_empty() {
+                quoted_name(&p.key)
+            } else {
+                format!("{}::{}", quoted_name(&p.scope), quoted_name(&p.key))
+            };
+            let global = p
+                .global
+                .as_deref()
+                .map(|g| format!("@{g}"))
+                .unwrap_or_default();
+            let _ = writeln!(s, "  {name}  {global}  {}", p.ty);
+        }
+    }
     for f in &out.functions {
         let sig = |vs: &[ValueJson]| {
             vs.iter()
@@ -337,6 +393,7 @@ mod tests {
         let out = PointsJson {
             schema: POINTS_SCHEMA,
             module: "m\u{1b}[2J.mlir".into(),
+            parameters: Vec::new(),
             functions: vec![FunctionJson {
                 name: "main".into(),
                 public: true,

@@ -131,9 +131,16 @@ impl IreeRuntime {
                         module.get_or_init(|| made)
                     }
                 };
-                self.inner
-                    .load_vmfb_with(vmfb, &[module])
-                    .map_err(load_err)?
+                self.inner.load_vmfb_with(vmfb, &[module]).map_err(|e| {
+                    let mut e = load_err(e);
+                    // IREE names the key; say which files were searched.
+                    if let IreeError::Load { message, .. } = &mut e {
+                        if e_is_parameter(message) {
+                            message.push_str(&describe_files(parameters));
+                        }
+                    }
+                    e
+                })?
             }
         };
         Ok(LoadedModule {
@@ -312,6 +319,31 @@ fn status_text(e: &eerie::runtime::RuntimeError) -> String {
             .to_string(),
         None => s.to_string(),
     }
+}
+
+/// Whether a load message is IREE's io-parameters module refusing a key,
+/// scope or range (see [`IreeError::is_parameter_input`]).
+fn e_is_parameter(message: &str) -> bool {
+    IreeError::Load {
+        name: String::new(),
+        message: message.to_string(),
+    }
+    .is_parameter_input()
+}
+
+/// `\n  parameter files: scope `model`: a.irpa, b.irpa` for every scope.
+fn describe_files(parameters: &parity_iree_io::Parameters) -> String {
+    parameters
+        .scopes()
+        .map(|scope| {
+            let files: Vec<String> = parameters
+                .files(scope)
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect();
+            format!("\n  parameter files: scope `{scope}`: {}", files.join(", "))
+        })
+        .collect()
 }
 
 /// `(f32[2, 3], i32[])` style summary of the given arguments.

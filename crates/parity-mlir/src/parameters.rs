@@ -234,6 +234,58 @@ pub fn functions_reading(src: &str, global: &str) -> Vec<String> {
     out
 }
 
+/// `slice` (a module [`crate::emit_slices`] wrote) with the `util.global`
+/// declarations of `normal` (the normalised module it was cut from) that its
+/// ops read (`global = @w`), inserted before its functions: a slice of a
+/// function that reads parameters keeps the globals (and so the parameters)
+/// it reads. A slice that reads none is returned as is.
+pub fn keep_globals(slice: &str, normal: &str) -> Result<String, MlirError> {
+    let split = crate::split::split_module(normal)?;
+    let globals: Vec<&str> = split
+        .shared_ops()
+        .iter()
+        .copied()
+        .filter(|op| op.trim_start().starts_with("\"util.global\""))
+        .filter(|op| {
+            let Some(i) = op.find("sym_name = ") else {
+                return false;
+            };
+            let Ok((name, _)) = read_string(op, i + "sym_name = ".len()) else {
+                return false;
+            };
+            let needle = format!("@{name}");
+            slice
+                .match_indices(&needle)
+                .any(|(j, _)| !slice[j + needle.len()..].starts_with(symbol_char))
+        })
+        .collect();
+    if globals.is_empty() {
+        return Ok(slice.to_string());
+    }
+    // The module line `emit_slices` writes: `module @name {`.
+    let Some(open) = slice
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .find(|&i| slice[i..].starts_with("module "))
+        .and_then(|i| slice[i..].find('\n').map(|e| i + e + 1))
+    else {
+        return Err(MlirError::at_line(
+            1,
+            "slice module has no `module ... {` line",
+        ));
+    };
+    let mut out =
+        String::with_capacity(slice.len() + globals.iter().map(|g| g.len() + 3).sum::<usize>());
+    out.push_str(&slice[..open]);
+    for g in globals {
+        out.push_str("  ");
+        out.push_str(g.trim());
+        out.push('\n');
+    }
+    out.push_str(&slice[open..]);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +330,22 @@ mod tests {
         let generic = "\"func.func\"() <{function_type = () -> (), sym_name = \"g\"}> ({\n  %0 = \"util.global.load\"() <{global = @w}> : () -> tensor<f32>\n}) : () -> ()\n";
         assert_eq!(functions_reading(generic, "w"), vec!["g".to_string()]);
         assert!(functions_reading(generic, "v").is_empty());
+    }
+
+    #[test]
+    fn a_slice_keeps_the_globals_it_reads_and_no_others() {
+        let normal = "\"builtin.module\"() ({\n  \"util.global\"() <{sym_name = \"w\", type = tensor<f32>}> : () -> ()\n  \"util.global\"() <{sym_name = \"w2\", type = tensor<f32>}> : () -> ()\n  \"func.func\"() <{function_type = () -> (), sym_name = \"f\"}> ({\n    \"func.return\"() : () -> ()\n  }) : () -> ()\n}) : () -> ()\n";
+        let slice = "// Slices of @f, cut by parity-mlir.\nmodule @s {\n  func.func public @a() -> tensor<f32> {\n    %0 = \"util.global.load\"() <{global = @w}> : () -> tensor<f32>\n  }\n}\n";
+        let kept = keep_globals(slice, normal).unwrap();
+        assert_eq!(
+            kept,
+            slice.replace(
+                "module @s {\n",
+                "module @s {\n  \"util.global\"() <{sym_name = \"w\", type = tensor<f32>}> : () -> ()\n"
+            )
+        );
+        let none = slice.replace("@w}", "@v}");
+        assert_eq!(keep_globals(&none, normal).unwrap(), none);
     }
 
     #[test]
