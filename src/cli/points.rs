@@ -63,41 +63,8 @@ struct PointsJson {
     module: String,
     /// The IREE parameters the module reads (`#flow.parameter.named` globals).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    parameters: Vec<ParameterJson>,
+    parameters: Vec<super::points_params::ParameterJson>,
     functions: Vec<FunctionJson>,
-}
-
-/// One parameter global: what `subject.parameters` files must hold.
-#[derive(Serialize)]
-struct ParameterJson {
-    scope: String,
-    key: String,
-    /// The global's symbol, without `@`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    global: Option<String>,
-    #[serde(rename = "type")]
-    ty: String,
-    /// Its line in the module as given.
-    line: usize,
-}
-
-/// The parameters `path` declares, read from its text as given (an
-/// unreadable declaration is the spec preflight's to report; none here).
-fn parameters_of(path: &std::path::Path) -> Vec<ParameterJson> {
-    let Ok(bytes) = parity_tensor::read_module_bytes(path) else {
-        return Vec::new();
-    };
-    parity_mlir::parameter_globals(&String::from_utf8_lossy(&bytes))
-        .unwrap_or_default()
-        .into_iter()
-        .map(|p| ParameterJson {
-            scope: p.scope,
-            key: p.key,
-            global: p.global,
-            ty: p.ty.text,
-            line: p.line,
-        })
-        .collect()
 }
 
 #[derive(Serialize)]
@@ -233,7 +200,7 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
     let out = PointsJson {
         schema: POINTS_SCHEMA,
         module: source,
-        parameters: parameters_of(module_path),
+        parameters: super::points_params::parameters_of(module_path),
         functions,
     };
     let json = serde_json::to_string_pretty(&out)? + "\n";
@@ -279,7 +246,7 @@ pub(super) fn print_stdout(body: &str) -> anyhow::Result<i32> {
 /// A location name in the listing: always in double quotes, escaped as the
 /// scope tree's points are (`yaml_point`), so a name holding terminal
 /// controls (colour codes, a window-title escape, BEL) is shown, not obeyed.
-fn quoted_name(name: &str) -> String {
+pub(super) fn quoted_name(name: &str) -> String {
     let spelled = yaml_point(name);
     if spelled.starts_with('"') {
         spelled
@@ -298,25 +265,7 @@ fn listing(out: &PointsJson) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(s, "module {} (normalised by the IREE compiler)", out.module);
-    if !out.parameters.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nparameters (scope::key, global, type; files given by subject.parameters):"
-        );
-        for p in &out.parameters {
-            let name = if p.scope.is_empty() {
-                quoted_name(&p.key)
-            } else {
-                format!("{}::{}", quoted_name(&p.scope), quoted_name(&p.key))
-            };
-            let global = p
-                .global
-                .as_deref()
-                .map(|g| format!("@{g}"))
-                .unwrap_or_default();
-            let _ = writeln!(s, "  {name}  {global}  {}", p.ty);
-        }
-    }
+    s.push_str(&super::points_params::listing(&out.parameters));
     for f in &out.functions {
         let sig = |vs: &[ValueJson]| {
             vs.iter()

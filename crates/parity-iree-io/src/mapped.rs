@@ -1,14 +1,15 @@
-//! A parameter file memory-mapped read-only and wrapped in an IREE file
-//! handle over the mapping: IREE reads the bytes it needs from the mapping
-//! (on the CPU it can use them in place), nothing is read into memory here.
+//! A parameter file memory-mapped (private, copy-on-write) and wrapped in an
+//! IREE file handle over the mapping: IREE reads the bytes it needs from the
+//! mapping (on the CPU it imports them as buffers in place where their
+//! alignment allows), nothing is read into memory here.
 
 use crate::ffi;
 use eerie_sys::runtime as sys;
-use memmap2::Mmap;
+use memmap2::{MmapMut, MmapOptions};
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 
-/// A file mapped read-only and the IREE file handle over its mapping. The
+/// A file mapped copy-on-write and the IREE file handle over its mapping. The
 /// mapping lives as long as the handle: IREE's index retains the handle for
 /// each entry it reads from it, and the handle's release callback unmaps.
 pub(crate) struct MappedFile {
@@ -19,14 +20,14 @@ pub(crate) struct MappedFile {
 /// The handle's release callback: unmaps the file.
 ///
 /// # Safety
-/// `user_data` is the `Box<Mmap>` leaked in [`MappedFile::open`]; IREE calls
+/// `user_data` is the `Box<MmapMut>` leaked in [`MappedFile::open`]; IREE calls
 /// this once, when the handle's last reference goes.
 unsafe extern "C" fn release_mapping(
     user_data: *mut c_void,
     _primitive: sys::iree_io_file_handle_primitive_t,
 ) {
     // SAFETY: see the function's contract: the box is reclaimed exactly once.
-    drop(unsafe { Box::from_raw(user_data.cast::<Mmap>()) });
+    drop(unsafe { Box::from_raw(user_data.cast::<MmapMut>()) });
 }
 
 impl MappedFile {
@@ -41,15 +42,18 @@ impl MappedFile {
         if !meta.is_file() {
             return Err("not a regular file".to_string());
         }
-        // SAFETY: a read-only private mapping of a regular file. Like every
-        // mmap, its bytes change (or the process faults) if another process
-        // truncates or rewrites the file while it is mapped; parameter files
-        // are inputs a run does not write, and IREE reads them as bytes only.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("cannot map it: {e}"))?;
+        // SAFETY: a private copy-on-write mapping of a regular file: pages
+        // are read from the file and a write (IREE imports the mapping as a
+        // device buffer in place where it can, on the CPU, and a program may
+        // write a mutable global initialised from a parameter) copies the
+        // page instead of reaching the file, so the mutable span below is
+        // sound. Like every mmap, its bytes change (or the process faults)
+        // if another process truncates or rewrites the file while it is
+        // mapped; parameter files are inputs a run does not write.
+        let mut map = unsafe { MmapOptions::new().map_copy(&file) }
+            .map_err(|e| format!("cannot map it: {e}"))?;
         let span = sys::iree_byte_span_t {
-            // IREE's span type is mutable, but the handle only allows reads
-            // (IREE_IO_FILE_ACCESS_READ below), so nothing writes through it.
-            data: map.as_ptr().cast_mut(),
+            data: map.as_mut_ptr(),
             data_length: map.len(),
         };
         let user_data = Box::into_raw(Box::new(map));
