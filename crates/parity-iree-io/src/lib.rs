@@ -37,7 +37,7 @@ pub enum ParameterError {
         message: String,
     },
     /// IREE's parser refuses the file (an unknown extension, a truncated or
-    /// malformed header, a key given twice).
+    /// malformed header).
     #[error("parameter file {} (scope `{scope}`): IREE cannot index it: {message}", path.display())]
     Parse {
         /// The scope it was given for.
@@ -86,7 +86,8 @@ pub struct Parameters {
 
 impl Parameters {
     /// Maps and indexes `scopes` (scope name, its files in order). A key
-    /// found twice in one scope is IREE's error, naming the key.
+    /// in two files of a scope is kept twice; lookups (IREE's and
+    /// [`Parameters::lookup`]) take the first file's.
     pub fn open(scopes: &[(String, Vec<PathBuf>)]) -> Result<Parameters, ParameterError> {
         let mut out = Parameters { scopes: Vec::new() };
         for (name, files) in scopes {

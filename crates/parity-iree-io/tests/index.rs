@@ -102,14 +102,13 @@ fn missing_unknown_and_malformed_files_are_errors_naming_them() {
     assert!(matches!(e, ParameterError::Parse { .. }), "{e}");
     assert!(e.to_string().contains("bad.safetensors"), "{e}");
 
-    // The same key in two files of one scope.
+    // The same key in two files of one scope: IREE 3.13 keeps both and its
+    // lookup takes the first file's, as `lookup` does.
     let a = dir.path().join("a.safetensors");
     let b = dir.path().join("b.safetensors");
     write_safetensors(&a, &[("w", &[1], &[1.0])]);
     write_safetensors(&b, &[("w", &[1], &[2.0])]);
-    let opened = Parameters::open(&scopes(&[a, b]));
-    if let Ok(p) = &opened {
-        // IREE 3.13 keeps both; parity's preflight looks keys up in file order.
-        assert_eq!(p.entries().iter().filter(|e| e.key == "w").count(), 2);
-    }
+    let p = Parameters::open(&scopes(&[a.clone(), b])).unwrap();
+    assert_eq!(p.entries().iter().filter(|e| e.key == "w").count(), 2);
+    assert_eq!(p.lookup("model", "w").unwrap().file, Some(a));
 }

@@ -94,8 +94,8 @@ pub struct Subject {
 pub struct ParameterScope {
     /// The scope name (may be empty: IREE's anonymous scope).
     pub scope: String,
-    /// Its `.irpa` / `.safetensors` / `.gguf` files, in order (a key found
-    /// in two of them is an error).
+    /// Its `.irpa` / `.safetensors` / `.gguf` files, in order (a key in two
+    /// of them is read from the first, as IREE looks keys up).
     pub files: Vec<PathBuf>,
     /// Where the scope is declared.
     pub location: Location,
