@@ -319,3 +319,53 @@ stages:
         }
     }
 }
+
+#[test]
+fn the_f64_shadow_of_a_parameterised_slice_reads_the_stored_values_exactly() {
+    let dir = fixture();
+    let compiler = parity_iree::IreeCompiler::load(None).expect("IREE compiler (EERIE_PYTHON)");
+    let (module, _, normal) =
+        parity::run::slices::read_normalised_text(&compiler, &dir.path().join("model.mlir"))
+            .expect("module normalises");
+    let func = module.function("affine").expect("affine");
+    let request = parity_mlir::SliceRequest {
+        name: "shadow_affine".into(),
+        from: Vec::new(),
+        to: func.results.clone(),
+    };
+    let (text, _) = parity_mlir::emit_slices(&module, func, "shadow", &[request]).unwrap();
+    let text = parity_mlir::keep_globals(&text, &normal).unwrap();
+    let text = parity_mlir::promote_to_f64(&text).unwrap();
+    // The globals (and so the parameter files) keep their f32 type; the
+    // loads are widened after them.
+    assert!(text.contains("type = tensor<4x3xf32>"), "{text}");
+    assert!(text.contains("\"stablehlo.convert\"(%param_"), "{text}");
+    let options = parity_iree::CompileOptions {
+        target_backend: "llvm-cpu".into(),
+        flags: [
+            "--iree-input-type=stablehlo",
+            "--iree-llvmcpu-target-cpu=generic",
+            // What bisect's f64 shadow compiles with (src/bisect/probe.rs).
+            "--iree-input-demote-f64-to-f32=false",
+            "--iree-llvmcpu-link-embedded=false",
+            "--iree-opt-const-eval=false",
+        ]
+        .map(String::from)
+        .to_vec(),
+    };
+    let vmfb = compiler
+        .compile("shadow.mlir", text.as_bytes(), &options)
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let runtime = parity_iree::IreeRuntime::with_parameters(
+        "local-task",
+        &[("model".into(), vec![dir.path().join("weights.irpa")])],
+    )
+    .unwrap();
+    let loaded = runtime.load(&vmfb, "shadow").unwrap();
+    let x = [1.0, 2.0, 3.0, 4.0, -4.0, 0.5, 0.0, 1.5];
+    let x = parity_tensor::Tensor::from_f64(vec![2, 4], &x).unwrap();
+    let out = loaded.invoke("shadow_affine", &[x]).unwrap();
+    assert_eq!(out[0].dtype(), parity_tensor::DType::F64);
+    let y = parity_tensor::read_npy(dir.path().join("oracle/y.npy")).unwrap();
+    assert_eq!(out[0].to_f64_vec(), y.to_f64_vec());
+}

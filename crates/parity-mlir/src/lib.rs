@@ -26,6 +26,7 @@ mod parse;
 pub mod points;
 mod pretty;
 pub mod promote;
+mod promote_params;
 pub mod slice;
 pub mod split;
 mod syntax;
