@@ -324,8 +324,8 @@ stages:
 fn the_f64_shadow_of_a_parameterised_slice_reads_the_stored_values_exactly() {
     let dir = fixture();
     let compiler = parity_iree::IreeCompiler::load(None).expect("IREE compiler (EERIE_PYTHON)");
-    let (module, _, normal) =
-        parity::run::slices::read_normalised_text(&compiler, &dir.path().join("model.mlir"))
+    let (module, _) =
+        parity::run::slices::read_normalised(&compiler, &dir.path().join("model.mlir"))
             .expect("module normalises");
     let func = module.function("affine").expect("affine");
     let request = parity_mlir::SliceRequest {
@@ -333,8 +333,8 @@ fn the_f64_shadow_of_a_parameterised_slice_reads_the_stored_values_exactly() {
         from: Vec::new(),
         to: func.results.clone(),
     };
+    // The slice keeps the globals it reads (as bisect's probes cut it).
     let (text, _) = parity_mlir::emit_slices(&module, func, "shadow", &[request]).unwrap();
-    let text = parity_mlir::keep_globals(&text, &normal).unwrap();
     let text = parity_mlir::promote_to_f64(&text).unwrap();
     // The globals (and so the parameter files) keep their f32 type; the
     // loads are widened after them.
@@ -368,4 +368,39 @@ fn the_f64_shadow_of_a_parameterised_slice_reads_the_stored_values_exactly() {
     assert_eq!(out[0].dtype(), parity_tensor::DType::F64);
     let y = parity_tensor::read_npy(dir.path().join("oracle/y.npy")).unwrap();
     assert_eq!(out[0].to_f64_vec(), y.to_f64_vec());
+}
+
+#[test]
+fn bisect_localises_a_fault_in_a_parameterised_function_to_its_op() {
+    let dir = fixture();
+    // The committed module with one fault: `y = xw - b` instead of `+ b`.
+    let model = std::fs::read_to_string(dir.path().join("model.mlir")).unwrap();
+    let faulty = model.replace(
+        "%y = stablehlo.add %xw, %bb",
+        "%y = stablehlo.subtract %xw, %bb",
+    );
+    assert_ne!(faulty, model);
+    std::fs::write(dir.path().join("model.mlir"), faulty).unwrap();
+    let spec = write_spec(dir.path(), "bisect.yaml", &["weights.irpa"]);
+    let json = dir.path().join("bisect.json");
+    let out = parity(
+        dir.path(),
+        &["bisect", &spec, "--json", json.to_str().unwrap()],
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("bisect.json")).unwrap();
+    let text_of = |v: &serde_json::Value| v.to_string();
+    let found = text_of(&record);
+    // Localised to the subtract, by the repair that makes it an add; the
+    // probes and the f64 shadow read the same parameters.
+    assert!(text.contains("first divergent operation"), "{text}");
+    assert!(text.contains("stablehlo.subtract"), "{text}");
+    assert!(text.contains("subtract -> add"), "{text}");
+    assert!(found.contains("stablehlo.subtract"), "{found}");
 }

@@ -202,15 +202,6 @@ pub fn read_normalised(
     compiler: &IreeCompiler,
     path: &std::path::Path,
 ) -> Result<(parity_mlir::Module, String), ReadModuleError> {
-    read_normalised_text(compiler, path).map(|(module, name, _)| (module, name))
-}
-
-/// [`read_normalised`], with the normalised text itself (what slices are
-/// cut from, e.g. for the globals they keep).
-pub fn read_normalised_text(
-    compiler: &IreeCompiler,
-    path: &std::path::Path,
-) -> Result<(parity_mlir::Module, String, String), ReadModuleError> {
     let source_name = path.display().to_string();
     let bytes = match parity_tensor::read_module_bytes(path) {
         Ok(b) => b,
@@ -229,7 +220,7 @@ pub fn read_normalised_text(
     }
     let normal = compiler.normalize(&source_name, &bytes)?;
     match parity_mlir::parse(&normal) {
-        Ok(module) => Ok((module, source_name, normal)),
+        Ok(module) => Ok((module, source_name)),
         Err(source) => Err(ReadModuleError::Parse {
             source_name,
             source,
@@ -278,8 +269,8 @@ fn plan_module(
     };
     let parsed = compiler
         .map_err(|m| ErrorRecord::execution(m.to_string()))
-        .and_then(|c| read_normalised_text(c, path).map_err(|e| e.to_record()));
-    let (parsed, source_name, normal) = match parsed {
+        .and_then(|c| read_normalised(c, path).map_err(|e| e.to_record()));
+    let (parsed, source_name) = match parsed {
         Ok(m) => m,
         Err(why) => {
             plan.run_errors.push(ErrorRecord {
@@ -362,10 +353,7 @@ fn plan_module(
             format!("{module}#slices")
         };
         let symbol = SliceSpec::entry_name(module, "slices");
-        // A slice of a function that reads parameters keeps their globals.
-        let emitted_with_globals = parity_mlir::emit_slices(&parsed, func, &symbol, reqs)
-            .and_then(|(mlir, infos)| Ok((parity_mlir::keep_globals(&mlir, &normal)?, infos)));
-        match emitted_with_globals {
+        match parity_mlir::emit_slices(&parsed, func, &symbol, reqs) {
             Ok((mlir, infos)) => {
                 plan.modules.push(SliceModule {
                     name: name.clone(),

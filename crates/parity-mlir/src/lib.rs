@@ -37,7 +37,7 @@ pub use ir::{Def, Function, Module, Op, Value, ValueId};
 pub use loc_brief::{Frame, LocBrief};
 pub use location::Location;
 pub use nesting::check_nesting;
-pub use parameters::{functions_reading, keep_globals, parameter_globals, ParameterGlobal};
+pub use parameters::{functions_reading, parameter_globals, ParameterGlobal};
 pub use parse::parse;
 pub use points::{yaml_point, ScopePoint};
 pub use promote::promote_to_f64;

@@ -234,22 +234,19 @@ pub fn functions_reading(src: &str, global: &str) -> Vec<String> {
     out
 }
 
-/// `slice` (a module [`crate::emit_slices`] wrote) with the `util.global`
-/// declarations of `normal` (the normalised module it was cut from) that its
-/// ops read (`global = @w`), inserted before its functions: a slice of a
+/// `slice` (a module [`crate::emit_slices`] is writing) with those of
+/// `globals` (`util.global` declarations as written) that its ops read
+/// (`global = @w`) inserted after its `module ... {` line: a slice of a
 /// function that reads parameters keeps the globals (and so the parameters)
-/// it reads. A slice that reads none is returned as is.
-pub fn keep_globals(slice: &str, normal: &str) -> Result<String, MlirError> {
-    // Most slices read no global: leave them (and their module) alone.
-    if !slice.contains("\"util.global.load\"") {
-        return Ok(slice.to_string());
+/// it reads, and no others.
+pub(crate) fn with_globals(slice: String, globals: &[String]) -> String {
+    // Most slices read no global: leave them alone.
+    if globals.is_empty() || !slice.contains("\"util.global.load\"") {
+        return slice;
     }
-    let split = crate::split::split_module(normal)?;
-    let globals: Vec<&str> = split
-        .shared_ops()
+    let read: Vec<&str> = globals
         .iter()
-        .copied()
-        .filter(|op| op.trim_start().starts_with("\"util.global\""))
+        .map(String::as_str)
         .filter(|op| {
             let Some(i) = op.find("sym_name = ") else {
                 return false;
@@ -263,31 +260,25 @@ pub fn keep_globals(slice: &str, normal: &str) -> Result<String, MlirError> {
                 .any(|(j, _)| !slice[j + needle.len()..].starts_with(symbol_char))
         })
         .collect();
-    if globals.is_empty() {
-        return Ok(slice.to_string());
-    }
     // The module line `emit_slices` writes: `module @name {`.
-    let Some(open) = slice
+    let open = slice
         .match_indices('\n')
         .map(|(i, _)| i + 1)
         .find(|&i| slice[i..].starts_with("module "))
-        .and_then(|i| slice[i..].find('\n').map(|e| i + e + 1))
-    else {
-        return Err(MlirError::at_line(
-            1,
-            "slice module has no `module ... {` line",
-        ));
+        .and_then(|i| slice[i..].find('\n').map(|e| i + e + 1));
+    let (Some(open), false) = (open, read.is_empty()) else {
+        return slice;
     };
     let mut out =
-        String::with_capacity(slice.len() + globals.iter().map(|g| g.len() + 3).sum::<usize>());
+        String::with_capacity(slice.len() + read.iter().map(|g| g.len() + 3).sum::<usize>());
     out.push_str(&slice[..open]);
-    for g in globals {
+    for g in read {
         out.push_str("  ");
         out.push_str(g.trim());
         out.push('\n');
     }
     out.push_str(&slice[open..]);
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -338,9 +329,12 @@ mod tests {
 
     #[test]
     fn a_slice_keeps_the_globals_it_reads_and_no_others() {
-        let normal = "\"builtin.module\"() ({\n  \"util.global\"() <{sym_name = \"w\", type = tensor<f32>}> : () -> ()\n  \"util.global\"() <{sym_name = \"w2\", type = tensor<f32>}> : () -> ()\n  \"func.func\"() <{function_type = () -> (), sym_name = \"f\"}> ({\n    \"func.return\"() : () -> ()\n  }) : () -> ()\n}) : () -> ()\n";
+        let globals = vec![
+            "\"util.global\"() <{sym_name = \"w\", type = tensor<f32>}> : () -> ()".to_string(),
+            "\"util.global\"() <{sym_name = \"w2\", type = tensor<f32>}> : () -> ()".to_string(),
+        ];
         let slice = "// Slices of @f, cut by parity-mlir.\nmodule @s {\n  func.func public @a() -> tensor<f32> {\n    %0 = \"util.global.load\"() <{global = @w}> : () -> tensor<f32>\n  }\n}\n";
-        let kept = keep_globals(slice, normal).unwrap();
+        let kept = with_globals(slice.to_string(), &globals);
         assert_eq!(
             kept,
             slice.replace(
@@ -349,7 +343,11 @@ mod tests {
             )
         );
         let none = slice.replace("@w}", "@v}");
-        assert_eq!(keep_globals(&none, normal).unwrap(), none);
+        assert_eq!(with_globals(none.clone(), &globals), none);
+        // What it wrote parses back, globals and all.
+        let module = crate::parse(&kept).unwrap();
+        assert_eq!(module.globals, globals[..1].to_vec());
+        assert_eq!(module.functions.len(), 1);
     }
 
     #[test]
