@@ -403,4 +403,21 @@ fn bisect_localises_a_fault_in_a_parameterised_function_to_its_op() {
     assert!(text.contains("stablehlo.subtract"), "{text}");
     assert!(text.contains("subtract -> add"), "{text}");
     assert!(found.contains("stablehlo.subtract"), "{found}");
+    // The reproducer reads the same parameter file, by absolute path: its
+    // run.sh fails on the mismatch, not on a missing parameter provider, and
+    // its stages.yaml fails the check (exit 1), not the input (exit 2).
+    let repro = dir.path().join("reports/bisect");
+    let irpa = std::fs::canonicalize(dir.path().join("weights.irpa")).unwrap();
+    let sh = std::fs::read_to_string(repro.join("run.sh")).unwrap();
+    assert!(
+        sh.contains(&format!("--parameters=model={}", irpa.display())),
+        "{sh}"
+    );
+    let (code, said_sh) = common::run_sh(&repro);
+    assert_ne!(code, 0, "{said_sh}");
+    assert!(!said_sh.contains("no provider registered"), "{said_sh}");
+    assert!(said_sh.contains("[FAILED]"), "{said_sh}");
+    let (code, stdout, stderr, _) =
+        common::check_to(&repro, "stages.yaml", &dir.path().join("repro-out"), &[]);
+    assert_eq!(code, 1, "{}", said(&stdout, &stderr));
 }

@@ -110,7 +110,7 @@ impl Target {
     }
 
     /// `subject.parameters` as (scope, files) pairs, in spec order.
-    pub(crate) fn parameter_scopes(&self) -> Vec<(String, Vec<std::path::PathBuf>)> {
+    pub fn parameter_scopes(&self) -> Vec<(String, Vec<std::path::PathBuf>)> {
         self.parameters.clone()
     }
 
