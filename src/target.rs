@@ -13,6 +13,7 @@
 //! [`Target::load`]).
 
 mod compile_check;
+mod parameters;
 
 use crate::run::{Compiled, ModuleSet};
 use parity_iree::{CompileOptions, IreeError, IreeRuntime, DRIVERS_BUILT_IN};
@@ -27,6 +28,8 @@ pub struct Target {
     spec_path: PathBuf,
     /// The subject's flags, which every target's compiles start with.
     subject_flags: Vec<String>,
+    /// `subject.parameters`: (scope, files), which every runtime serves.
+    parameters: Vec<(String, Vec<PathBuf>)>,
 }
 
 /// A `--target` selection the spec cannot satisfy (an input error, exit 2).
@@ -67,6 +70,16 @@ pub enum TargetError {
         backend: String,
         /// What the compiler said, and what to do.
         message: String,
+    },
+    /// Parameters a module declares that the spec's parameter files do not
+    /// hold as declared (a missing key or scope, another size, dtype or
+    /// shape), or a parameter file IREE cannot index.
+    #[error("target `{target}`: parameters:\n  {}", problems.join("\n  "))]
+    Parameters {
+        /// The target's name.
+        target: String,
+        /// One line per problem, naming the parameter, file, module and stages.
+        problems: Vec<String>,
     },
     /// Prebuilt modules of the spec are built for another device than the
     /// target's (a CUDA module on Vulkan, an llvm-cpu module on CUDA, ...).
@@ -123,15 +136,22 @@ impl Target {
             spec: found.clone(),
             spec_path: spec.path.clone(),
             subject_flags: spec.subject.flags.clone(),
+            parameters: spec
+                .subject
+                .parameters
+                .iter()
+                .map(|p| (p.scope.clone(), p.files.clone()))
+                .collect(),
         })
     }
 
-    /// [`Target::select`], then [`Target::preflight`] and
-    /// [`Target::preflight_modules`]: the target every executor runs on,
-    /// checked before anything runs.
+    /// [`Target::select`], then [`Target::preflight`],
+    /// [`Target::preflight_parameters`] and [`Target::preflight_modules`]:
+    /// the target every executor runs on, checked before anything runs.
     pub fn ready(spec: &Spec, name: Option<&str>) -> Result<Target, TargetError> {
         let target = Target::select(spec, name)?;
         target.preflight()?;
+        target.preflight_parameters(spec)?;
         target.preflight_modules(spec)?;
         Ok(target)
     }
@@ -245,7 +265,8 @@ impl Target {
     /// created here: one clear input error (exit 2) instead of one execution
     /// error per stage.
     pub fn preflight(&self) -> Result<(), TargetError> {
-        let error = match self.runtime() {
+        // The device alone: parameter files are preflight_parameters' to check.
+        let error = match IreeRuntime::new(&self.spec.device) {
             Ok(_) => return Ok(()),
             Err(e) => e,
         };
@@ -271,9 +292,10 @@ impl Target {
         })
     }
 
-    /// A new runtime on this target's device, for the calling thread.
+    /// A new runtime on this target's device, for the calling thread,
+    /// serving the subject's parameter files (mapped, not read).
     pub fn runtime(&self) -> Result<IreeRuntime, IreeError> {
-        IreeRuntime::new(&self.spec.device)
+        IreeRuntime::with_parameters(&self.spec.device, &self.parameters)
     }
 
     /// A runtime on this target's device with every compiled whole module

@@ -196,6 +196,29 @@ pub fn write(
         "iree-run-module --module=slice.vmfb {} --function={CHECK_FUNCTION}",
         shell_words::quote(&format!("--device={}", target.device()))
     );
+    // A slice of a parameterised function reads the subject's parameter
+    // files where they are (they may be many GB): by absolute path.
+    let parameters: Vec<(String, Vec<String>)> = target
+        .parameter_scopes()
+        .into_iter()
+        .map(|(scope, files)| {
+            let files = files
+                .iter()
+                .map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
+                .map(|f| f.display().to_string())
+                .collect();
+            (scope, files)
+        })
+        .collect();
+    for (scope, files) in &parameters {
+        for f in files {
+            let _ = write!(
+                run,
+                " {}",
+                shell_words::quote(&format!("--parameters={scope}={f}"))
+            );
+        }
+    }
     for a in &arg_names {
         let _ = write!(run, " --input=@{a}.npy");
     }
@@ -228,6 +251,13 @@ pub fn write(
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if !parameters.is_empty() {
+        y.push_str("  parameters:\n");
+        for (scope, files) in &parameters {
+            let files: Vec<String> = files.iter().map(|f| yaml_quote(f)).collect();
+            let _ = writeln!(y, "    {}: [{}]", yaml_quote(scope), files.join(", "));
+        }
+    }
     let _ = writeln!(
         y,
         "oracle: .\ncases: [{{name: repro}}]\nstages:\n  - name: repro\n    module: repro\n    function: {CHECK_FUNCTION}\n    args:"

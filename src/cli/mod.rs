@@ -11,6 +11,7 @@ mod fuzz;
 mod oracle;
 mod points;
 mod points_cuts;
+mod points_params;
 mod points_propose;
 mod progress;
 mod report;

@@ -61,6 +61,9 @@ pub struct PointsArgs {
 struct PointsJson {
     schema: &'static str,
     module: String,
+    /// The IREE parameters the module reads (`#flow.parameter.named` globals).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    parameters: Vec<super::points_params::ParameterJson>,
     functions: Vec<FunctionJson>,
 }
 
@@ -197,6 +200,7 @@ pub fn run(args: PointsArgs) -> anyhow::Result<i32> {
     let out = PointsJson {
         schema: POINTS_SCHEMA,
         module: source,
+        parameters: super::points_params::parameters_of(module_path),
         functions,
     };
     let json = serde_json::to_string_pretty(&out)? + "\n";
@@ -242,7 +246,7 @@ pub(super) fn print_stdout(body: &str) -> anyhow::Result<i32> {
 /// A location name in the listing: always in double quotes, escaped as the
 /// scope tree's points are (`yaml_point`), so a name holding terminal
 /// controls (colour codes, a window-title escape, BEL) is shown, not obeyed.
-fn quoted_name(name: &str) -> String {
+pub(super) fn quoted_name(name: &str) -> String {
     let spelled = yaml_point(name);
     if spelled.starts_with('"') {
         spelled
@@ -261,6 +265,7 @@ fn listing(out: &PointsJson) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(s, "module {} (normalised by the IREE compiler)", out.module);
+    s.push_str(&super::points_params::listing(&out.parameters));
     for f in &out.functions {
         let sig = |vs: &[ValueJson]| {
             vs.iter()
@@ -337,6 +342,7 @@ mod tests {
         let out = PointsJson {
             schema: POINTS_SCHEMA,
             module: "m\u{1b}[2J.mlir".into(),
+            parameters: Vec::new(),
             functions: vec![FunctionJson {
                 name: "main".into(),
                 public: true,

@@ -141,6 +141,13 @@ impl ModuleError {
                 IreeError::UnknownFunction { .. } | IreeError::Argument { .. } => ErrorKind::Input,
                 _ => ErrorKind::Execution,
             },
+            // A parameter the files do not hold (a vmfb's, which parity cannot
+            // check before loading it) or a parameter file IREE cannot index.
+            ModuleError::Load { source, .. } | ModuleError::Runtime { source, .. }
+                if source.is_parameter_input() =>
+            {
+                ErrorKind::Input
+            }
             ModuleError::NoCompiler { .. }
             | ModuleError::Compile { .. }
             | ModuleError::UndeclaredParent { .. }

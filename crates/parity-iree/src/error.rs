@@ -103,6 +103,11 @@ pub enum IreeError {
         message: String,
     },
 
+    /// A parameter file cannot be mapped or indexed, or IREE cannot make
+    /// the io-parameters module over the files.
+    #[error("{0}")]
+    Parameters(#[from] parity_iree_io::ParameterError),
+
     /// Reading or writing the artifact cache failed.
     #[error("artifact cache {}: {message}", path.display())]
     Cache {
@@ -111,6 +116,23 @@ pub enum IreeError {
         /// What went wrong.
         message: String,
     },
+}
+
+impl IreeError {
+    /// Whether this is a parameter problem of the input, not of IREE: a
+    /// parameter file that cannot be indexed, or a module load that IREE's
+    /// io-parameters module refused for a key or scope the files do not
+    /// hold, or an entry shorter than the global.
+    pub fn is_parameter_input(&self) -> bool {
+        match self {
+            IreeError::Parameters(_) => true,
+            IreeError::Load { message, .. } => {
+                message.contains("io_parameters.")
+                    && (message.contains("NOT_FOUND") || message.contains("OUT_OF_RANGE"))
+            }
+            _ => false,
+        }
+    }
 }
 
 fn list_available(available: &[String]) -> String {

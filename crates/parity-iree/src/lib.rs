@@ -31,6 +31,8 @@ pub mod vmfb;
 pub use cache::{ArtifactCache, CacheOutcome, Cached, CACHE_DIR_ENV};
 pub use compiler::{CompileOptions, IreeCompiler, COMPILER_LIB_ENV};
 pub use error::IreeError;
+/// IREE parameter files (`subject.parameters`), mapped and indexed by IREE.
+pub use parity_iree_io::{Entry as ParameterEntry, ParameterError, Parameters};
 pub use resident::UploadStats;
 pub use runtime::{
     available_devices, DeviceFound, IreeRuntime, LoadedModule, DEFAULT_DRIVER, DRIVERS_BUILT_IN,

@@ -10,6 +10,7 @@ use crate::error::IreeError;
 use crate::signature::{parse_declaration, Signature};
 use crate::vmfb::{self, ModuleInfo};
 use parity_tensor::Tensor;
+use std::cell::OnceCell;
 use std::rc::Rc;
 
 /// The default HAL driver: multi-threaded CPU execution.
@@ -56,6 +57,12 @@ pub struct IreeRuntime {
     driver: String,
     // Declared before `inner`: resident buffers are released before the runtime.
     resident: Rc<crate::resident::Resident>,
+    /// The subject's parameter files and IREE's io-parameters module over
+    /// them (made at the first load), when it has any.
+    parameters: Option<(
+        parity_iree_io::Parameters,
+        OnceCell<eerie::runtime::NativeModule>,
+    )>,
     inner: Rc<eerie::runtime::Runtime>,
 }
 
@@ -70,8 +77,30 @@ impl IreeRuntime {
         Ok(IreeRuntime {
             driver: driver.to_string(),
             resident: Rc::default(),
+            parameters: None,
             inner: Rc::new(inner),
         })
+    }
+
+    /// [`IreeRuntime::new`] with IREE parameter files (scope, its files):
+    /// each file is memory-mapped and indexed now, and every module loaded
+    /// in this runtime reads its `#flow.parameter.named` globals from them.
+    /// No scopes: a plain runtime.
+    pub fn with_parameters(
+        driver: &str,
+        scopes: &[(String, Vec<std::path::PathBuf>)],
+    ) -> Result<IreeRuntime, IreeError> {
+        let mut runtime = IreeRuntime::new(driver)?;
+        if !scopes.is_empty() {
+            let parameters = parity_iree_io::Parameters::open(scopes)?;
+            runtime.parameters = Some((parameters, OnceCell::new()));
+        }
+        Ok(runtime)
+    }
+
+    /// The parameter files this runtime serves, if any.
+    pub fn parameters(&self) -> Option<&parity_iree_io::Parameters> {
+        self.parameters.as_ref().map(|(p, _)| p)
     }
 
     /// The HAL driver name this runtime was created with.
@@ -87,10 +116,33 @@ impl IreeRuntime {
 
     /// Loads a vmfb; `name` labels errors (usually the module name from stages.yaml).
     pub fn load(&self, vmfb: &[u8], name: &str) -> Result<LoadedModule, IreeError> {
-        let program = self.inner.load_vmfb(vmfb).map_err(|e| IreeError::Load {
+        let load_err = |e: eerie::runtime::RuntimeError| IreeError::Load {
             name: name.to_string(),
             message: status_text(&e),
-        })?;
+        };
+        let program = match &self.parameters {
+            None => self.inner.load_vmfb(vmfb).map_err(load_err)?,
+            Some((parameters, module)) => {
+                // One io-parameters module per runtime, shared by its programs.
+                let module = match module.get() {
+                    Some(m) => m,
+                    None => {
+                        let made = parameters.module()?;
+                        module.get_or_init(|| made)
+                    }
+                };
+                self.inner.load_vmfb_with(vmfb, &[module]).map_err(|e| {
+                    let mut e = load_err(e);
+                    // IREE names the key; say which files were searched.
+                    if let IreeError::Load { message, .. } = &mut e {
+                        if e_is_parameter(message) {
+                            message.push_str(&describe_files(parameters));
+                        }
+                    }
+                    e
+                })?
+            }
+        };
         Ok(LoadedModule {
             name: name.to_string(),
             info: vmfb::inspect(vmfb),
@@ -267,6 +319,31 @@ fn status_text(e: &eerie::runtime::RuntimeError) -> String {
             .to_string(),
         None => s.to_string(),
     }
+}
+
+/// Whether a load message is IREE's io-parameters module refusing a key,
+/// scope or range (see [`IreeError::is_parameter_input`]).
+fn e_is_parameter(message: &str) -> bool {
+    IreeError::Load {
+        name: String::new(),
+        message: message.to_string(),
+    }
+    .is_parameter_input()
+}
+
+/// `\n  parameter files: scope `model`: a.irpa, b.irpa` for every scope.
+fn describe_files(parameters: &parity_iree_io::Parameters) -> String {
+    parameters
+        .scopes()
+        .map(|scope| {
+            let files: Vec<String> = parameters
+                .files(scope)
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect();
+            format!("\n  parameter files: scope `{scope}`: {}", files.join(", "))
+        })
+        .collect()
 }
 
 /// `(f32[2, 3], i32[])` style summary of the given arguments.

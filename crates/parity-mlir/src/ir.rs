@@ -12,6 +12,9 @@ pub struct Module {
     pub name: Option<String>,
     /// Every `func.func` of the module, in source order.
     pub functions: Vec<Function>,
+    /// The module's `util.global` declarations (IREE parameters and other
+    /// globals), as written; [`crate::emit_slices`] keeps the ones a slice reads.
+    pub globals: Vec<String>,
 }
 
 impl Module {

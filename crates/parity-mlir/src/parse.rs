@@ -13,15 +13,17 @@ use crate::pretty::pretty_module;
 /// locations (`--mlir-print-debuginfo --mlir-print-local-scope`).
 ///
 /// Also accepts the `module @m { func.func public @f(...) { <generic ops> } }` text that
-/// [`crate::emit_slices`] writes. Operations other than `func.func` at module level are
-/// skipped; a function body must be a single block.
+/// [`crate::emit_slices`] writes. `util.global`s at module level are kept as
+/// text ([`Module::globals`]), other operations besides `func.func` skipped; a
+/// function body must be a single block.
 pub fn parse(text: &str) -> Result<Module, MlirError> {
     let mut cur = Cursor::new(text);
     let mut name = None;
     let mut funcs = Vec::new();
+    let mut globals = Vec::new();
     cur.skip_ws();
     if cur.at_keyword("module") {
-        name = pretty_module(&mut cur, &mut funcs)?;
+        name = pretty_module(&mut cur, &mut funcs, &mut globals)?;
     } else {
         let mut top = Vec::new();
         while {
@@ -45,6 +47,8 @@ pub fn parse(text: &str) -> Result<Module, MlirError> {
         for op in top {
             if op.name == "func.func" {
                 funcs.push(generic_func(&cur, op)?);
+            } else if op.name == "util.global" {
+                globals.push(text[op.start..op.end].trim_end().to_string());
             }
         }
     }
@@ -57,5 +61,9 @@ pub fn parse(text: &str) -> Result<Module, MlirError> {
         .into_iter()
         .map(|f| build_function(&cur, &lines, f))
         .collect::<Result<_, _>>()?;
-    Ok(Module { name, functions })
+    Ok(Module {
+        name,
+        functions,
+        globals,
+    })
 }

@@ -11,6 +11,7 @@ use crate::syntax::Use;
 pub(crate) fn pretty_module<'a>(
     cur: &mut Cursor<'a>,
     funcs: &mut Vec<FuncSyntax<'a>>,
+    globals: &mut Vec<String>,
 ) -> Result<Option<String>, MlirError> {
     cur.eat_keyword("module");
     cur.skip_ws();
@@ -38,6 +39,8 @@ pub(crate) fn pretty_module<'a>(
             let op = cur.generic_op(0)?;
             if op.name == "func.func" {
                 funcs.push(generic_func(cur, op)?);
+            } else if op.name == "util.global" {
+                globals.push(cur.src[op.start..op.end].trim_end().to_string());
             }
         }
     }

@@ -83,7 +83,38 @@ impl Element {
 /// Ops whose meaning changes under promotion (`stablehlo.bitcast_convert`,
 /// `stablehlo.custom_call`) are an error naming the op's line; so is a float
 /// `dense_resource` constant, whose bytes are not in the text.
+///
+/// A `util.global` (a parameter's) keeps its type and each load of one is
+/// converted to f64 after it (`promote_params`), so the parameter files are
+/// read as they are and the f64 ops see their values exactly.
 pub fn promote_to_f64(text: &str) -> Result<String, MlirError> {
+    if !text.contains("\"util.global") {
+        return promote_text(text);
+    }
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    let mut lines_before = 0;
+    for segment in crate::promote_params::segments(text, promote_text)? {
+        match segment {
+            crate::promote_params::Segment::Promote(run) => {
+                // Errors name the line in `text`, not in the run.
+                out.push_str(&promote_text(run).map_err(|mut e| {
+                    e.line += lines_before;
+                    e
+                })?);
+                lines_before += run.matches('\n').count();
+            }
+            crate::promote_params::Segment::Final(line) => {
+                out.push_str(&line);
+                // A rewritten load is one line of `text` (two of `out`).
+                lines_before += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// [`promote_to_f64`] of text without globals.
+fn promote_text(text: &str) -> Result<String, MlirError> {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     let mut copied = 0;
@@ -298,6 +329,20 @@ mod tests {
         let out = promote_to_f64("\u{e9}tensor<f32> \u{2192} tensor<2xbf16>").unwrap();
         // No panic on a multi-byte character; a non-ASCII byte is not part of an identifier.
         assert_eq!(out, "\u{e9}tensor<f64> \u{2192} tensor<2xf64>");
+    }
+
+    #[test]
+    fn globals_keep_their_type_and_loads_are_converted_to_f64() {
+        let text = "module @s {\n  \"util.global\"() <{initial_value = #flow.parameter.named<\"m\"::\"w\"> : tensor<4xf32>, sym_name = \"w\", type = tensor<4xf32>}> : () -> ()\n  func.func public @f(%arg0: tensor<4xf32>) -> (tensor<4xf32>) {\n    %3 = \"util.global.load\"() <{global = @w}> : () -> tensor<4xf32> loc(\"m.mlir\":3:5)\n    %4 = \"stablehlo.add\"(%arg0, %3) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n    \"func.return\"(%4) : (tensor<4xf32>) -> ()\n  }\n}\n";
+        let out = promote_to_f64(text).unwrap();
+        let want = "module @s {\n  \"util.global\"() <{initial_value = #flow.parameter.named<\"m\"::\"w\"> : tensor<4xf32>, sym_name = \"w\", type = tensor<4xf32>}> : () -> ()\n  func.func public @f(%arg0: tensor<4xf64>) -> (tensor<4xf64>) {\n    %param_3 = \"util.global.load\"() <{global = @w}> : () -> tensor<4xf32> loc(\"m.mlir\":3:5)\n    %3 = \"stablehlo.convert\"(%param_3) : (tensor<4xf32>) -> tensor<4xf64>\n    %4 = \"stablehlo.add\"(%arg0, %3) : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>\n    \"func.return\"(%4) : (tensor<4xf64>) -> ()\n  }\n}\n";
+        assert_eq!(out, want);
+        // An integer global's load needs no convert.
+        let ints = text.replace("f32>", "i32>");
+        assert_eq!(promote_to_f64(&ints).unwrap(), ints);
+        // Errors after a kept line still name their line in the input.
+        let bad = text.replace("stablehlo.add", "stablehlo.bitcast_convert");
+        assert_eq!(promote_to_f64(&bad).unwrap_err().line, 5);
     }
 
     #[test]

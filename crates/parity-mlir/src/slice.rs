@@ -47,7 +47,9 @@ pub struct SliceInfo {
 /// function argument is still a From arg), then every other function argument the cone
 /// needs, ascending. Ops are copied verbatim (generic text, locations kept) with SSA uses
 /// renamed where needed (a `%5#1` cut point becomes the plain argument `%v5_1`).
-/// Results = `to` in order. Errors on unknown values and bad or duplicate names.
+/// Results = `to` in order. The module's `util.global`s that the slices read
+/// come first ([`Module::globals`]). Errors on unknown values and bad or
+/// duplicate names.
 pub fn emit_slices(
     module: &Module,
     func: &Function,
@@ -87,7 +89,11 @@ pub fn emit_slices(
         infos.push(info);
     }
     text.push_str("}\n");
-    Ok((text, infos))
+    // A slice of a function that reads globals (IREE parameters) keeps them.
+    Ok((
+        crate::parameters::with_globals(text, &module.globals),
+        infos,
+    ))
 }
 
 fn plan(func: &Function, req: &SliceRequest) -> Result<SliceInfo, MlirError> {

@@ -99,6 +99,14 @@ pub fn split_module(text: &str) -> Result<SplitModule<'_>, MlirError> {
     Ok(split)
 }
 
+impl<'a> SplitModule<'a> {
+    /// The module's top-level operations that are not functions (globals
+    /// and the like), as written, in source order.
+    pub fn shared_ops(&self) -> &[&'a str] {
+        &self.shared
+    }
+}
+
 impl SplitModule<'_> {
     /// Public functions, in source order.
     pub fn public_functions(&self) -> impl Iterator<Item = &str> + '_ {

@@ -310,6 +310,16 @@ pub enum SpecErrorKind {
         /// The resolved path.
         path: PathBuf,
     },
+    /// A `subject.parameters` file does not exist.
+    #[error("{at}: parameter scope `{scope}`: file {} does not exist", path.display())]
+    MissingParameterFile {
+        /// Position of the path value.
+        at: Position,
+        /// The scope it is listed under.
+        scope: String,
+        /// The resolved path.
+        path: PathBuf,
+    },
     /// A mask refers to a stage argument index the stage does not have.
     #[error("{at}: stage `{stage}`: output `{output}`: mask argument index {index} is out of range (stage has {count} arguments)")]
     MaskArgOutOfRange {

@@ -83,6 +83,22 @@ pub struct Subject {
     pub targets: Vec<TargetSpec>,
     /// Extra `iree-compile` flags for every MLIR module, on every target.
     pub flags: Vec<String>,
+    /// IREE parameter files by scope (`subject.parameters`), in the order
+    /// the spec names them; paths resolved against the spec's directory.
+    pub parameters: Vec<ParameterScope>,
+}
+
+/// One scope of `subject.parameters`: the files whose keys a module's
+/// `#flow.parameter.named<"scope"::"key">` globals read at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParameterScope {
+    /// The scope name (may be empty: IREE's anonymous scope).
+    pub scope: String,
+    /// Its `.irpa` / `.safetensors` / `.gguf` files, in order (a key in two
+    /// of them is read from the first, as IREE looks keys up).
+    pub files: Vec<PathBuf>,
+    /// Where the scope is declared.
+    pub location: Location,
 }
 
 impl Subject {

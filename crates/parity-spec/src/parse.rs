@@ -3,7 +3,8 @@
 
 use crate::error::{Scope, SpecError, SpecErrorKind};
 use crate::model::{
-    BaselineSpec, Case, Module, ModuleSource, Spec, Subject, TargetSpec, BASELINE_METRICS,
+    BaselineSpec, Case, Module, ModuleSource, ParameterScope, Spec, Subject, TargetSpec,
+    BASELINE_METRICS,
 };
 use crate::reader::Cx;
 use crate::stage::{dtype, location, parse_stage};
@@ -27,7 +28,14 @@ const TOP_KEYS: &[&str] = &[
     "checkpoints",
 ];
 const BASELINE_KEYS: &[&str] = &["band", "band_abs", "metrics"];
-const SUBJECT_KEYS: &[&str] = &["modules", "targets", "target_backend", "driver", "flags"];
+const SUBJECT_KEYS: &[&str] = &[
+    "modules",
+    "targets",
+    "target_backend",
+    "driver",
+    "flags",
+    "parameters",
+];
 const TARGET_KEYS: &[&str] = &["backend", "device", "flags"];
 const MODULE_KEYS: &[&str] = &["mlir", "vmfb", "flags"];
 const CASE_KEYS: &[&str] = &["name", "vars"];
@@ -247,11 +255,78 @@ fn parse_subject(cx: &Cx<'_>, node: &Node, base: &Path) -> Result<Subject, SpecE
             location: location(node),
         }],
     };
+    let parameters = match m.opt("parameters") {
+        Some(p) => parse_parameters(cx, p, base)?,
+        None => Vec::new(),
+    };
     Ok(Subject {
         modules,
         targets,
         flags,
+        parameters,
     })
+}
+
+/// The parameter formats IREE's parsers read (by extension).
+const PARAMETER_EXTENSIONS: &[&str] = &["irpa", "safetensors", "gguf"];
+
+/// `subject.parameters:`, a mapping of scope -> list of files (or one file).
+fn parse_parameters(
+    cx: &Cx<'_>,
+    node: &Node,
+    base: &Path,
+) -> Result<Vec<ParameterScope>, SpecError> {
+    let map = cx.free_map(node, "parameters", "subject.parameters")?;
+    let mut scopes = Vec::new();
+    for (key, value) in map.entries() {
+        let scope = cx.string(key, "parameter scope")?;
+        let files: Vec<(String, &Node)> = if value.scalar().is_some() {
+            vec![(cx.string(value, "parameter file")?, value)]
+        } else {
+            let items = cx.list(value, "parameter files")?;
+            let mut files = Vec::new();
+            for item in items {
+                files.push((cx.string(item, "parameter file")?, &**item));
+            }
+            files
+        };
+        if files.is_empty() {
+            return Err(cx.invalid(
+                value,
+                format!("parameter scope `{scope}` lists no files; name its .irpa, .safetensors or .gguf files"),
+            ));
+        }
+        let mut paths = Vec::new();
+        for (file, at) in files {
+            let path = base.join(&file);
+            let ext = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_ascii_lowercase)
+                .unwrap_or_default();
+            if !PARAMETER_EXTENSIONS.contains(&ext.as_str()) {
+                return Err(cx.invalid(
+                    at,
+                    format!("parameter file {file} (scope `{scope}`): IREE reads parameters from .irpa, .safetensors and .gguf files, by their extension"),
+                ));
+            }
+            if !path.is_file() {
+                return Err(SpecErrorKind::MissingParameterFile {
+                    at: cx.at(at),
+                    scope: scope.clone(),
+                    path,
+                }
+                .into());
+            }
+            paths.push(path);
+        }
+        scopes.push(ParameterScope {
+            scope,
+            files: paths,
+            location: location(key),
+        });
+    }
+    Ok(scopes)
 }
 
 /// `subject.targets:`, a mapping of target name -> `{backend, device, flags}`.
