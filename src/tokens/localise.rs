@@ -32,6 +32,7 @@ pub fn localise(
         first_divergent_op: None,
         layer_vs_f64: None,
         notes: Vec::new(),
+        chain_check: None,
     };
     let Some(step_spec) = spec.step_spec(case, step) else {
         let which = if step == 0 { "prefill" } else { "decode" };
