@@ -106,6 +106,19 @@ fn as_shipped_mlx_vlm_gives_two_findings_and_the_truth_sides_with_production() {
             .starts_with("refused"),
         "{noise}"
     );
+    // The hand-written step functions reproduce their calls bit for bit on
+    // the calls' own inputs: prefill's chain reads `per_layer_inputs`, which
+    // prefill takes as `hf_dense_ple` (on the oracle's own rows the chain's
+    // logits differ by 4.1e-6: the input, not the function).
+    for f in findings {
+        let check = &f["chain_check"];
+        assert_eq!(check["bit_identical"], true, "{check}");
+    }
+    assert_eq!(
+        findings[0]["chain_check"]["inputs"][2],
+        "`full128.s00/per_layer_inputs` <- prefill's oracle input `{case}/hf_dense_ple` (the one input of its dtype and shape; not equal to the oracle's)"
+    );
+    assert!(!stdout.contains("not trusted"), "{stdout}");
 }
 
 #[test]

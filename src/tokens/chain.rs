@@ -4,6 +4,7 @@
 //! that does not is another function (a separate export, an input the call
 //! computes itself), so its first divergent layer is not the call's.
 
+use super::chain_inputs::match_input;
 use super::error::{LogitsProblem, TokensError};
 use super::session::{Session, StepInputs};
 use crate::run::{self, RunOptions};
@@ -254,93 +255,6 @@ fn chain_oracle_inputs(stages: &[parity_spec::Stage]) -> Vec<String> {
         }
     }
     names
-}
-
-/// Which argument of the call feeds the chain's oracle input `name`: the
-/// same oracle tensor; else by name (`token`, `pos`/`position`, a state's
-/// name); else the one argument of the same dtype and shape, the nearest in
-/// value among several. None: no argument of the call can (the chain reads a
-/// value the call computes itself), so the oracle's stays.
-fn match_input(
-    name: &str,
-    oracle: &Tensor,
-    token_case: &Case,
-    production: &ProductionStep,
-) -> (String, Option<Tensor>) {
-    let which = production.which;
-    let fits = |t: &Tensor| t.dtype() == oracle.dtype() && t.shape() == oracle.shape();
-    let same_tensor = production.args.iter().any(|(k, _)| {
-        matches!(k, TokenArg::Input(Arg::Oracle(n))
-            if TokensSpec::render(n, token_case).ok().as_deref() == Some(name))
-    });
-    if same_tensor {
-        return (
-            format!("`{name}`: the oracle tensor {which} reads too"),
-            None,
-        );
-    }
-    let base = name.rsplit('/').next().unwrap_or(name);
-    let named = production.args.iter().find(|(k, t)| {
-        fits(t)
-            && match k {
-                TokenArg::Token { .. } => base == "token",
-                TokenArg::Position { .. } => base == "pos" || base == "position",
-                TokenArg::State(s) => s == base,
-                TokenArg::Input(_) => false,
-            }
-    });
-    if let Some((k, t)) = named {
-        return (
-            format!("`{name}` <- {which}'s {} (by name)", describe(k)),
-            Some(t.clone()),
-        );
-    }
-    let candidates: Vec<&(TokenArg, Tensor)> =
-        production.args.iter().filter(|(_, t)| fits(t)).collect();
-    let reference = oracle.to_f64_vec();
-    let distance = |t: &Tensor| {
-        let v = t.to_f64_vec();
-        v.iter()
-            .zip(&reference)
-            .map(|(a, b)| (a - b) * (a - b))
-            .sum::<f64>()
-    };
-    let nearest = candidates
-        .iter()
-        .map(|c| (c, distance(&c.1)))
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    match nearest {
-        Some(((k, t), _)) => {
-            let how = if candidates.len() == 1 {
-                "the one input of its dtype and shape".to_string()
-            } else {
-                format!(
-                    "the nearest in value of {} inputs of its dtype and shape",
-                    candidates.len()
-                )
-            };
-            (
-                format!("`{name}` <- {which}'s {} ({how})", describe(k)),
-                Some(t.clone()),
-            )
-        }
-        None => (
-            format!(
-                "`{name}`: the oracle's ({which} has no input of its dtype and shape; it computes this value itself)"
-            ),
-            None,
-        ),
-    }
-}
-
-fn describe(k: &TokenArg) -> String {
-    match k {
-        TokenArg::Token { .. } => "token".into(),
-        TokenArg::Position { .. } => "position".into(),
-        TokenArg::State(s) => format!("state `{s}`"),
-        TokenArg::Input(Arg::Oracle(n)) => format!("oracle input `{n}`"),
-        TokenArg::Input(_) => "literal input".into(),
-    }
 }
 
 /// A store at `dir` listing every tensor of `store` (by absolute path, nothing

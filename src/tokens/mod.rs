@@ -9,6 +9,7 @@
 pub(crate) mod bind;
 pub(crate) mod case;
 mod chain;
+mod chain_inputs;
 pub mod error;
 pub(crate) mod judge;
 mod localise;
