@@ -380,6 +380,10 @@ fn a_fault_in_decode_alone_is_flagged_by_the_chain_check() {
     assert_eq!(finding(f), ("text_short", 1, None, Some(false)), "{stdout}");
     assert!(f["chain_check"]["max_abs"].as_f64().unwrap() > 1e-3, "{f}");
     assert!(
+        stdout.contains("so the step's logits difference is not localised to a layer"),
+        "{stdout}"
+    );
+    assert!(
         stdout.contains(
             "localisation not trusted: the step chain computes something else than `decode`"
         ),

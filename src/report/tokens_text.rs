@@ -75,7 +75,7 @@ pub fn localisation_lines(r: &TokensRecord) -> Vec<String> {
         ));
     }
     if let Some(c) = check {
-        lines.push(chain_line(c));
+        lines.push(chain_line(c, r.first_divergent_layer.is_some()));
     }
     if let Some(d) = &r.first_divergent_layer {
         lines.push(format!(
@@ -109,7 +109,8 @@ pub fn localisation_lines(r: &TokensRecord) -> Vec<String> {
     for f in r.findings.iter().skip(1) {
         lines.push(format!("another finding: {}", finding_line(f)));
         if let Some(c) = &f.chain_check {
-            lines.push(format!("  {}", chain_line(c)));
+            let layer = f.first_divergent_layer.is_some();
+            lines.push(format!("  {}", chain_line(c, layer)));
         }
         if let Some(v) = &f.layer_vs_f64 {
             lines.push(format!("  who is wrong there: {}", vs_f64_line(v)));
@@ -120,8 +121,9 @@ pub fn localisation_lines(r: &TokensRecord) -> Vec<String> {
 }
 
 /// The step chain's trust check in a line: trusted, or the label that
-/// keeps its layer and op from being read as the answer.
-pub fn chain_line(c: &parity_record::ChainCheck) -> String {
+/// keeps its layer and op (`layer`: the finding names one) from being read
+/// as the answer.
+pub fn chain_line(c: &parity_record::ChainCheck, layer: bool) -> String {
     if c.trusted() {
         return format!(
             "step chain: reproduces `{}`'s logits bit for bit on its inputs (localisation trusted)",
@@ -130,11 +132,15 @@ pub fn chain_line(c: &parity_record::ChainCheck) -> String {
     }
     match c.max_abs {
         Some(d) => format!(
-            "localisation not trusted: the step chain computes something else than `{}` (max |Δ| {}{}); the layer and op below are the chain's, not necessarily `{}`'s",
+            "localisation not trusted: the step chain computes something else than `{}` (max |Δ| {}{}){}",
             c.call,
             num(d),
             c.ulps.map(|u| format!(", {u} ULP")).unwrap_or_default(),
-            c.call
+            if layer {
+                format!("; the layer and op below are the chain's, not necessarily `{}`'s", c.call)
+            } else {
+                String::new()
+            }
         ),
         None => format!(
             "localisation not trusted: the step chain could not be checked against `{}`: {}",
