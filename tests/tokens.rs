@@ -197,6 +197,18 @@ fn late_fault_is_divergent_at_step_10_and_localised_to_layer_1() {
     assert_eq!(layer["mode"], "isolated");
     assert_eq!(r["localisation"]["step_case"], "clean_a.s10");
     assert_eq!(r["localisation"]["run"]["schema"], "parity.run-record/2");
+    // The hand-written step functions (decode_embed, decode_layer_i, head)
+    // live in the faulty module beside `decode` and, run chained on decode's
+    // own inputs of step 10 (its caches for the chain's `k_all`/`v_all`),
+    // give decode's logits bit for bit: the localisation is trusted.
+    let check = &r["findings"][0]["chain_check"];
+    assert_eq!(check["bit_identical"], true, "{check}");
+    assert_eq!(check["max_abs"], 0.0);
+    assert_eq!(
+        check["inputs"][2],
+        "`clean_a.s10/k_all` <- decode's state `k_cache` (the nearest in value of 2 step inputs of its dtype and shape)"
+    );
+    assert!(stdout.contains("step chain: reproduces `decode`'s logits bit for bit"));
     let op = &r["first_divergent_op"];
     assert!(op["kind"] == "op" || op["kind"] == "region", "{op}");
     assert_eq!(op["stage"], "layer_1");

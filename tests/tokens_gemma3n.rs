@@ -106,6 +106,19 @@ fn as_shipped_mlx_vlm_gives_two_findings_and_the_truth_sides_with_production() {
             .starts_with("refused"),
         "{noise}"
     );
+    // The hand-written step functions reproduce their calls bit for bit on
+    // the calls' own inputs: prefill's chain reads `per_layer_inputs`, which
+    // prefill takes as `hf_dense_ple` (on the oracle's own rows the chain's
+    // logits differ by 4.1e-6: the input, not the function).
+    for f in findings {
+        let check = &f["chain_check"];
+        assert_eq!(check["bit_identical"], true, "{check}");
+    }
+    assert_eq!(
+        findings[0]["chain_check"]["inputs"][2],
+        "`full128.s00/per_layer_inputs` <- prefill's oracle input `{case}/hf_dense_ple` (the one input of its dtype and shape; not equal to the oracle's)"
+    );
+    assert!(!stdout.contains("not trusted"), "{stdout}");
 }
 
 #[test]
@@ -173,4 +186,207 @@ fn bf16_storage_flips_a_near_tie_and_records_it() {
         }
     }
     assert!(stdout.contains("localised step: full128.s07"), "{stdout}");
+}
+
+/// A copy of the bundled spec (subject/gemma3n/stages.yaml, absolute
+/// paths) whose text module is the committed one with `edit` applied: a hand
+/// edit made here, so no fixture has to be regenerated.
+fn edited_subject(edit: impl FnOnce(String) -> String) -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::io::Read as _;
+    let subject = repo().join("subject/gemma3n");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(subject.join("gemma3n_text_f32.mlir.gz")).unwrap(),
+    )
+    .read_to_string(&mut text)
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let module = dir.path().join("text.mlir");
+    std::fs::write(&module, edit(text)).unwrap();
+    let abs = |p: &str| subject.join(p).display().to_string();
+    let spec = std::fs::read_to_string(subject.join("stages.yaml"))
+        .unwrap()
+        .replace(
+            "{mlir: gemma3n_audio_f32.mlir.gz}",
+            &format!("{{mlir: {}}}", abs("gemma3n_audio_f32.mlir.gz")),
+        )
+        .replace(
+            "{mlir: gemma3n_text_f32.mlir.gz}",
+            &format!("{{mlir: {}}}", module.display()),
+        )
+        .replace(
+            "[weights.safetensors]",
+            &format!("[{}]", abs("weights.safetensors")),
+        )
+        .replace(
+            "oracle: ../../oracle-dumps/gemma3n",
+            &format!("oracle: {}", abs("../../oracle-dumps/gemma3n")),
+        );
+    let path = dir.path().join("edited.yaml");
+    std::fs::write(&path, spec).unwrap();
+    (dir, path)
+}
+
+/// `text` with the query of `function`'s attention scores (its one
+/// `dot_general` batching [1] x [0], contracting [2] x [2]) times `factor`:
+/// an attention scale error in that function alone.
+fn scale_query(text: String, function: &str, factor: f64) -> String {
+    let start = text
+        .find(&format!("func.func public @{function}("))
+        .unwrap();
+    let end = start + text[start..].find("\n  func.func ").unwrap();
+    let body = &text[start..end];
+    let marker = "batching_dims = [1] x [0], contracting_dims = [2] x [2]";
+    assert_eq!(body.matches(marker).count(), 1, "{function}'s scores");
+    let at = body.find(marker).unwrap();
+    let line_start = body[..at].rfind('\n').unwrap() + 1;
+    let line_end = at + body[at..].find('\n').unwrap();
+    let line = &body[line_start..line_end];
+    let query = line
+        .split("dot_general ")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap();
+    let ty = line
+        .split(": (")
+        .nth(1)
+        .unwrap()
+        .split(", ")
+        .next()
+        .unwrap();
+    let edited = format!(
+        "    %q_fault = stablehlo.constant dense<{factor:?}> : {ty}\n    \
+         %q_scaled = stablehlo.multiply {query}, %q_fault : {ty}\n{}",
+        line.replacen(
+            &format!("dot_general {query},"),
+            "dot_general %q_scaled,",
+            1
+        )
+    );
+    format!(
+        "{}{}{edited}{}{}",
+        &text[..start],
+        &body[..line_start],
+        &body[line_end..],
+        &text[end..]
+    )
+}
+
+/// `parity tokens SPEC --case CASE`; (exit code, stdout, record).
+fn tokens_case(spec: &std::path::Path, case: &str) -> (i32, String, Value) {
+    let out = tempfile::tempdir().unwrap();
+    let o = parity(
+        &repo(),
+        &[
+            "tokens",
+            spec.to_str().unwrap(),
+            "--case",
+            case,
+            "--out-dir",
+            out.path().to_str().unwrap(),
+        ],
+    );
+    let text = std::fs::read_to_string(out.path().join("tokens.json")).expect("tokens.json");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        serde_json::from_str(&text).unwrap(),
+    )
+}
+
+/// (case, step, first divergent layer, chain bit-identical) of a finding.
+fn finding(f: &Value) -> (&str, u64, Option<&str>, Option<bool>) {
+    (
+        f["case"].as_str().unwrap(),
+        f["step"].as_u64().unwrap(),
+        f["first_divergent_layer"]["stage"].as_str(),
+        f["chain_check"]["bit_identical"].as_bool(),
+    )
+}
+
+/// An attention scale error in one decode layer (decode_layer_1's query
+/// times 1.5, which `decode` calls): full128's first 9 tokens agree, step 9
+/// flips and is divergent, localised to layer_1 by a trusted chain, whose
+/// f64 truth names production wrong.
+#[test]
+fn an_attention_scale_error_in_one_decode_layer_fails_at_step_9_in_layer_1() {
+    let (_dir, spec) = edited_subject(|t| scale_query(t, "decode_layer_1", 1.5));
+    let (code, stdout, r) = tokens_case(&spec, "full128");
+    assert_eq!(code, 1, "{stdout}");
+    let c = &r["cases"][0];
+    let agree = |k: &str| c[k].as_array().unwrap()[..9].to_vec();
+    assert_eq!(agree("greedy_tokens"), agree("oracle_tokens"), "{stdout}");
+    assert_eq!(r["first_divergent_token"]["step"], 9, "{stdout}");
+    assert_eq!(r["first_divergent_token"]["verdict"], "divergent");
+    let f = &r["findings"][0];
+    assert_eq!(
+        finding(f),
+        ("full128", 9, Some("layer_1"), Some(true)),
+        "{stdout}"
+    );
+    assert_eq!(f["layer_vs_f64"]["wrong"], "production", "{f}");
+}
+
+/// A prefill-only fault (layer_1_p18's query times 1.5, P = 18): no token
+/// flips at step 0 but its logits fail the gate; step 0 is localised to
+/// prefill's layer_1 by a trusted chain; decode, clean, is not blamed (its
+/// layers pass on the oracle's caches).
+#[test]
+fn a_prefill_only_fault_fails_at_step_0_in_prefill_layer_1() {
+    let (_dir, spec) = edited_subject(|t| scale_query(t, "layer_1_p18", 1.5));
+    let (code, stdout, r) = tokens_case(&spec, "full128");
+    assert_eq!(code, 1, "{stdout}");
+    let gate = &r["cases"][0]["logits_gate"];
+    assert_eq!(gate["failed_steps"][0], 0, "{gate}");
+    let f = &r["findings"][0];
+    assert_eq!(
+        finding(f),
+        ("full128", 0, Some("layer_1"), Some(true)),
+        "{stdout}"
+    );
+    assert_eq!(f["logits_gate"], true);
+    assert_eq!(f["chain_check"]["call"], "prefill");
+    assert_eq!(f["layer_vs_f64"]["wrong"], "production", "{f}");
+    for f in r["findings"].as_array().unwrap().iter().skip(1) {
+        assert!(f["first_divergent_layer"].is_null(), "decode is clean: {f}");
+    }
+}
+
+/// A fault in `decode` alone: the bundled `decode` calls the step functions
+/// the chain runs (`decode_layer_i`), so an edit of decode's own body between
+/// two calls (layer 2's hidden state times 1.02 before layer 3) is in no
+/// function of the chain. The run fails (exit 1) at decode step 1 on the
+/// logits gate; the chain, on decode's own inputs of that step, does not
+/// reproduce decode's logits, so the localisation is labelled not trusted
+/// rather than naming a layer the chain cannot see.
+#[test]
+fn a_fault_in_decode_alone_is_flagged_by_the_chain_check() {
+    let call = "    %4:3 = call @decode_layer_3(%3#0, ";
+    let (_dir, spec) = edited_subject(|t| {
+        assert_eq!(t.matches(call).count(), 1, "decode's call of layer 3");
+        t.replace(
+            call,
+            "    %cst_fault = stablehlo.constant dense<1.020000e+00> : tensor<4x1x1x48xf32>\n    \
+             %fault = stablehlo.multiply %3#0, %cst_fault : tensor<4x1x1x48xf32>\n    \
+             %4:3 = call @decode_layer_3(%fault, ",
+        )
+    });
+    let (code, stdout, r) = tokens_case(&spec, "text_short");
+    assert_eq!(code, 1, "{stdout}");
+    let f = &r["findings"][0];
+    // The chain's functions are clean: no layer diverges on the oracle's inputs.
+    assert_eq!(finding(f), ("text_short", 1, None, Some(false)), "{stdout}");
+    assert!(f["chain_check"]["max_abs"].as_f64().unwrap() > 1e-3, "{f}");
+    assert!(
+        stdout.contains("so the step's logits difference is not localised to a layer"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "localisation not trusted: the step chain computes something else than `decode`"
+        ),
+        "{stdout}"
+    );
 }

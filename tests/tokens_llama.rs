@@ -91,6 +91,74 @@ fn a_decode_attention_scale_error_fails_at_step_4_in_layer_1() {
         stdout.contains("first divergent layer: layer_1"),
         "{stdout}"
     );
+    // decode's own slices, run chained on decode's inputs of step 4 (its
+    // token, position and caches), give decode's logits bit for bit.
+    let check = &r["findings"][0]["chain_check"];
+    assert_eq!(check["call"], "decode");
+    assert_eq!(check["bit_identical"], true, "{check}");
+    assert_eq!(check["max_abs"], 0.0);
+    assert_eq!(check["ulps"], 0);
+    let inputs: Vec<&str> = check["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        inputs,
+        [
+            "`alpha.s04/token` <- decode's token (by name)",
+            "`alpha.s04/pos` <- decode's position (by name)",
+            "`alpha.s04/k_cache` <- decode's state `k_cache` (by name)",
+            "`alpha.s04/v_cache` <- decode's state `v_cache` (by name)",
+        ]
+    );
+    assert!(
+        stdout.contains("step chain: reproduces `decode`'s logits bit for bit"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("not trusted"), "{stdout}");
+}
+
+/// The same fault, but the decode step stages slice the clean module: the
+/// chain is not the function production ran, so its answer (no divergent
+/// layer) is labelled not trusted; the divergence itself still fails.
+#[test]
+fn a_step_chain_that_is_not_decode_is_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = repo().join("examples/llama");
+    let text = std::fs::read_to_string(here.join("stages-decode-scale.yaml")).unwrap();
+    let abs = |p: &str| here.join(p).display().to_string();
+    let (head, chain) = text.split_once("    decode:\n      - name: embed").unwrap();
+    let spec = format!(
+        "{head}    decode:\n      - name: embed{}",
+        chain.replace("        module: decode\n", "        module: clean\n")
+    )
+    .replace("{mlir: ", &format!("{{mlir: {}/", here.display()))
+    .replace(
+        "    decode: {mlir:",
+        &format!(
+            "    clean: {{mlir: {}}}\n    decode: {{mlir:",
+            abs("decode.mlir")
+        ),
+    )
+    .replace("[../mlx-lm/", &format!("[{}/", abs("../mlx-lm")))
+    .replace("oracle: oracle", &format!("oracle: {}", abs("oracle")));
+    let path = dir.path().join("stages-chain-elsewhere.yaml");
+    std::fs::write(&path, spec).unwrap();
+    let (code, stdout, r) = tokens(path.to_str().unwrap());
+    assert_eq!(code, 1, "the divergence stands: {stdout}");
+    assert_eq!(r["first_divergent_token"]["step"], 4);
+    let check = &r["findings"][0]["chain_check"];
+    assert_eq!(check["bit_identical"], false, "{check}");
+    let d = check["max_abs"].as_f64().unwrap();
+    assert!(d > 0.01, "the scale fault moves decode's logits: {d}");
+    assert!(
+        stdout.contains(&format!(
+            "localisation not trusted: the step chain computes something else than `decode` (max |Δ| {d:.4}"
+        )),
+        "{stdout}"
+    );
 }
 
 /// Layer 0's decode RMS-norm epsilon (a fault in `decode` alone): alpha
@@ -101,6 +169,7 @@ fn a_fault_in_decode_alone_is_localised_to_its_layer() {
     assert_eq!(code, 1, "{stdout}");
     assert_eq!(r["first_divergent_token"]["step"], 3);
     assert_eq!(findings(&r)[0], ("alpha".into(), 3, Some("layer_0".into())));
+    assert_eq!(r["findings"][0]["chain_check"]["bit_identical"], true);
 }
 
 /// Layer 0's prefill attention scale: gamma's step 0 flips, localised to the
@@ -118,6 +187,12 @@ fn a_prefill_only_fault_fails_at_step_0_in_layer_0() {
     let f = findings(&r);
     assert_eq!(f[0], ("gamma".into(), 0, Some("layer_0".into())));
     assert_eq!((f[1].1, &f[1].2), (1, &None), "decode's layers are clean");
+    // Both chains reproduce their call bit for bit, prefill's on the prompt.
+    let check = |i: usize| &r["findings"][i]["chain_check"];
+    assert_eq!(check(0)["call"], "prefill");
+    assert_eq!(check(0)["bit_identical"], true, "{}", check(0));
+    assert_eq!(check(1)["call"], "decode");
+    assert_eq!(check(1)["bit_identical"], true, "{}", check(1));
     for c in r["cases"].as_array().unwrap() {
         assert_eq!(c["status"], "fail", "{}", c["case"]);
     }

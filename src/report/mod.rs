@@ -22,6 +22,8 @@ pub mod terminal;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_chain;
+#[cfg(test)]
 mod tests_history;
 #[cfg(test)]
 mod tests_reading;

@@ -61,17 +61,25 @@ pub fn token_line(d: &DivergentToken) -> String {
 }
 
 /// The first divergent layer and op (or why there is none), and the notes.
+/// A localisation whose step chain does not reproduce the production call
+/// is labelled not trusted on every line that names a layer or an op.
 pub fn localisation_lines(r: &TokensRecord) -> Vec<String> {
     let mut lines = Vec::new();
+    let check = r.findings.first().and_then(|f| f.chain_check.as_ref());
+    let untrusted = check.filter(|c| !c.trusted()).is_some();
+    let mark = if untrusted { " (not trusted)" } else { "" };
     if let Some(l) = &r.localisation {
         lines.push(format!(
             "localised step: {} (step {} of case {})",
             l.step_case, l.step, l.case
         ));
     }
+    if let Some(c) = check {
+        lines.push(chain_line(c, r.first_divergent_layer.is_some()));
+    }
     if let Some(d) = &r.first_divergent_layer {
         lines.push(format!(
-            "first divergent layer: {} (output {}, {} mode, case {})",
+            "first divergent layer{mark}: {} (output {}, {} mode, case {})",
             d.stage,
             d.output,
             d.mode.name(),
@@ -80,14 +88,14 @@ pub fn localisation_lines(r: &TokensRecord) -> Vec<String> {
     }
     match &r.first_divergent_op {
         Some(l @ Localisation::Op(_)) => lines.push(format!(
-            "first divergent op: {}",
+            "first divergent op{mark}: {}",
             super::localised::line(l)
         )),
         Some(Localisation::Region(g)) => lines.push(
             match g.repair.as_ref().and_then(super::localised::ambiguity) {
-                Some(a) => format!("first divergent op: {a} (in {})", g.stage),
+                Some(a) => format!("first divergent op{mark}: {a} (in {})", g.stage),
                 None => format!(
-                    "first divergent op: not narrowed; a region of {} operations in {} ending at {}",
+                    "first divergent op{mark}: not narrowed; a region of {} operations in {} ending at {}",
                     g.region.ops, g.stage, g.region.failing
                 ),
             },
@@ -95,17 +103,50 @@ pub fn localisation_lines(r: &TokensRecord) -> Vec<String> {
         None => {}
     }
     if let Some(v) = &r.layer_vs_f64 {
-        lines.push(format!("who is wrong there: {}", vs_f64_line(v)));
+        lines.push(format!("who is wrong there{mark}: {}", vs_f64_line(v)));
     }
     lines.extend(r.notes.iter().map(|n| format!("note: {n}")));
     for f in r.findings.iter().skip(1) {
         lines.push(format!("another finding: {}", finding_line(f)));
+        if let Some(c) = &f.chain_check {
+            let layer = f.first_divergent_layer.is_some();
+            lines.push(format!("  {}", chain_line(c, layer)));
+        }
         if let Some(v) = &f.layer_vs_f64 {
             lines.push(format!("  who is wrong there: {}", vs_f64_line(v)));
         }
         lines.extend(f.notes.iter().map(|n| format!("  note: {n}")));
     }
     lines
+}
+
+/// The step chain's trust check in a line: trusted, or the label that
+/// keeps its layer and op (`layer`: the finding names one) from being read
+/// as the answer.
+pub fn chain_line(c: &parity_record::ChainCheck, layer: bool) -> String {
+    if c.trusted() {
+        return format!(
+            "step chain: reproduces `{}`'s logits bit for bit on its inputs (localisation trusted)",
+            c.call
+        );
+    }
+    match c.max_abs {
+        Some(d) => format!(
+            "localisation not trusted: the step chain computes something else than `{}` (max |Δ| {}{}){}",
+            c.call,
+            num(d),
+            c.ulps.map(|u| format!(", {u} ULP")).unwrap_or_default(),
+            if layer {
+                format!("; the layer and op below are the chain's, not necessarily `{}`'s", c.call)
+            } else {
+                String::new()
+            }
+        ),
+        None => format!(
+            "localisation not trusted: the step chain could not be checked against `{}`: {}",
+            c.call, c.detail
+        ),
+    }
 }
 
 /// The f64 truth's judgement of a layer, in a line.
@@ -157,12 +198,17 @@ pub fn finding_line(f: &parity_record::TokenFinding) -> String {
         None => "no op".to_string(),
     };
     format!(
-        "case {}, step {} ({}{}): {layer}; {op}",
+        "case {}, step {} ({}{}): {layer}; {op}{}",
         f.case,
         f.step,
         f.verdict.name(),
         if f.logits_gate {
             ", logits beyond the gate"
+        } else {
+            ""
+        },
+        if f.chain_check.as_ref().is_some_and(|c| !c.trusted()) {
+            " (not trusted)"
         } else {
             ""
         }

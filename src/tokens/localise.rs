@@ -32,6 +32,7 @@ pub fn localise(
         first_divergent_op: None,
         layer_vs_f64: None,
         notes: Vec::new(),
+        chain_check: None,
     };
     let Some(step_spec) = spec.step_spec(case, step) else {
         let which = if step == 0 { "prefill" } else { "decode" };
@@ -64,8 +65,14 @@ pub fn localise(
                 c.stage
             ));
         } else {
+            // A step localised for its logits (the gate) has no flip to speak of.
+            let what = if logits_gate {
+                "the step's logits difference"
+            } else {
+                "the token flip"
+            };
             record.notes.push(format!(
-                "every stage of `{step_case}` passes isolated and chained: the step's layers agree with the oracle within tolerance, so the token flip is not localised to a layer"
+                "every stage of `{step_case}` passes isolated and chained: the step's layers agree with the oracle within tolerance, so {what} is not localised to a layer"
             ));
         }
     } else {

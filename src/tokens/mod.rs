@@ -8,6 +8,8 @@
 
 pub(crate) mod bind;
 pub(crate) mod case;
+mod chain;
+mod chain_inputs;
 pub mod error;
 pub(crate) mod judge;
 mod localise;
@@ -139,45 +141,31 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
     for case in selected {
         record.cases.push(run_case(&session, case, &options.modes));
     }
-    drop(modules);
     record.first_divergent_token = record
         .cases
         .iter()
         .find_map(|c| c.first_divergent_token.clone());
-    // Localise the first `divergent` mismatch at prefill and the first at
-    // decode (two causes, two findings); a phase without one, its first step
-    // whose logits failed the gate; without any, the first near tie.
-    let all: Vec<_> = record
-        .cases
-        .iter()
-        .flat_map(|c| c.first_divergent_token.iter().chain(&c.later_mismatches))
-        .map(|t| (t.case.clone(), t.step, t.verdict, false))
-        .collect();
-    let gated: Vec<_> = record
-        .cases
-        .iter()
-        .flat_map(|c| {
-            let failed = c.logits_gate.iter().flat_map(|g| g.failed_steps.iter());
-            failed.map(|&s| (c.case.clone(), s, TokenVerdict::Divergent, true))
-        })
-        .collect();
-    let first = |decode: bool| {
-        all.iter()
-            .find(|t| t.2 == TokenVerdict::Divergent && (t.1 > 0) == decode)
-            .or_else(|| gated.iter().find(|t| (t.1 > 0) == decode))
-    };
-    let mut targets: Vec<_> = [first(false), first(true)].into_iter().flatten().collect();
-    if targets.is_empty() {
-        targets.extend(all.first());
-    }
+    let mut targets = localisation_targets(&record);
     if !options.localise && !targets.is_empty() {
         record
             .notes
             .push("localisation skipped (--no-localise)".to_string());
         targets.clear();
     }
-    for (case, step, verdict, gate) in targets {
-        let finding = localise::localise(spec, &options.bisect, case, *step, *verdict, *gate);
+    // The production call of each localised step, replayed while the modules
+    // are loaded, for the step chain's trust check.
+    let replayed: Vec<_> = targets
+        .iter()
+        .map(|t| replay_target(&session, &record, t))
+        .collect();
+    drop(modules);
+    for (t, production) in targets.into_iter().zip(replayed) {
+        let mut finding =
+            localise::localise(spec, &options.bisect, &t.case, t.step, t.verdict, t.gate);
+        if finding.localisation.is_some() {
+            finding.chain_check =
+                chain::check_finding(spec, &options.bisect.run, &t.case, t.step, production);
+        }
         if record.findings.is_empty() {
             record.localisation = finding.localisation.clone();
             record.first_divergent_layer = finding.first_divergent_layer.clone();
@@ -189,6 +177,87 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
     }
     count_production_wrong(&mut record);
     finish(record, clock)
+}
+
+/// A step to localise, and the tokens its mode fed.
+struct LocaliseAt {
+    case: String,
+    step: usize,
+    verdict: TokenVerdict,
+    gate: bool,
+    mode: TokenMode,
+}
+
+/// The first `divergent` mismatch at prefill and the first at decode (two
+/// causes, two findings); a phase without one, its first step whose logits
+/// failed the gate; without any, the first near tie.
+fn localisation_targets(record: &TokensRecord) -> Vec<LocaliseAt> {
+    let all: Vec<_> = record
+        .cases
+        .iter()
+        .flat_map(|c| c.first_divergent_token.iter().chain(&c.later_mismatches))
+        .map(|t| LocaliseAt {
+            case: t.case.clone(),
+            step: t.step,
+            verdict: t.verdict,
+            gate: false,
+            mode: t.mode,
+        })
+        .collect();
+    let gated: Vec<_> = record
+        .cases
+        .iter()
+        .flat_map(|c| {
+            c.logits_gate.iter().flat_map(|g| {
+                g.failed_steps.iter().map(|&s| LocaliseAt {
+                    case: c.case.clone(),
+                    step: s,
+                    verdict: TokenVerdict::Divergent,
+                    gate: true,
+                    mode: g.mode,
+                })
+            })
+        })
+        .collect();
+    let first = |decode: bool| {
+        all.iter()
+            .find(|t| t.verdict == TokenVerdict::Divergent && (t.step > 0) == decode)
+            .or_else(|| gated.iter().find(|t| (t.step > 0) == decode))
+    };
+    let mut targets: Vec<&LocaliseAt> = [first(false), first(true)].into_iter().flatten().collect();
+    if targets.is_empty() {
+        targets.extend(all.first());
+    }
+    targets
+        .into_iter()
+        .map(|t| LocaliseAt {
+            case: t.case.clone(),
+            ..*t
+        })
+        .collect()
+}
+
+/// The production call of `t`'s step, as its mode made it (the tokens fed
+/// are the oracle's in teacher-forced mode, production's own in greedy).
+fn replay_target(
+    session: &Session<'_>,
+    record: &TokensRecord,
+    t: &LocaliseAt,
+) -> Result<chain::ProductionStep, String> {
+    let case = session
+        .tokens
+        .case(&t.case)
+        .ok_or_else(|| format!("no token case `{}`", t.case))?;
+    let fed = record
+        .cases
+        .iter()
+        .find(|c| c.case == t.case)
+        .map(|c| match t.mode {
+            TokenMode::TeacherForced => c.oracle_tokens.clone(),
+            TokenMode::Greedy => c.greedy_tokens.clone(),
+        })
+        .unwrap_or_default();
+    chain::replay(session, case, t.step, &fed).map_err(|e| e.to_string())
 }
 
 /// Loads the oracle side, runs prefill once and the selected decode modes.

@@ -82,6 +82,41 @@ impl Session<'_> {
         step: Option<&StepInputs<'_>>,
         perturb: Option<(u32, u64)>,
     ) -> Result<Outputs, TokensError> {
+        let (function, args) = self.arguments(which, call, case, step)?;
+        let mut rng = perturb.map_or(1, |p| p.1);
+        let tensors: Vec<Tensor> = args
+            .into_iter()
+            .map(|t| match perturb {
+                Some((ulps, _)) => super::noise::perturb(&t, ulps, &mut rng),
+                None => t,
+            })
+            .collect();
+        self.invoke(which, call, &function, &tensors)
+    }
+
+    /// [`Session::call`] that also returns the arguments it passed, in call
+    /// order (the step chain's trust check feeds them to the chain).
+    pub fn call_keeping_args(
+        &self,
+        which: &str,
+        call: &TokenCall,
+        case: &Case,
+        step: Option<&StepInputs<'_>>,
+    ) -> Result<(Vec<Tensor>, Outputs), TokensError> {
+        let (function, args) = self.arguments(which, call, case, step)?;
+        let outputs = self.invoke(which, call, &function, &args)?;
+        Ok((args, outputs))
+    }
+
+    /// The rendered function name and its arguments for one call, gathered
+    /// and checked against the compiled signature.
+    fn arguments(
+        &self,
+        which: &str,
+        call: &TokenCall,
+        case: &Case,
+        step: Option<&StepInputs<'_>>,
+    ) -> Result<(String, Vec<Tensor>), TokensError> {
         let function =
             TokensSpec::render(&call.function, case).map_err(|problem| TokensError::Call {
                 at: self.at(call.location),
@@ -155,22 +190,25 @@ impl Session<'_> {
             args.push((tensor, loc));
         }
         self.check_signature(which, call, &function, &args)?;
-        let mut rng = perturb.map_or(1, |p| p.1);
-        let tensors: Vec<Tensor> = args
-            .into_iter()
-            .map(|(t, _)| match perturb {
-                Some((ulps, _)) => super::noise::perturb(&t, ulps, &mut rng),
-                None => t,
-            })
-            .collect();
+        Ok((function, args.into_iter().map(|(t, _)| t).collect()))
+    }
+
+    /// Invokes the compiled function and names its results by the spec's outputs.
+    fn invoke(
+        &self,
+        which: &str,
+        call: &TokenCall,
+        function: &str,
+        tensors: &[Tensor],
+    ) -> Result<Outputs, TokensError> {
         let results = self
             .modules
-            .invoke(&call.module, &function, &tensors)
+            .invoke(&call.module, function, tensors)
             .map_err(|source| TokensError::Invoke {
                 at: self.at(call.location),
                 which: which.to_string(),
                 module: call.module.clone(),
-                function: function.clone(),
+                function: function.to_string(),
                 source: Box::new(source),
             })?;
         if results.len() != call.outputs.len() {

@@ -34,6 +34,7 @@ pub mod samples_tokens;
 pub mod serving;
 pub mod shard;
 pub mod tokens;
+pub mod tokens_chain;
 pub mod triangulation;
 
 pub use any::{AnyRecord, RecordError};
@@ -75,4 +76,5 @@ pub use tokens::{
     TokenMode, TokenVerdict, TokensRecord, VerdictRule, WrongSide, LAYER_ARBITER_RATIO,
     NOISE_GATE_FACTOR, TOKENS_SCHEMA,
 };
+pub use tokens_chain::ChainCheck;
 pub use triangulation::{CrossTarget, TriangulationLabel, TriangulationRow, TriangulationTarget};

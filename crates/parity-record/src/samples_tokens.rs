@@ -195,6 +195,14 @@ pub fn tokens_divergent() -> TokensRecord {
             first_divergent_op: r.first_divergent_op.clone(),
             layer_vs_f64: r.layer_vs_f64.clone(),
             notes: vec!["sample note".into()],
+            chain_check: Some(crate::ChainCheck {
+                call: "decode".into(),
+                bit_identical: true,
+                max_abs: Some(0.0),
+                ulps: Some(0),
+                detail: "the chain's `head.logits`, run chained on decode's own inputs of step 4, against decode's logits".into(),
+                inputs: vec!["`clean_a.s04/k_all` <- decode's state `k_cache`".into()],
+            }),
         },
         TokenFinding {
             case: "clean_a".into(),
@@ -206,7 +214,24 @@ pub fn tokens_divergent() -> TokensRecord {
             first_divergent_op: None,
             layer_vs_f64: None,
             notes: vec!["step 0 of case `clean_a` not localised: the spec has no `tokens.step_stages.prefill` chain".into()],
+            chain_check: None,
         },
     ];
+    r
+}
+
+/// [`tokens_divergent`] whose step chain is not the decode function: its
+/// localisation is labelled not trusted.
+pub fn tokens_untrusted() -> TokensRecord {
+    let mut r = tokens_divergent();
+    r.findings.truncate(1);
+    r.findings[0].chain_check = Some(crate::ChainCheck {
+        call: "decode".into(),
+        bit_identical: false,
+        max_abs: Some(0.8125),
+        ulps: Some(6_815_744),
+        detail: "the chain's `head.logits`, run chained on decode's own inputs of step 4, against decode's logits".into(),
+        inputs: vec!["`clean_a.s04/k_all` <- decode's state `k_cache`".into()],
+    });
     r
 }

@@ -398,6 +398,11 @@ pub struct TokenFinding {
     pub layer_vs_f64: Option<LayerVsF64>,
     /// Why localisation stopped where it did.
     pub notes: Vec<String>,
+    /// Whether the step chain reproduces the production call's logits bit
+    /// for bit; when it does not, the layer and op above are the chain's, not
+    /// necessarily the call's (absent in records written before the check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_check: Option<crate::ChainCheck>,
 }
 
 /// Which side the f64 truth of the first divergent layer's output sides
@@ -590,6 +595,7 @@ mod arbiter_tests {
                 wrong: WrongSide::judge(0.16, 2.2e-7),
             }),
             notes: Vec::new(),
+            chain_check: None,
         });
         assert_eq!(r.exit_code(), ExitCode::Fail);
         assert_eq!(r.derived_status(), Status::Fail);

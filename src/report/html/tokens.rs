@@ -60,13 +60,24 @@ pub fn section(out: &mut String, r: &TokensRecord) {
             }
         );
     }
+    // An untrusted chain's op is the chain's, never presented as the answer.
+    let untrusted = r
+        .findings
+        .first()
+        .and_then(|f| f.chain_check.as_ref())
+        .is_some_and(|c| !c.trusted());
+    let mark = if untrusted {
+        " of the step chain (not trusted)"
+    } else {
+        ""
+    };
     match &r.first_divergent_op {
         Some(Localisation::Op(op)) => {
-            out.push_str("<h2>First divergent operation</h2>");
+            let _ = write!(out, "<h2>First divergent operation{mark}</h2>");
             bisect::op(out, op);
         }
         Some(Localisation::Region(g)) => {
-            out.push_str("<h2>First divergent region</h2>");
+            let _ = write!(out, "<h2>First divergent region{mark}</h2>");
             bisect::region(out, &g.region);
         }
         None => {}
