@@ -1,6 +1,6 @@
 //! `parity compare A B`: the comparison engine on two tensors from files.
 
-use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
+use crate::report::{self, table::Colour, Renderer, Terminal};
 use parity_compare::{
     compare, default_rtol_atol, evaluate_with, CompareOptions, Criterion, Mask, UlpDType,
     VerdictOptions,
@@ -81,22 +81,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
             .lock()
             .write_all(&terminal.render(&record)?);
     }
-    let md = Markdown::default();
-    let jobs: [(&Option<super::emit::Dest>, &dyn Renderer); 4] = [
-        (&exports.json, &Json),
-        (&exports.junit, &Junit),
-        (&exports.markdown, &md),
-        (&exports.html, &report::Html),
-    ];
-    let failures: Vec<String> = jobs
-        .iter()
-        .filter_map(|(dest, r)| dest.as_ref().and_then(|d| d.render(*r, &record).err()))
-        .collect();
-    let written = if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(failures.join("; "))
-    };
+    let written = exports.write_all(&record);
     Ok(super::check::exit_with(record.exit_code(), written))
 }
 

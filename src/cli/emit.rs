@@ -130,6 +130,27 @@ impl ExportArgs {
         ]
     }
 
+    /// Writes every export given (JSON, JUnit, Markdown, HTML) of `record`;
+    /// the failures, joined, when some could not be written.
+    pub fn write_all(&self, record: &AnyRecord) -> Result<(), String> {
+        let md = Markdown::default();
+        let jobs: [(Option<&Dest>, &dyn Renderer); 4] = [
+            (self.json.as_ref(), &Json),
+            (self.junit.as_ref(), &Junit),
+            (self.markdown.as_ref(), &md),
+            (self.html.as_ref(), &report::Html),
+        ];
+        let failures: Vec<String> = jobs
+            .into_iter()
+            .filter_map(|(dest, r)| dest?.render(r, record).err())
+            .collect();
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("; "))
+        }
+    }
+
     /// Refuses two exports on stdout (they would interleave into neither
     /// format); the message names them.
     pub fn check(&self) -> Result<(), String> {

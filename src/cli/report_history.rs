@@ -3,7 +3,7 @@
 //! rendered by the report renderers, with the one export-flag convention.
 
 use super::report::{band_and_metrics, ReportArgs};
-use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
+use crate::report::{self, table::Colour, Renderer, Terminal};
 use parity_record::{history_dir, AnyRecord, HistoryRecord};
 use std::io::Write;
 use std::path::Path;
@@ -49,21 +49,6 @@ pub fn run(args: &ReportArgs, dir: &Path) -> anyhow::Result<i32> {
             .lock()
             .write_all(&terminal.render(&record)?);
     }
-    let md = Markdown::default();
-    let jobs: [(Option<&super::emit::Dest>, &dyn Renderer); 4] = [
-        (exports.json.as_ref(), &Json),
-        (exports.junit.as_ref(), &Junit),
-        (exports.markdown.as_ref(), &md),
-        (exports.html.as_ref(), &report::Html),
-    ];
-    let failures: Vec<String> = jobs
-        .into_iter()
-        .filter_map(|(dest, r)| dest?.render(r, &record).err())
-        .collect();
-    let written = if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(failures.join("; "))
-    };
+    let written = exports.write_all(&record);
     Ok(super::check::exit_with(record.exit_code(), written))
 }

@@ -20,6 +20,8 @@ pub mod stage_lines;
 pub mod table;
 pub mod terminal;
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_chain;

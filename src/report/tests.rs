@@ -6,15 +6,7 @@ use super::table::Colour;
 use super::*;
 use parity_record::{samples, AnyRecord, ErrorRecord, Localisation};
 
-fn text(r: &dyn Renderer, record: impl Into<AnyRecord>) -> String {
-    String::from_utf8(r.render(&record.into()).unwrap()).unwrap()
-}
-
-const TERM: Terminal = Terminal {
-    colour: Colour::Off,
-    quiet: false,
-    verbose: false,
-};
+use super::test_support::{text, TERM};
 
 /// `-v`: every row.
 const TERM_VERBOSE: Terminal = Terminal {

@@ -2,20 +2,11 @@
 //! the production call is said to; one that does not labels the layer and
 //! op as not trusted, and the verdict stands.
 
-use super::table::Colour;
 use super::*;
 use parity_record::samples_tokens::{tokens_divergent, tokens_untrusted};
 use parity_record::AnyRecord;
 
-fn text(r: &dyn Renderer, record: impl Into<AnyRecord>) -> String {
-    String::from_utf8(r.render(&record.into()).unwrap()).unwrap()
-}
-
-const TERM: Terminal = Terminal {
-    colour: Colour::Off,
-    quiet: false,
-    verbose: false,
-};
+use super::test_support::{text, TERM};
 
 #[test]
 fn an_untrusted_chain_labels_its_layer_and_op_in_every_renderer() {

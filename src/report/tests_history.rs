@@ -1,19 +1,10 @@
 //! The history renderers and the run page's overview and collapsed table,
 //! on hand-built records.
 
-use super::table::Colour;
 use super::*;
 use parity_record::{samples, AnyRecord, Band, HistoryRecord, Metric, SavedRun};
 
-fn text(r: &dyn Renderer, record: impl Into<AnyRecord>) -> String {
-    String::from_utf8(r.render(&record.into()).unwrap()).unwrap()
-}
-
-const TERM: Terminal = Terminal {
-    colour: Colour::Off,
-    quiet: false,
-    verbose: false,
-};
+use super::test_support::{text, TERM};
 
 /// `n` passing runs, one a day; `norm`'s errors scaled by `scale(i)`.
 fn history(n: usize, scale: impl Fn(usize) -> f64) -> AnyRecord {

@@ -2,7 +2,6 @@
 //! headroom that reads the same way for every criterion, integers as
 //! integers, locations in brief, ambiguous repairs said as such.
 
-use super::table::Colour;
 use super::*;
 use parity_compare::Criterion;
 use parity_record::{
@@ -10,15 +9,7 @@ use parity_record::{
     ReproducerCheck, ReproducerOutput, RunRecord,
 };
 
-fn text(r: &dyn Renderer, record: impl Into<AnyRecord>) -> String {
-    String::from_utf8(r.render(&record.into()).unwrap()).unwrap()
-}
-
-const TERM: Terminal = Terminal {
-    colour: Colour::Off,
-    quiet: false,
-    verbose: false,
-};
+use super::test_support::{text, TERM};
 
 /// A pass the size of the bundled subject's: 30 stages x 5 cases x 2 modes,
 /// two outputs each (600 rows), one with a cosine criterion.
