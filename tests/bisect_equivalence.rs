@@ -28,14 +28,20 @@ stages:
         tolerance: [{max_ulp: 4}]
 "#;
 
+/// A directory holding `model`, the one-stage spec and an oracle of x and y.
+fn subject(model: &str, x: &[f32], y: &[f32]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("model.mlir"), model).unwrap();
+    std::fs::write(dir.path().join("stages.yaml"), SPEC).unwrap();
+    common::write_f32_store(&dir.path().join("oracle"), &[("x", x), ("y", y)]);
+    dir
+}
+
 /// Bisects `model`; returns the text, the repair search and the named op
 /// (null when no op is named).
 fn bisect_named(model: &str, x: &[f32], y: &[f32]) -> (String, Value, Value) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = subject(model, x, y);
     let d: &Path = dir.path();
-    std::fs::write(d.join("model.mlir"), model).unwrap();
-    std::fs::write(d.join("stages.yaml"), SPEC).unwrap();
-    common::write_f32_store(&d.join("oracle"), &[("x", x), ("y", y)]);
     let (code, text, report) = common::bisect_in(d, "stages.yaml", &[]);
     assert_eq!(code, 1, "{text}");
     let repair = &report["repair"];
@@ -163,11 +169,8 @@ func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
 /// `parity check --bisect` on `model` (x -> y through `f`); returns the
 /// summary line and run.json's first_divergent_op.
 fn check_summary(model: &str, x: &[f32], y: &[f32]) -> (String, Value) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = subject(model, x, y);
     let d: &Path = dir.path();
-    std::fs::write(d.join("model.mlir"), model).unwrap();
-    std::fs::write(d.join("stages.yaml"), SPEC).unwrap();
-    common::write_f32_store(&d.join("oracle"), &[("x", x), ("y", y)]);
     let (code, stdout, stderr, record) = common::check(d, "stages.yaml", &["--bisect"]);
     assert_eq!(code, 1, "{stdout}\n{stderr}");
     let line = stdout

@@ -26,14 +26,17 @@ pub struct BenchArgs {
     work_dir: Option<PathBuf>,
     /// Also run the bisect fault matrix on a bundled subject (`gemma3n`, the
     /// default, or `basic`): seeded faults of every kind, bisect on each, a
-    /// table of outcomes (exact, ambiguous and how many of those are one
+    /// table of outcomes (exact, pair, ambiguous and how many of those are one
     /// function, region, wrong, crash, masked), probes and wall time per kind.
+    /// `corpus`: the porting-bug corpus (examples/porting-bugs/corpus.json,
+    /// hand-made faults citing public bug reports), scored the same way per class.
     #[arg(long, num_args = 0..=1, default_missing_value = "gemma3n")]
     bisect: Option<String>,
     /// Seeds per fault kind for `--bisect`.
     #[arg(long, default_value_t = 2)]
     bisect_seeds: u64,
-    /// Only these fault kinds for `--bisect` (default: all).
+    /// Only these fault kinds for `--bisect` (default: all); with `--bisect
+    /// corpus`, entry names or classes.
     #[arg(long = "bisect-kind")]
     bisect_kinds: Vec<String>,
     /// Compiled-artifact cache for `--bisect`'s runs.

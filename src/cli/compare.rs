@@ -1,13 +1,12 @@
 //! `parity compare A B`: the comparison engine on two tensors from files.
 
-use crate::report::{self, table::Colour, Renderer, Terminal};
+use crate::report;
 use parity_compare::{
     compare, default_rtol_atol, evaluate_with, CompareOptions, Criterion, Mask, UlpDType,
     VerdictOptions,
 };
 use parity_record::{AnyRecord, CompareRecord, ErrorRecord, Status, TensorSource};
 use parity_tensor::{load_tensor, DType, Tensor};
-use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `parity compare`.
@@ -72,14 +71,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<i32> {
     }
     let record = AnyRecord::Compare(record);
     if !exports.to_stdout() {
-        let terminal = Terminal {
-            colour: Colour::detect(),
-            quiet: false,
-            verbose: false,
-        };
-        let _ = std::io::stdout()
-            .lock()
-            .write_all(&terminal.render(&record)?);
+        super::emit::print_text_with(&record, false)?;
     }
     let written = exports.write_all(&record);
     Ok(super::check::exit_with(record.exit_code(), written))

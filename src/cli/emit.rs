@@ -242,10 +242,15 @@ pub fn old_spelling_hint(e: &clap::Error) -> Option<&'static str> {
 
 /// Prints `record`'s terminal text on stdout.
 pub(super) fn print_text(record: &AnyRecord) -> anyhow::Result<()> {
+    print_text_with(record, false)
+}
+
+/// Prints `record`'s terminal text on stdout, every row when `verbose`.
+pub(super) fn print_text_with(record: &AnyRecord, verbose: bool) -> anyhow::Result<()> {
     let terminal = Terminal {
         colour: Colour::detect(),
         quiet: false,
-        verbose: false,
+        verbose,
     };
     let _ = std::io::stdout()
         .lock()

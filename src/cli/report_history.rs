@@ -3,9 +3,8 @@
 //! rendered by the report renderers, with the one export-flag convention.
 
 use super::report::{band_and_metrics, ReportArgs};
-use crate::report::{self, table::Colour, Renderer, Terminal};
+use crate::report;
 use parity_record::{history_dir, AnyRecord, HistoryRecord};
-use std::io::Write;
 use std::path::Path;
 
 /// Reads DIR, builds the history, prints and exports it; the exit code is
@@ -40,14 +39,7 @@ pub fn run(args: &ReportArgs, dir: &Path) -> anyhow::Result<i32> {
     let record = AnyRecord::History(Box::new(history));
     let exports = &args.exports;
     if !exports.to_stdout() {
-        let terminal = Terminal {
-            colour: Colour::detect(),
-            quiet: false,
-            verbose: args.verbose,
-        };
-        let _ = std::io::stdout()
-            .lock()
-            .write_all(&terminal.render(&record)?);
+        super::emit::print_text_with(&record, args.verbose)?;
     }
     let written = exports.write_all(&record);
     Ok(super::check::exit_with(record.exit_code(), written))
