@@ -70,7 +70,7 @@ impl CompileOptions {
     }
 
     /// Rejects options that cannot be passed to the compiler at all.
-    fn validate(&self, source_name: &str) -> Result<(), IreeError> {
+    pub(crate) fn validate(&self, source_name: &str) -> Result<(), IreeError> {
         let bad = |message: String| IreeError::InvalidOptions {
             source_name: source_name.to_string(),
             message,
@@ -99,7 +99,7 @@ impl CompileOptions {
 /// different library fails.
 #[derive(Clone, Debug)]
 pub struct IreeCompiler {
-    inner: eerie::compiler::Compiler,
+    pub(crate) inner: eerie::compiler::Compiler,
 }
 
 impl IreeCompiler {
@@ -188,7 +188,7 @@ impl IreeCompiler {
     /// Sets the process-wide options once: the printing flags
     /// [`IreeCompiler::normalize`] needs (they change only how IR is printed)
     /// and `extra`. Returns whether `extra` took effect.
-    fn global_flags(&self, extra: &[&str]) -> bool {
+    pub(crate) fn global_flags(&self, extra: &[&str]) -> bool {
         let extra_set = *GLOBAL_FLAGS.get_or_init(|| {
             let mut inner = self.inner.clone();
             let flags = [
@@ -260,7 +260,7 @@ impl IreeCompiler {
 static GLOBAL_FLAGS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
 /// Held for the duration of every compilation; see [`IreeCompiler::compile`].
-static COMPILE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static COMPILE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Names the Python interpreter discovery will use, for the error message.
 fn python_origin() -> String {
@@ -273,7 +273,7 @@ fn python_origin() -> String {
 /// Flattens eerie's compiler error into diagnostic lines. eerie wraps buffers under
 /// the name `buffer`; the locations are renamed to the real source so that
 /// `model.mlir:3:5: error: ...` points somewhere useful.
-fn diagnostics_text(err: &eerie::compiler::CompilerError, source_name: &str) -> String {
+pub(crate) fn diagnostics_text(err: &eerie::compiler::CompilerError, source_name: &str) -> String {
     use eerie::compiler::CompilerError as E;
     let raw = match err {
         E::IREECompilerDiagnosticsError(diags) => diags.to_string(),

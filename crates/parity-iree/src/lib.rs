@@ -26,6 +26,7 @@ pub mod resident;
 pub mod runtime;
 pub mod signature;
 pub mod split_index;
+pub mod traced;
 pub mod vmfb;
 
 pub use cache::{ArtifactCache, CacheOutcome, Cached, CACHE_DIR_ENV};
@@ -39,3 +40,4 @@ pub use runtime::{
 };
 pub use signature::{parse_declaration, Signature, ValueType};
 pub use split_index::{FunctionEntry, SplitIndex};
+pub use traced::{TracedArtifact, TRACE_PASS};

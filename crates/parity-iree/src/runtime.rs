@@ -54,16 +54,16 @@ pub fn available_devices(driver: &str) -> Result<Vec<DeviceFound>, IreeError> {
 
 /// An IREE runtime bound to one HAL device. Not `Send`: one per thread.
 pub struct IreeRuntime {
-    driver: String,
+    pub(crate) driver: String,
     // Declared before `inner`: resident buffers are released before the runtime.
-    resident: Rc<crate::resident::Resident>,
+    pub(crate) resident: Rc<crate::resident::Resident>,
     /// The subject's parameter files and IREE's io-parameters module over
     /// them (made at the first load), when it has any.
-    parameters: Option<(
+    pub(crate) parameters: Option<(
         parity_iree_io::Parameters,
         OnceCell<eerie::runtime::NativeModule>,
     )>,
-    inner: Rc<eerie::runtime::Runtime>,
+    pub(crate) inner: Rc<eerie::runtime::Runtime>,
 }
 
 impl IreeRuntime {
@@ -114,6 +114,24 @@ impl IreeRuntime {
         self.resident.stats()
     }
 
+    /// IREE's io-parameters module over the subject's parameter files, made
+    /// at the first call (one per runtime, shared by its programs); None
+    /// when the subject has no parameters.
+    pub(crate) fn parameter_module(
+        &self,
+    ) -> Result<Option<&eerie::runtime::NativeModule>, IreeError> {
+        let Some((parameters, module)) = &self.parameters else {
+            return Ok(None);
+        };
+        Ok(Some(match module.get() {
+            Some(m) => m,
+            None => {
+                let made = parameters.module()?;
+                module.get_or_init(|| made)
+            }
+        }))
+    }
+
     /// Loads a vmfb; `name` labels errors (usually the module name from stages.yaml).
     pub fn load(&self, vmfb: &[u8], name: &str) -> Result<LoadedModule, IreeError> {
         let load_err = |e: eerie::runtime::RuntimeError| IreeError::Load {
@@ -122,15 +140,8 @@ impl IreeRuntime {
         };
         let program = match &self.parameters {
             None => self.inner.load_vmfb(vmfb).map_err(load_err)?,
-            Some((parameters, module)) => {
-                // One io-parameters module per runtime, shared by its programs.
-                let module = match module.get() {
-                    Some(m) => m,
-                    None => {
-                        let made = parameters.module()?;
-                        module.get_or_init(|| made)
-                    }
-                };
+            Some((parameters, _)) => {
+                let module = self.parameter_module()?.expect("parameters are set");
                 self.inner.load_vmfb_with(vmfb, &[module]).map_err(|e| {
                     let mut e = load_err(e);
                     // IREE names the key; say which files were searched.
@@ -155,11 +166,11 @@ impl IreeRuntime {
 
 /// A module loaded into an [`IreeRuntime`], ready to invoke. Not `Send`.
 pub struct LoadedModule {
-    name: String,
-    info: Option<ModuleInfo>,
-    program: eerie::runtime::Program,
-    resident: Rc<crate::resident::Resident>,
-    runtime: Rc<eerie::runtime::Runtime>,
+    pub(crate) name: String,
+    pub(crate) info: Option<ModuleInfo>,
+    pub(crate) program: eerie::runtime::Program,
+    pub(crate) resident: Rc<crate::resident::Resident>,
+    pub(crate) runtime: Rc<eerie::runtime::Runtime>,
 }
 
 impl LoadedModule {
@@ -305,7 +316,7 @@ impl LoadedModule {
 
 /// IREE's status text without eerie's `IREE runtime error: Status: "..."` wrapping
 /// and with its escaped newlines restored, so the message reads as IREE wrote it.
-fn status_text(e: &eerie::runtime::RuntimeError) -> String {
+pub(crate) fn status_text(e: &eerie::runtime::RuntimeError) -> String {
     let s = e.to_string();
     let s = s.strip_prefix("IREE runtime error: ").unwrap_or(&s);
     match s

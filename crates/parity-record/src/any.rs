@@ -3,6 +3,7 @@
 use crate::baseline::{BaselineRecord, BASELINE_SCHEMA};
 use crate::bisect::{BisectRecord, BISECT_SCHEMA};
 use crate::compare::{CompareRecord, COMPARE_SCHEMA};
+use crate::dispatches::{DispatchesRecord, DISPATCHES_SCHEMA};
 use crate::exit::ExitCode;
 use crate::fuzz::{FuzzRecord, FUZZ_SCHEMA};
 use crate::run::{RunRecord, RUN_RECORD_SCHEMA};
@@ -11,7 +12,7 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// Every schema this parity reads.
-pub const KNOWN_SCHEMAS: [&str; 8] = [
+pub const KNOWN_SCHEMAS: [&str; 9] = [
     RUN_RECORD_SCHEMA,
     BISECT_SCHEMA,
     COMPARE_SCHEMA,
@@ -20,6 +21,7 @@ pub const KNOWN_SCHEMAS: [&str; 8] = [
     FUZZ_SCHEMA,
     crate::serving::SERVING_SCHEMA,
     crate::history::HISTORY_SCHEMA,
+    DISPATCHES_SCHEMA,
 ];
 
 /// Why a record file could not be read; every message names the file.
@@ -93,6 +95,8 @@ pub enum AnyRecord {
     Fuzz(Box<FuzzRecord>),
     /// `parity.history/1`.
     History(Box<crate::history::HistoryRecord>),
+    /// `parity.dispatches/1`.
+    Dispatches(Box<DispatchesRecord>),
 }
 
 #[derive(Deserialize)]
@@ -149,6 +153,9 @@ impl AnyRecord {
             crate::history::HISTORY_SCHEMA => {
                 serde_json::from_str(text).map(|r| AnyRecord::History(Box::new(r)))
             }
+            DISPATCHES_SCHEMA => {
+                serde_json::from_str(text).map(|r| AnyRecord::Dispatches(Box::new(r)))
+            }
             _ => {
                 return Err(RecordError::UnknownSchema {
                     path: path.to_path_buf(),
@@ -170,6 +177,7 @@ impl AnyRecord {
             AnyRecord::Baseline(r) => &r.schema,
             AnyRecord::Fuzz(r) => &r.schema,
             AnyRecord::History(r) => &r.schema,
+            AnyRecord::Dispatches(r) => &r.schema,
         }
     }
 
@@ -184,6 +192,7 @@ impl AnyRecord {
             AnyRecord::Baseline(r) => r.exit_code(),
             AnyRecord::Fuzz(r) => r.exit_code(),
             AnyRecord::History(r) => r.exit_code(),
+            AnyRecord::Dispatches(r) => r.exit_code(),
         }
     }
 
@@ -198,6 +207,7 @@ impl AnyRecord {
             AnyRecord::Baseline(r) => serde_json::to_string_pretty(r),
             AnyRecord::Fuzz(r) => serde_json::to_string_pretty(r),
             AnyRecord::History(r) => serde_json::to_string_pretty(r),
+            AnyRecord::Dispatches(r) => serde_json::to_string_pretty(r),
         };
         // Records hold only strings, numbers, and maps with string keys:
         // serialising them cannot fail.
@@ -232,6 +242,12 @@ impl From<TokensRecord> for AnyRecord {
 impl From<BaselineRecord> for AnyRecord {
     fn from(r: BaselineRecord) -> Self {
         AnyRecord::Baseline(r)
+    }
+}
+
+impl From<DispatchesRecord> for AnyRecord {
+    fn from(r: DispatchesRecord) -> Self {
+        AnyRecord::Dispatches(Box::new(r))
     }
 }
 

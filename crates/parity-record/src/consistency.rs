@@ -28,6 +28,7 @@ pub fn check(record: &AnyRecord) -> Result<(), Inconsistency> {
         AnyRecord::Tokens(t) => derived("the cases and errors", t.status, t.derived_status())?,
         AnyRecord::Serving(s) => derived("the requests and errors", s.status, s.derived_status())?,
         AnyRecord::Fuzz(f) => derived("the invariants and errors", f.status, f.derived_status())?,
+        AnyRecord::Dispatches(d) => derived("the stages and errors", d.status, d.derived_status())?,
         AnyRecord::Baseline(b) => check_baseline(b)?,
         AnyRecord::History(h) => derived(
             "the stages' growth in the newest run",
@@ -52,6 +53,7 @@ fn agrees_with_exit_code(record: &AnyRecord) -> Result<(), Inconsistency> {
         AnyRecord::Baseline(r) => r.status,
         AnyRecord::Fuzz(r) => r.status,
         AnyRecord::History(r) => r.status,
+        AnyRecord::Dispatches(r) => r.status,
     };
     let code = record.exit_code();
     let agree = matches!(

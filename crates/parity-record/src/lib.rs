@@ -20,6 +20,7 @@ pub mod common;
 pub mod compare;
 pub mod consistency;
 pub mod criterion;
+pub mod dispatches;
 pub mod error_map;
 pub mod exit;
 pub mod float;
@@ -51,6 +52,10 @@ pub use bisect::{
 pub use common::{ErrorKind, ErrorRecord, Location, Mode, Status};
 pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};
 pub use criterion::{Check, CriterionRecord};
+pub use dispatches::{
+    DispatchOp, DispatchRow, DispatchStage, DispatchesRecord, TraceFidelity, TracedDiff,
+    UnalignedDispatch, DISPATCHES_SCHEMA,
+};
 pub use error_map::ErrorMap;
 pub use exit::ExitCode;
 pub use fuzz::{

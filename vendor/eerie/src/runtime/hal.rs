@@ -358,6 +358,16 @@ impl Device {
         }
     }
 
+    /// The raw HAL device, for a non-inline runtime (parity patch: the
+    /// trace sink reads traced buffers back through it).
+    pub(crate) fn raw_hal_device(&self) -> Option<*mut sys::iree_hal_device_t> {
+        match self.kind {
+            DeviceKind::Inline { .. } => None,
+            #[cfg(not(target_os = "none"))]
+            DeviceKind::Hal { ctx, .. } => Some(ctx),
+        }
+    }
+
     #[cfg(not(target_os = "none"))]
     pub(crate) fn group(&self) -> *mut sys::iree_hal_device_group_t {
         match self.kind {
@@ -435,7 +445,7 @@ impl Drop for Device {
     }
 }
 
-fn element_type_name(element_type: sys::iree_hal_element_type_t) -> &'static str {
+pub(crate) fn element_type_name(element_type: sys::iree_hal_element_type_t) -> &'static str {
     // MSVC represents these enums as signed int, while the HAL ABI uses u32.
     match element_type as sys::iree_hal_element_types_t {
         sys::iree_hal_element_types_t_IREE_HAL_ELEMENT_TYPE_BOOL_8 => "bool",

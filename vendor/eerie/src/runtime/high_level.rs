@@ -270,7 +270,7 @@ impl Runtime {
 
     /// Loads a VMFB archive into an executable program.
     pub fn load_vmfb(&self, bytes: &[u8]) -> Result<Program, RuntimeError> {
-        Program::load(self, bytes, &[])
+        Program::load(self, bytes, &[], None)
     }
 
     /// Loads a VMFB archive with `natives` registered in its context after
@@ -281,7 +281,21 @@ impl Runtime {
         bytes: &[u8],
         natives: &[&NativeModule],
     ) -> Result<Program, RuntimeError> {
-        Program::load(self, bytes, natives)
+        Program::load(self, bytes, natives, None)
+    }
+
+    /// [`Runtime::load_vmfb_with`], with every `hal.buffer_view.trace` the
+    /// program executes (a module compiled with IREE's dispatch tracing)
+    /// handed to `on_trace` as it happens (parity patch): the trace key and
+    /// the traced tensors, readable until `on_trace` returns. An `Err` from
+    /// `on_trace` aborts the running invocation with that message.
+    pub fn load_vmfb_traced(
+        &self,
+        bytes: &[u8],
+        natives: &[&NativeModule],
+        on_trace: crate::runtime::trace::TraceFn,
+    ) -> Result<Program, RuntimeError> {
+        Program::load(self, bytes, natives, Some(on_trace))
     }
 }
 
@@ -341,8 +355,13 @@ impl Program {
         runtime: &Runtime,
         bytes: &[u8],
         natives: &[&NativeModule],
+        on_trace: Option<crate::runtime::trace::TraceFn>,
     ) -> Result<Self, RuntimeError> {
-        let hal_module = vm::Module::hal(&runtime.instance, &runtime.device)?;
+        let sink = match on_trace {
+            Some(f) => crate::runtime::trace::sink(&runtime.device, f),
+            None => unsafe { eerie_sys::runtime::iree_hal_module_debug_sink_null() },
+        };
+        let hal_module = vm::Module::hal(&runtime.instance, &runtime.device, sink)?;
         let loader_module = if runtime.device.inline_allocator().is_some() {
             Some(vm::Module::loader(&runtime.instance)?)
         } else {

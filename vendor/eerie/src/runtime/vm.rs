@@ -138,8 +138,14 @@ pub(crate) struct Module {
 }
 
 impl Module {
-    /// Creates the IREE HAL VM module bound to `device`.
-    pub(crate) fn hal(instance: &Instance, device: &Device) -> Result<Self, RuntimeError> {
+    /// Creates the IREE HAL VM module bound to `device`, handing every
+    /// `hal.buffer_view.trace` to `debug_sink` (parity patch; upstream always
+    /// passes `iree_hal_module_debug_sink_null()`).
+    pub(crate) fn hal(
+        instance: &Instance,
+        device: &Device,
+        debug_sink: sys::iree_hal_module_debug_sink_t,
+    ) -> Result<Self, RuntimeError> {
         let _guard = base::runtime_lifecycle_guard();
 
         let mut ctx = core::ptr::null_mut();
@@ -148,7 +154,7 @@ impl Module {
                 sys::iree_hal_inline_module_create(
                     instance.ctx,
                     sys::iree_hal_inline_module_flag_bits_t_IREE_HAL_INLINE_MODULE_FLAG_NONE as _,
-                    sys::iree_hal_module_debug_sink_null(),
+                    debug_sink,
                     allocator,
                     instance.allocator().ctx,
                     &mut ctx,
@@ -163,7 +169,7 @@ impl Module {
                         sys::iree_hal_module_device_policy_default(),
                         device.group(),
                         sys::iree_hal_module_flag_bits_t_IREE_HAL_MODULE_FLAG_SYNCHRONOUS as _,
-                        sys::iree_hal_module_debug_sink_null(),
+                        debug_sink,
                         instance.allocator().ctx,
                         &mut ctx,
                     )
