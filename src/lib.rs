@@ -9,6 +9,7 @@
 pub mod bench;
 pub mod bisect;
 pub mod cli;
+pub mod dispatch;
 pub mod fuzz;
 pub mod report;
 pub mod run;

@@ -212,7 +212,7 @@ fn load_module(
 
 /// The stage's module, normalised and parsed, with its source name; a
 /// `bind:` stage's arguments bound by name exactly as the run bound them.
-fn load_bound(
+pub(crate) fn load_bound(
     spec: &Spec,
     stage: &mut Stage,
     compiler: &IreeCompiler,
@@ -228,7 +228,7 @@ fn load_bound(
 }
 
 /// The function a stage runs, or slices, in its normalised module.
-fn stage_function<'m>(
+pub(crate) fn stage_function<'m>(
     module: &'m Module,
     stage: &Stage,
     source_name: &str,
@@ -249,7 +249,7 @@ fn stage_function<'m>(
 /// Inputs and outputs of a stage as values of its function: the function's
 /// own for a `function:` stage; for a `slice:` stage, the slice's arguments in
 /// the order parity-mlir gives them (the runner's order) and its `to` points.
-fn stage_values(
+pub(crate) fn stage_values(
     module: &Module,
     func: &Function,
     stage: &Stage,
@@ -1032,7 +1032,7 @@ fn divergent_op(
 
 /// The stage's arguments in isolated mode: oracle tensors, weights, literals,
 /// and the oracle tensors of upstream outputs.
-fn isolated_args(
+pub(crate) fn isolated_args(
     spec_path: &std::path::Path,
     stage: &Stage,
     stages: &[Stage],

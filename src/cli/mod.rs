@@ -5,6 +5,7 @@ mod bench;
 mod bisect;
 mod check;
 mod compare;
+mod dispatches;
 mod doctor;
 mod emit;
 mod fuzz;
@@ -81,6 +82,10 @@ enum Command {
     /// What this machine can run: drivers and devices, the compiler and its
     /// targets, the cache; with a spec, whether each of its targets is ready.
     Doctor(doctor::DoctorArgs),
+    /// Trace a stage's dispatches on two targets (IREE's own dispatches, the
+    /// program unchanged) and name the first whose outputs differ, with its
+    /// StableHLO operations: `--target REFERENCE,TARGET`.
+    Dispatches(dispatches::DispatchesArgs),
     /// Oracle stores: `parity oracle index DIR` writes DIR/manifest.json.
     #[command(subcommand)]
     Oracle(oracle::OracleCommand),
@@ -129,6 +134,7 @@ pub fn main() -> i32 {
         Command::Oracle(command) => oracle::run(command),
         Command::Bench(args) => bench::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Dispatches(args) => dispatches::run(args),
         Command::CompileWorker(args) => {
             return crate::run::compile_pool::serve(
                 args.compiler_lib.as_deref(),

@@ -216,6 +216,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             _ => None,
         })
         .collect();
+    let dispatches: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            AnyRecord::Dispatches(d) => Some((**d).clone()),
+            _ => None,
+        })
+        .collect();
     if let Some(dest) = &exports.html {
         let page = report::html::render(&report::html::HtmlInput {
             runs: &runs,
@@ -225,6 +232,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             servings: &servings,
             fuzzes: &fuzzes,
             histories: &[],
+            dispatches: &dispatches,
         });
         if let Err(e) = dest.deliver(page.as_bytes()) {
             failures.push(e);

@@ -27,6 +27,7 @@ impl Renderer for Junit {
             AnyRecord::Baseline(b) => baseline_report(b),
             AnyRecord::Fuzz(f) => super::fuzz_text::junit(f),
             AnyRecord::History(h) => super::history_text::junit(h),
+            AnyRecord::Dispatches(d) => super::dispatches_text::junit(d),
         };
         Ok(report.to_string()?.into_bytes())
     }

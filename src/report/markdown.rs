@@ -39,6 +39,11 @@ impl Renderer for Markdown {
             AnyRecord::Baseline(b) => (super::baseline::markdown(b), Vec::new(), String::new()),
             AnyRecord::Fuzz(f) => (super::fuzz_text::markdown(f), Vec::new(), String::new()),
             AnyRecord::History(h) => (super::history_text::markdown(h), Vec::new(), String::new()),
+            AnyRecord::Dispatches(d) => (
+                super::dispatches_text::markdown(d),
+                Vec::new(),
+                String::new(),
+            ),
         };
         Ok(assemble(self.budget, head, &rows, &tail).into_bytes())
     }

@@ -5,6 +5,7 @@
 pub mod baseline;
 pub mod bisect_text;
 pub mod compare_text;
+pub mod dispatches_text;
 pub mod fuzz_text;
 pub mod headroom;
 pub mod history_text;

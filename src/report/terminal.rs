@@ -29,6 +29,7 @@ impl Renderer for Terminal {
             AnyRecord::Baseline(b) => baseline::text(b),
             AnyRecord::Fuzz(f) => super::fuzz_text::text(f),
             AnyRecord::History(h) => super::history_text::text(h, self.colour),
+            AnyRecord::Dispatches(d) => super::dispatches_text::text(d),
         };
         Ok(text.into_bytes())
     }

@@ -73,6 +73,11 @@ pub struct DispatchStage {
     /// Bytes of traced tensors kept to compare (the reference's, and the
     /// tested target's that arrived out of order).
     pub kept_bytes: u64,
+    /// The stage's results compared between the targets (one entry per
+    /// result): when they differ and no aligned dispatch does, the record
+    /// says the divergence is real but could not be placed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<TracedDiff>,
     /// Bytes dropped over the byte budget: the dispatches they belong to
     /// are `skipped`, never passed.
     pub dropped_bytes: u64,

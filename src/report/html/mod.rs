@@ -13,6 +13,7 @@
 mod bisect;
 mod charts;
 mod details;
+mod dispatches;
 mod error_page;
 pub mod esc;
 mod fuzz;
@@ -55,6 +56,8 @@ pub struct HtmlInput<'a> {
     pub fuzzes: &'a [FuzzRecord],
     /// Histories of saved runs (`parity.history/1`).
     pub histories: &'a [HistoryRecord],
+    /// Dispatch diffs between two targets (`parity.dispatches/1`).
+    pub dispatches: &'a [parity_record::DispatchesRecord],
 }
 
 /// The HTML page of one record, behind the [`super::Renderer`] trait (several
@@ -87,6 +90,10 @@ impl super::Renderer for Html {
             }),
             AnyRecord::History(h) => render(&HtmlInput {
                 histories: std::slice::from_ref(&**h),
+                ..HtmlInput::default()
+            }),
+            AnyRecord::Dispatches(d) => render(&HtmlInput {
+                dispatches: std::slice::from_ref(&**d),
                 ..HtmlInput::default()
             }),
             AnyRecord::Serving(s) => render(&HtmlInput {
@@ -122,6 +129,12 @@ pub fn render(input: &HtmlInput) -> String {
                     format!("parity fuzz {}: {}", f.status.name().to_uppercase(), f.spec)
                 }
                 ([], [_], _) => "parity serve".to_string(),
+                ([], [], []) if input.dispatches.len() == 1 => format!(
+                    "parity dispatches {}: {} vs {}",
+                    input.dispatches[0].status.name().to_uppercase(),
+                    input.dispatches[0].reference,
+                    input.dispatches[0].target
+                ),
                 ([], [], [h]) => format!(
                     "parity history {}: {}",
                     h.status.name().to_uppercase(),
@@ -169,6 +182,9 @@ pub fn render(input: &HtmlInput) -> String {
     for (i, h) in input.histories.iter().enumerate() {
         history::section(&mut body, h, i);
     }
+    for (i, d) in input.dispatches.iter().enumerate() {
+        dispatches::section(&mut body, d, i);
+    }
     if input.runs.is_empty()
         && input.bisects.is_empty()
         && input.baselines.is_empty()
@@ -176,6 +192,7 @@ pub fn render(input: &HtmlInput) -> String {
         && input.servings.is_empty()
         && input.fuzzes.is_empty()
         && input.histories.is_empty()
+        && input.dispatches.is_empty()
     {
         body.push_str("<p>No records were given.</p>");
     }

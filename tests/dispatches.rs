@@ -1,0 +1,143 @@
+//! `parity dispatches`: IREE's own dispatches traced on two targets (the
+//! program unchanged), aligned and compared; the first divergent one named
+//! with its StableHLO operations. Vulkan runs on Mesa's lavapipe.
+
+mod common;
+
+use common::{basic_copy, parity};
+use serde_json::Value;
+use std::path::Path;
+
+const LEGACY: &str = "  target_backend: llvm-cpu\n  driver: local-task\n";
+
+/// A flag that changes the numerics of the matmul dispatches only: IREE's
+/// own pass demoting contraction inputs to bf16, run through the session
+/// option `--iree-preprocessing-pass-pipeline` (lavapipe's Vulkan target has
+/// no bf16, so it goes on a CPU target).
+const TARGETS: &str = "  targets:
+    cpu: {backend: llvm-cpu, device: local-task}
+    vulkan: {backend: vulkan-spirv, device: vulkan}
+    cpu_bf16:
+      backend: llvm-cpu
+      device: local-task
+      flags: [\"--iree-preprocessing-pass-pipeline=builtin.module(util.func(iree-global-opt-demote-contraction-inputs{type=bf16 operation=all}))\"]
+";
+
+fn spec_with_targets(dir: &Path) {
+    let text = std::fs::read_to_string(dir.join("stages.yaml")).unwrap();
+    assert!(text.contains(LEGACY), "examples/basic/stages.yaml changed");
+    std::fs::write(dir.join("stages.yaml"), text.replacen(LEGACY, TARGETS, 1)).unwrap();
+}
+
+/// `parity dispatches ARGS` in a copy of examples/basic: exit code, stdout, record.
+fn dispatches(args: &[&str]) -> (i32, String, Value) {
+    let dir = basic_copy();
+    spec_with_targets(dir.path());
+    let json = dir.path().join("d.json");
+    let mut all = vec!["dispatches", "stages.yaml"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", json.to_str().unwrap()]);
+    let out = parity(dir.path(), &all);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let record = std::fs::read_to_string(&json)
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or(Value::Null);
+    if record != Value::Null {
+        let html = std::fs::read_to_string(dir.path().join("d.html")).unwrap();
+        assert!(
+            html.contains("Dispatches:"),
+            "the HTML page has the section"
+        );
+    }
+    (
+        out.status.code().unwrap_or(-1),
+        format!("{stdout}{stderr}"),
+        record,
+    )
+}
+
+#[test]
+fn identical_numerics_name_no_dispatch_on_lavapipe_against_cpu() {
+    let (code, text, r) = dispatches(&[
+        "--target",
+        "cpu,vulkan",
+        "--stage",
+        "layer_norm",
+        "--stage",
+        "strided_conv",
+    ]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(r["schema"], "parity.dispatches/1");
+    assert_eq!(r["status"], "pass");
+    let stages = r["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    for s in stages {
+        assert_eq!(s["status"], "pass", "{s}");
+        assert!(s.get("first_divergent").is_none());
+        let rows = s["dispatches"].as_array().unwrap();
+        assert!(!rows.is_empty());
+        // Same dispatch formation: every dispatch aligned by key, none left over.
+        assert_eq!(s["reference_count"], s["target_count"]);
+        assert_eq!(rows.len() as u64, s["reference_count"].as_u64().unwrap());
+        assert!(rows
+            .iter()
+            .all(|d| d["aligned_by"] == "key" && d["status"] == "pass"));
+        // Tracing changed no result bit on either target.
+        for f in s["fidelity"].as_array().unwrap() {
+            assert_eq!(f["bit_identical"], true, "{f}");
+        }
+    }
+    // layer_norm's reductions are located in its dispatches.
+    let ops: Vec<&str> = stages[0]["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["ops"].as_array().unwrap())
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert!(ops.contains(&"stablehlo.reduce"), "{ops:?}");
+    assert!(
+        text.contains("no dispatch differs beyond tolerance"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_flag_that_changes_the_matmul_numerics_is_named_with_its_operations() {
+    // Reference: lavapipe; tested: CPU with matmul inputs demoted to bf16.
+    let (code, text, r) = dispatches(&["--target", "vulkan,cpu_bf16", "--stage", "scores"]);
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(r["status"], "fail");
+    let s = &r["stages"][0];
+    let first = s["first_divergent"].as_u64().expect("a dispatch is named") as usize;
+    let d = &s["dispatches"][first];
+    assert_eq!(d["status"], "fail");
+    let names: Vec<&str> = d["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"stablehlo.dot_general"), "{names:?}");
+    // The demotion adds conversion dispatches the reference does not run.
+    assert!(
+        s["target_count"].as_u64() > s["reference_count"].as_u64(),
+        "{s}"
+    );
+    assert!(text.contains("first divergent dispatch"), "{text}");
+    // Its outputs differ by far more than the stage's tolerance (max_abs 2e-5).
+    let worst = d["outputs"][0]["max_abs"].as_f64().unwrap();
+    assert!(worst > 1e-3, "{worst}");
+}
+
+#[test]
+fn bad_target_selections_are_input_errors() {
+    let (code, text, _) = dispatches(&["--target", "cpu"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("exactly two targets"), "{text}");
+    let (code, text, r) = dispatches(&["--target", "cpu,nope"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("no target named `nope`"), "{text}");
+    assert_eq!(r["status"], "error");
+}
