@@ -395,4 +395,24 @@ fn a_fault_in_decode_alone_fails_at_step_1_in_layer_3_by_a_trusted_chain() {
         "{op}"
     );
     assert!(!stdout.contains("not trusted"), "{stdout}");
+    // Mutation: no token flips, so with the old run-measured noise (the
+    // largest |Δlogit| of the agreeing steps, every one carrying the fault)
+    // every step would pass the gate and the run would be green. Measured
+    // with that noise patched into src/tokens/case.rs: exit 0.
+    let steps = r["cases"][0]["steps"].as_array().unwrap();
+    assert!(r["cases"][0]["first_divergent_token"].is_null(), "{stdout}");
+    let delta = |s: &Value| s["max_abs_delta_logit"].as_f64().unwrap();
+    let old = steps
+        .iter()
+        .filter(|s| s["top1_agree"] == true)
+        .map(delta)
+        .fold(0.0, f64::max);
+    assert!(
+        steps
+            .iter()
+            .all(|s| delta(s) <= parity_record::NOISE_GATE_FACTOR * old),
+        "old noise {old}"
+    );
+    let reference = r["cases"][0]["reference_noise"]["value"].as_f64().unwrap();
+    assert!(old > 1e3 * reference, "{old} vs {reference}");
 }
