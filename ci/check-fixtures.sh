@@ -39,7 +39,8 @@ status=0
   make -C tools/fixtures all PY="$py" &&
   ( cd examples/basic && "$py" make_oracle.py ) &&
   ( cd examples/tokens && "$py" make_fixture.py >/dev/null ) &&
-  "$py" examples/masked/make_fixture.py >/dev/null ) || status=$?
+  "$py" examples/masked/make_fixture.py >/dev/null &&
+  ( cd tools/fixtures/production && "$py" make_specs.py ) ) || status=$?
 if [ "$status" -eq 0 ]; then
   python3 ci/compare_fixtures.py "$parity" . "$tree" || status=$?
   # examples/tokens is byte-reproducible (its search runs the IREE module it writes).
@@ -48,6 +49,11 @@ if [ "$status" -eq 0 ]; then
   diff -r -x __pycache__ examples/llama "$tree/examples/llama" || { echo "check-fixtures: examples/llama differs" >&2; status=1; }
   # examples/masked is byte-reproducible too (MLIR, mel.npy and manifest).
   diff -r -x __pycache__ examples/masked "$tree/examples/masked" || { echo "check-fixtures: examples/masked differs" >&2; status=1; }
+  # The generated specs (make_specs.py, from the committed measurements) are byte-reproducible:
+  # a hand edit of one (say the root stages.yaml) must go into make_specs.py / lm_specs.py too.
+  for f in stages.yaml $(git ls-files 'subject/gemma3n/*.yaml'); do
+    cmp -s "$f" "$tree/$f" || { echo "check-fixtures: $f differs from what make_specs.py writes" >&2; diff "$f" "$tree/$f" | head -20 >&2; status=1; }
+  done
 else
   echo "check-fixtures: regeneration failed (exit $status)" >&2
 fi

@@ -17,6 +17,8 @@ pub mod math;
 pub mod noise;
 mod prompt;
 pub(crate) mod session;
+#[cfg(test)]
+mod tests;
 
 pub use error::TokensError;
 
