@@ -126,6 +126,13 @@ fn a_flag_that_changes_the_matmul_numerics_is_named_with_its_operations() {
         "{s}"
     );
     assert!(text.contains("first divergent dispatch"), "{text}");
+    // The first matmul, aligned by its operation although its key and
+    // result dtype differ; its inputs were demoted by conversion dispatches
+    // the reference does not run, and the text says so.
+    assert_eq!(d["aligned_by"], "ops");
+    assert_eq!(names, ["stablehlo.dot_general"]);
+    assert_eq!(d["inputs_differ"], true);
+    assert!(text.contains("no counterpart for: #0"), "{text}");
     // Its outputs differ by far more than the stage's tolerance (max_abs 2e-5).
     let worst = d["outputs"][0]["max_abs"].as_f64().unwrap();
     assert!(worst > 1e-3, "{worst}");

@@ -50,9 +50,9 @@ pub fn by_key(reference: &[String], target: &[String]) -> Vec<Pair> {
 }
 
 /// Pairs the dispatches `by_key` left alone whose (non-empty) sets of
-/// source operations are equal and whose results have the same types
-/// (operations that share a location would pair a conversion with the
-/// matmul it feeds otherwise), in order; returns every pair, sorted by
+/// source operations are equal (or, second, overlap) and whose results
+/// have the same shapes (operations that share a location would pair a
+/// conversion with the matmul it feeds otherwise), in order; returns every pair, sorted by
 /// reference position.
 pub fn with_ops<T: PartialEq>(
     mut pairs: Vec<Pair>,

@@ -132,6 +132,7 @@ fn errored(stage: &str, case: &str) -> DispatchStage {
         target_count: 0,
         dispatches: Vec::new(),
         first_divergent: None,
+        absorbed: None,
         unaligned: Vec::new(),
         fidelity: Vec::new(),
         results: Vec::new(),

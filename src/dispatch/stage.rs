@@ -215,12 +215,20 @@ pub fn trace_stage(
     let unaligned = unaligned(env.reference.name(), &reference_trace, &paired_r)
         .chain(unaligned(env.target.name(), &stream.trace, &paired_t))
         .collect();
-    let first_divergent = rows.iter().position(|r| r.status == Status::Fail);
+    let first_failing = rows.iter().position(|r| r.status == Status::Fail);
     let skipped = rows.iter().any(|r| r.status == Status::Skipped);
-    // The stage's own results, compared whatever the alignment found: a
-    // divergence no aligned dispatch shows is still a divergence.
+    // The stage's own results decide whether there is a divergence to
+    // place: the stage's tolerance is set for its outputs, and an
+    // intermediate that differs beyond it (a reduction's order) while the
+    // results agree is absorbed, not a divergence. A divergence no aligned
+    // dispatch shows is still a divergence.
     let results = judge.diff(&tested.results, &reference.results);
     let results_differ = results.iter().any(|d| d.status == Status::Fail);
+    let (first_divergent, absorbed) = if results_differ {
+        (first_failing, None)
+    } else {
+        (None, first_failing)
+    };
     let status = match (first_divergent, results_differ, skipped) {
         (Some(_), _, _) | (None, true, _) => Status::Fail,
         (None, false, true) => Status::Skipped,
@@ -235,6 +243,7 @@ pub fn trace_stage(
         target_count: stream.trace.dispatches.len(),
         dispatches: rows,
         first_divergent,
+        absorbed,
         unaligned,
         fidelity,
         results,
@@ -350,20 +359,21 @@ fn fidelity(target: &str, traced: &[Tensor], untraced: &[Tensor]) -> TraceFideli
     }
 }
 
-/// The stage operations each traced dispatch holds, with its result types.
+/// The stage operations each traced dispatch holds, with its result shapes
+/// (not dtypes: a target may demote an operand and fuse the conversion).
 fn ops_per_dispatch(
     flow_ir: &str,
     func: &Function,
     ops: &[usize],
     trace: &Trace,
-) -> Vec<(BTreeSet<usize>, Vec<String>)> {
+) -> Vec<(BTreeSet<usize>, Vec<Vec<usize>>)> {
     let by_exe = executable_ops(flow_ir, func, ops);
     trace
         .dispatches
         .iter()
         .map(|d| {
             let held = by_exe.get(d.executable()).cloned().unwrap_or_default();
-            (held, d.output_types.clone())
+            (held, d.output_shapes.clone())
         })
         .collect()
 }

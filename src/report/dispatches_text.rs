@@ -70,6 +70,22 @@ pub fn stage_text(r: &DispatchesRecord, s: &DispatchStage) -> String {
             d.ordinal, d.key, r.target, d.target_ordinal
         );
         let _ = writeln!(out, "    {}", origin(d));
+        if d.inputs_differ {
+            let before: Vec<String> = s
+                .unaligned
+                .iter()
+                .filter(|u| u.target == r.target && u.ordinal < d.target_ordinal)
+                .map(|u| format!("#{} {}", u.ordinal, u.key))
+                .collect();
+            if !before.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "    before it, {} ran dispatches the reference has no counterpart for: {}",
+                    r.target,
+                    before.join(", ")
+                );
+            }
+        }
         for o in &d.outputs {
             let _ = writeln!(
                 out,
@@ -94,6 +110,15 @@ pub fn stage_text(r: &DispatchesRecord, s: &DispatchStage) -> String {
             "  the stage's results differ (max |Δ| {}), but no aligned dispatch does: the divergence lies in the {} dispatch(es) that could not be aligned (dispatch formation differs); parity cannot name one",
             num(Some(worst)),
             s.unaligned.len()
+        );
+    } else if let (Status::Pass, Some(d)) = (s.status, s.absorbed.and_then(|i| s.dispatches.get(i)))
+    {
+        let _ = writeln!(
+            out,
+            "  the results agree within tolerance; dispatch #{} {} differs beyond it first (max |Δ| {}), absorbed before the output: not a divergence",
+            d.ordinal,
+            d.key,
+            num(d.outputs.iter().filter_map(|o| o.max_abs).reduce(f64::max))
         );
     } else if s.status == Status::Pass {
         let worst = s

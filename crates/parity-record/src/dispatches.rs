@@ -61,9 +61,17 @@ pub struct DispatchStage {
     pub target_count: usize,
     /// The aligned dispatches, in the reference target's order.
     pub dispatches: Vec<DispatchRow>,
-    /// Index into `dispatches` of the first whose outputs differ.
+    /// Index into `dispatches` of the first whose outputs differ, when the
+    /// stage's results differ between the targets (the divergence to
+    /// explain); None when they agree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_divergent: Option<usize>,
+    /// When the stage's results agree between the targets but some
+    /// dispatch's outputs do not (a difference absorbed before the output,
+    /// e.g. a reduction's order): index into `dispatches` of the first such.
+    /// Not a divergence: the stage passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absorbed: Option<usize>,
     /// Dispatches of either target that could not be aligned.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unaligned: Vec<UnalignedDispatch>,
