@@ -218,8 +218,7 @@ fn cuda_modules_compile_here_and_a_module_for_another_device_is_refused_before_a
         message.contains("target `default` (device `local-task`)")
             && message.contains("module `basic` (")
             && message.contains("model.sm_121.vmfb")
-            && message.contains(r#"built for device "cuda" (cuda, cuda-nvptx-fb, arch sm_121)"#)
-            && message.contains("cannot run on this device"),
+            && message.contains("model.sm_121.vmfb) cannot run on device `local-task`: it holds cuda-nvptx-fb (PTX sm_121, ISA 8.8) executables, which only the `cuda` driver runs, not `local-task`"),
         "{message}"
     );
 }

@@ -20,6 +20,7 @@ mod serving_parse;
 #[cfg(test)]
 mod serving_tests;
 mod stage;
+mod target_parse;
 mod template;
 mod tokens;
 mod tokens_parse;

@@ -124,6 +124,9 @@ pub struct TargetSpec {
     pub device: String,
     /// This target's own compile flags; they go after `Subject::flags`.
     pub flags: Vec<String>,
+    /// `modules:`: prebuilt modules for this target only, by subject module
+    /// name; on this target they replace the subject's module of that name.
+    pub modules: BTreeMap<String, Module>,
     /// Where the target is declared.
     pub location: Location,
 }

@@ -566,3 +566,37 @@ fn target_errors() {
     ));
     assert!(msg.contains("driver"), "{msg}");
 }
+
+#[test]
+fn target_module_errors_name_the_target_and_module() {
+    let fx = Fixture::new();
+    let body = "oracle: d\nstages:\n  - {name: s, module: audio, function: f, outputs: [{name: o, oracle: y}]}\n";
+    let spec = |modules: &str| {
+        format!("version: 1\nsubject:\n  modules:\n    audio: {{mlir: subject/audio.mlir}}\n  targets:\n    gb10: {{backend: cuda, device: cuda, modules: {modules}}}\n{body}")
+    };
+    let msg = fx.err(&spec("{video: subject/prebuilt.vmfb}"));
+    assert_err(
+        &msg,
+        6,
+        51,
+        &[
+            "target `gb10`",
+            "no module named `video`",
+            "declared: audio",
+        ],
+    );
+    let msg = fx.err(&spec("{audio: subject/missing.vmfb}"));
+    assert_err(
+        &msg,
+        6,
+        58,
+        &[
+            "target `gb10`: module `audio`",
+            "missing.vmfb does not exist",
+        ],
+    );
+    let msg = fx.err(&spec("{audio: {vmfb: subject/prebuilt.vmfb}}"));
+    assert!(msg.contains("path of a prebuilt .vmfb"), "{msg}");
+    let msg = fx.err(&spec("[subject/prebuilt.vmfb]"));
+    assert!(msg.contains("a mapping"), "{msg}");
+}

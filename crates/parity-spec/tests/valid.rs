@@ -412,3 +412,33 @@ stages:
     );
     assert!(spec.subject.target(Some("rocm")).is_none());
 }
+
+#[test]
+fn a_target_gives_its_own_prebuilt_vmfbs() {
+    let fx = Fixture::new();
+    std::fs::write(fx.dir.path().join("subject/audio.cuda.vmfb"), b"\0").unwrap();
+    let text = "version: 1
+subject:
+  modules:
+    audio: {mlir: subject/audio.mlir}
+    text: {vmfb: subject/prebuilt.vmfb}
+  targets:
+    cpu: {backend: llvm-cpu, device: local-task}
+    gb10:
+      backend: cuda
+      device: cuda
+      modules: {audio: subject/audio.cuda.vmfb}
+oracle: dumps
+stages:
+  - {name: s, module: audio, function: f, args: [{oracle: x}], outputs: [{name: o, oracle: y}]}
+";
+    let spec = fx.parse(text).unwrap();
+    let (cpu, gb10) = (&spec.subject.targets[0], &spec.subject.targets[1]);
+    assert!(cpu.modules.is_empty());
+    let audio = &gb10.modules["audio"];
+    assert_eq!(
+        audio.source,
+        ModuleSource::Vmfb(fx.dir.path().join("subject/audio.cuda.vmfb"))
+    );
+    assert_eq!(audio.location, Location { line: 11, col: 24 });
+}
