@@ -17,8 +17,10 @@ pub mod math;
 pub mod noise;
 mod prompt;
 pub(crate) mod session;
+mod targets;
 
 pub use error::TokensError;
+pub use targets::execute_targets;
 
 use crate::bisect::BisectOptions;
 use crate::run::inputs::InputSources;
@@ -268,6 +270,7 @@ fn run_case(
 ) -> parity_record::TokenCaseRecord {
     let errored = |p: usize, e: TokensError| parity_record::TokenCaseRecord {
         case: case.name.clone(),
+        target: None,
         status: Status::Error,
         prompt_length: p,
         oracle_tokens: Vec::new(),
