@@ -142,10 +142,11 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
             nodes
         }
     };
-    let stages = stage_nodes
+    let stages: Vec<_> = stage_nodes
         .iter()
         .map(|n| parse_stage(&cx, n, &mut literal_budget))
         .collect::<Result<_, _>>()?;
+    crate::target_parse::check_target_tolerances(&cx, &subject, &stages)?;
     Ok(Spec {
         path: path.to_path_buf(),
         base_dir: base,
@@ -252,6 +253,7 @@ fn parse_subject(cx: &Cx<'_>, node: &Node, base: &Path) -> Result<Subject, SpecE
             device: text_or("driver", DEFAULT_DRIVER)?,
             flags: Vec::new(),
             modules: BTreeMap::new(),
+            tolerances: BTreeMap::new(),
             location: location(node),
         }],
     };

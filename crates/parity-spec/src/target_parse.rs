@@ -2,14 +2,14 @@
 //! own prebuilt modules.
 
 use crate::error::SpecError;
-use crate::model::{Module, ModuleSource, TargetSpec};
+use crate::model::{Module, ModuleSource, Stage, Subject, TargetSpec, TargetTolerance};
 use crate::reader::Cx;
 use crate::stage::location;
 use crate::yaml::Node;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-const TARGET_KEYS: &[&str] = &["backend", "device", "flags", "modules"];
+const TARGET_KEYS: &[&str] = &["backend", "device", "flags", "modules", "tolerances"];
 
 /// `subject.targets:`, a mapping of target name -> `{backend, device, flags,
 /// modules}`. `modules` names subject modules, so `subject.modules` is read
@@ -39,11 +39,26 @@ pub(crate) fn parse_targets(
             Some(m) => parse_target_modules(cx, &name, m, subject_modules, base)?,
             None => BTreeMap::new(),
         };
+        let tolerances = match t.opt("tolerances") {
+            Some(node) => {
+                let map = cx.free_map(node, "tolerances", "a target's tolerances")?;
+                let mut tolerances = BTreeMap::new();
+                for (key, value) in map.entries() {
+                    let output = cx.name(key, "output name")?;
+                    let criteria = crate::tolerance::tolerance(cx, value, "tolerance")?;
+                    let location = location(key);
+                    tolerances.insert(output, TargetTolerance { criteria, location });
+                }
+                tolerances
+            }
+            None => BTreeMap::new(),
+        };
         targets.push(TargetSpec {
             backend: cx.name(t.req(cx, "backend")?, "backend")?,
             device: cx.name(t.req(cx, "device")?, "device")?,
             flags,
             modules,
+            tolerances,
             location: location(value),
             name,
         });
@@ -104,4 +119,36 @@ fn parse_target_modules(
         );
     }
     Ok(modules)
+}
+
+/// Every output a target's `tolerances:` names must be an output of some
+/// stage (a typo would otherwise loosen nothing, silently).
+pub(crate) fn check_target_tolerances(
+    cx: &Cx<'_>,
+    subject: &Subject,
+    stages: &[Stage],
+) -> Result<(), SpecError> {
+    for target in &subject.targets {
+        for (output, tolerance) in &target.tolerances {
+            if !stages
+                .iter()
+                .any(|s| s.outputs.iter().any(|o| &o.name == output))
+            {
+                return Err(SpecError::from(crate::error::SpecErrorKind::Invalid {
+                    at: crate::error::Position {
+                        file: cx.file.to_path_buf(),
+                        line: tolerance.location.line,
+                        col: tolerance.location.col,
+                        alias: None,
+                    },
+                    scope: crate::error::Scope::Top,
+                    message: format!(
+                        "target `{}`: tolerances: no stage has an output named `{output}`",
+                        target.name
+                    ),
+                }));
+            }
+        }
+    }
+    Ok(())
 }

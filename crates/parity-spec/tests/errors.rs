@@ -600,3 +600,16 @@ fn target_module_errors_name_the_target_and_module() {
     let msg = fx.err(&spec("[subject/prebuilt.vmfb]"));
     assert!(msg.contains("a mapping"), "{msg}");
 }
+
+#[test]
+fn a_target_tolerance_for_an_output_no_stage_has_is_an_error() {
+    let fx = Fixture::new();
+    let text = "version: 1\nsubject:\n  modules:\n    audio: {mlir: subject/audio.mlir}\n  targets:\n    vulkan: {backend: vulkan-spirv, device: vulkan, tolerances: {oo: [{max_abs: 1.0}]}}\noracle: d\nstages:\n  - {name: s, module: audio, function: f, outputs: [{name: o, oracle: y}]}\n";
+    let msg = fx.err(text);
+    assert_err(
+        &msg,
+        6,
+        66,
+        &["target `vulkan`: tolerances: no stage has an output named `oo`"],
+    );
+}
