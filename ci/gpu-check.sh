@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The bundled subject on a CUDA GPU: `parity check` (every stage, isolated and
-# chained) and `parity tokens` of the embedded default (stages.yaml), on the
-# GPU and on the CPU of the same machine, each against the MLX oracle; then
-# `parity report --baseline` of the GPU run against the CPU run (per output,
-# how each metric moved from CPU to GPU). Reports go to $OUT (default
+# The bundled subject on a CUDA GPU: `parity check --target cpu,gpu` (every
+# stage, isolated and chained, on the GPU and on the CPU of the same machine,
+# each against the MLX oracle and the GPU against the CPU, failing outputs
+# labelled backend-specific / port / oracle) and `parity tokens --target
+# cpu,gpu` (every token case on each, labelled the same way), of the
+# embedded default (stages.yaml). Reports go to $OUT (default
 # reports/gpu-check/).
 #
 #   bash ci/gpu-check.sh            # a machine with the set-up (ci/setup.sh) and a CUDA GPU: both steps
@@ -14,11 +15,12 @@
 # SM (default sm_89) is the CUDA architecture to compile for: sm_121 for a GB10, sm_89 PTX for
 # Hopper (the driver compiles the PTX for the device when it loads it; IREE 3.13's compiler
 # rejects sm_90 and sm_90a). The modules are compiled whole with iree-compile from the pinned
-# iree-base-compiler, with the spec's flags, and the specs name them as prebuilt vmfbs, so the
-# run needs neither the compiler nor Python.
+# iree-base-compiler, with the spec's flags, and one spec names them as prebuilt vmfbs, the
+# CUDA ones as the GPU target's own (`targets.gpu.modules`), so the run needs neither the
+# compiler nor Python.
 #
-# Exit code: the worst of the GPU runs' codes by parity's precedence (2 > 3 > 1 > 0); the
-# CPU runs are the reference and are reported, not gated.
+# Exit code: the worst of the cpu,gpu check's and tokens run's codes by parity's
+# precedence (2 > 3 > 1 > 0).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo="$PWD"
@@ -58,26 +60,27 @@ modules() {
 
 specs() {
     mkdir -p "$dir"
-    # The specs: stages.yaml with its modules replaced by the prebuilt vmfbs and paths made
-    # relative to .gpu-check/.
-    for t in cuda cpu sm_121; do
-        local backend=cuda device=cuda audio="audio.$t.vmfb" text="text.$t.vmfb"
-        if [ "$t" = cpu ]; then backend=llvm-cpu device=local-task; fi
-        if [ "$t" = sm_121 ]; then text=text.cuda.vmfb; fi
-        python3 - "$t" "$backend" "$device" "$audio" "$text" >"$dir/stages-$t.yaml" <<'PY'
+    # One spec: stages.yaml with its modules replaced by the prebuilt CPU vmfbs, and three
+    # targets: the CPU, the GPU with its own prebuilt CUDA vmfbs (`targets.NAME.modules`),
+    # and `sm_121`, the GPU device given an audio module built for a GB10 (what the
+    # preflight says about a module for another SM). Paths are relative to .gpu-check/.
+    python3 - "$SM" >"$dir/stages-gpu.yaml" <<'PY'
 import sys
-name, backend, device, audio, text = sys.argv[1:]
+sm = sys.argv[1]
 spec = open("stages.yaml").read()
 head, rest = spec.split("\nweights:", 1)
 head = head[: head.index("\nsubject:")]
 subject = (
-    f"\nsubject:\n  modules:\n    audio: {{vmfb: {audio}}}\n    text: {{vmfb: {text}}}\n"
-    f"  targets:\n    {name}: {{backend: {backend}, device: {device}}}"
+    "\nsubject:\n  modules:\n    audio: {vmfb: audio.cpu.vmfb}\n    text: {vmfb: text.cpu.vmfb}\n"
+    "  targets:\n    cpu: {backend: llvm-cpu, device: local-task}\n"
+    f"    gpu:  # {sm}\n      backend: cuda\n      device: cuda\n"
+    "      modules: {audio: audio.cuda.vmfb, text: text.cuda.vmfb}\n"
+    "    sm_121:\n      backend: cuda\n      device: cuda\n"
+    "      modules: {audio: audio.sm_121.vmfb, text: text.cuda.vmfb}"
 )
 rest = rest.replace("\noracle: subject/", "\noracle: ../subject/", 1)
 print(head + subject + "\nweights:" + rest.replace("[subject/", "[../subject/", 1), end="")
 PY
-    done
     ls -la "$dir" >&2
 }
 
@@ -98,30 +101,30 @@ run() {
         echo "ci/gpu-check.sh: no nvidia-smi on this machine" >&2
     fi
     "$parity" --version || true
-    local rc
-    for t in cpu cuda; do
-        echo "== parity check on $t" >&2
-        rc=0
-        local t0=$SECONDS
-        "$parity" check "$dir/stages-$t.yaml" -q --out-dir "$OUT/$t" >"$OUT/$t.check.txt" 2>&1 || rc=$?
-        tail -n 40 "$OUT/$t.check.txt"
-        echo "ci/gpu-check.sh: check on $t took $((SECONDS - t0)) s" >&2
-        echo "ci/gpu-check.sh: check on $t: exit $rc" >&2
-        if [ "$t" = cuda ]; then keep "$rc"; fi
-        echo "== parity tokens on $t" >&2
-        rc=0
-        "$parity" tokens "$dir/stages-$t.yaml" --out-dir "$OUT/$t" --no-localise \
-            >"$OUT/$t.tokens.txt" 2>&1 || rc=$?
-        tail -n 30 "$OUT/$t.tokens.txt"
-        echo "ci/gpu-check.sh: tokens on $t: exit $rc" >&2
-        if [ "$t" = cuda ]; then keep "$rc"; fi
-    done
-    echo "== the CUDA run against the CPU run (parity report --baseline)" >&2
-    "$parity" report "$OUT/cuda/run.json" --baseline "$OUT/cpu/run.json" \
-        --markdown "$OUT/cuda-vs-cpu.md" >"$OUT/cuda-vs-cpu.txt" 2>&1 || true
-    head -c 6000 "$OUT/cuda-vs-cpu.txt"
+    "$parity" doctor "$dir/stages-gpu.yaml" | tee "$OUT/doctor.txt" || true
+    local rc=0 t0=$SECONDS
+    # Both targets in one run: every output against the oracle on each, and the GPU's
+    # against the CPU's; each failing output labelled backend-specific, port or oracle.
+    echo "== parity check --target cpu,gpu" >&2
+    "$parity" check "$dir/stages-gpu.yaml" --target cpu,gpu -q --out-dir "$OUT/check" \
+        >"$OUT/check.txt" 2>&1 || rc=$?
+    tail -n 60 "$OUT/check.txt"
+    echo "ci/gpu-check.sh: check on cpu,gpu took $((SECONDS - t0)) s, exit $rc" >&2
+    keep "$rc"
+    # Every token case on both targets; a case that fails on one is labelled as the
+    # stages are (backend-specific, port, oracle).
+    echo "== parity tokens --target cpu,gpu" >&2
+    rc=0
+    "$parity" tokens "$dir/stages-gpu.yaml" --target cpu,gpu --out-dir "$OUT/tokens" \
+        --no-localise >"$OUT/tokens.txt" 2>&1 || rc=$?
+    tail -n 40 "$OUT/tokens.txt"
+    echo "ci/gpu-check.sh: tokens on cpu,gpu: exit $rc" >&2
+    keep "$rc"
+    # The preflight compares the module's PTX (.target sm_121, .version) with the device's
+    # compute capability and driver from libcuda: on any GPU but a GB10 it refuses (exit 2)
+    # before anything runs, naming the SM and the device.
     echo "== a module built for sm_121 (GB10) on this GPU" >&2
-    "$parity" check "$dir/stages-sm_121.yaml" -q --stage sscp_conv_0 --mode isolated \
+    "$parity" check "$dir/stages-gpu.yaml" --target sm_121 -q --stage sscp_conv_0 --mode isolated \
         --out-dir "$OUT/sm_121" >"$OUT/sm_121.txt" 2>&1 || true
     head -c 4000 "$OUT/sm_121.txt"
     echo "ci/gpu-check.sh: done; reports in $OUT (worst GPU exit $worst)" >&2

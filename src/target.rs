@@ -13,11 +13,15 @@
 //! [`Target::load`]).
 
 mod compile_check;
+pub mod cuda;
+pub mod module_check;
 mod parameters;
+mod prebuilt;
+pub mod vmfb;
 
 use crate::run::{Compiled, ModuleSet};
 use parity_iree::{CompileOptions, IreeError, IreeRuntime, DRIVERS_BUILT_IN};
-use parity_spec::{Spec, TargetSpec};
+use parity_spec::{Module, Spec, TargetSpec};
 use std::path::PathBuf;
 
 /// One production target of a spec, selected by name.
@@ -94,27 +98,6 @@ pub enum TargetError {
     },
 }
 
-/// What an `INCOMPATIBLE` load message says a module is built for: its
-/// HAL device, executable backend and format, and (for GPUs) its arch, e.g.
-/// `device "cuda" (cuda, cuda-nvptx-fb, arch sm_89)`.
-fn built_for(message: &str) -> String {
-    let quoted_after = |marker: &str, skip: usize| -> Option<String> {
-        let rest = &message[message.find(marker)? + marker.len()..];
-        rest.split('"').nth(1 + 2 * skip).map(str::to_string)
-    };
-    let device = quoted_after("#hal.device.target<", 0);
-    let backend = quoted_after("#hal.executable.target<", 0);
-    let format = quoted_after("#hal.executable.target<", 1);
-    let arch = quoted_after("arch = ", 0);
-    match (device, backend, format) {
-        (Some(d), Some(b), Some(f)) => {
-            let arch = arch.map(|a| format!(", arch {a}")).unwrap_or_default();
-            format!("device \"{d}\" ({b}, {f}{arch})")
-        }
-        _ => "another device".to_string(),
-    }
-}
-
 impl Target {
     /// The target `name` of `spec`, or its first (default) target when None.
     pub fn select(spec: &Spec, name: Option<&str>) -> Result<Target, TargetError> {
@@ -156,55 +139,11 @@ impl Target {
         Ok(target)
     }
 
-    /// Checks that every prebuilt (`vmfb:`) module of `spec` can run on this
-    /// target's device, by loading it there: IREE refuses a module whose
-    /// executables are for another device (`INCOMPATIBLE`), and that is one
-    /// input error naming each such module, the device it is built for and
-    /// its executable format. (MLIR modules are compiled for this target, so
-    /// they match by construction.) Other load failures are left to the run,
-    /// which reports them as execution errors.
-    pub fn preflight_modules(&self, spec: &Spec) -> Result<(), TargetError> {
-        let prebuilt: Vec<_> = spec
-            .subject
-            .modules
-            .iter()
-            .filter_map(|(name, m)| match &m.source {
-                parity_spec::ModuleSource::Vmfb(path) => Some((name, m, path)),
-                parity_spec::ModuleSource::Mlir(_) => None,
-            })
-            .collect();
-        if prebuilt.is_empty() {
-            return Ok(());
-        }
-        let Ok(runtime) = self.runtime() else {
-            return Ok(()); // preflight() reports the device
-        };
-        let mut modules = Vec::new();
-        for (name, module, path) in prebuilt {
-            let Ok(bytes) = parity_tensor::read_module_bytes(path) else {
-                continue; // the run reports an unreadable file, naming it
-            };
-            if let Err(IreeError::Load { message, .. }) = runtime.load(&bytes, name) {
-                if message.contains("INCOMPATIBLE") {
-                    modules.push(format!(
-                        "{}:{}:{}: module `{name}` ({}) is built for {} and cannot run on this device",
-                        self.spec_path.display(),
-                        module.location.line,
-                        module.location.col,
-                        path.display(),
-                        built_for(&message)
-                    ));
-                }
-            }
-        }
-        if modules.is_empty() {
-            return Ok(());
-        }
-        Err(TargetError::Modules {
-            target: self.spec.name.clone(),
-            device: self.spec.device.clone(),
-            modules,
-        })
+    /// The module this target runs for the subject module `name` declared
+    /// as `declared`: the target's own prebuilt vmfb (`targets.NAME.modules`)
+    /// when it gives one, else the declared module.
+    pub fn module<'a>(&'a self, name: &str, declared: &'a Module) -> &'a Module {
+        self.spec.modules.get(name).unwrap_or(declared)
     }
 
     /// The target's name in the spec.
@@ -303,26 +242,5 @@ impl Target {
     /// calling thread.
     pub fn load(&self, compiled: &Compiled) -> ModuleSet {
         ModuleSet::load(self, compiled)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::built_for;
-
-    #[test]
-    fn built_for_reads_device_backend_format_and_arch_from_iree_messages() {
-        // IREE 3.13's messages, as measured (docs/gpu.md).
-        let cuda = r#"<vm>:0: INCOMPATIBLE; HAL device `__device_0` not found or unavailable: #hal.device.target<"cuda", [#hal.executable.target<"cuda", "cuda-nvptx-fb", {iree_codegen.target_info = #iree_gpu.target<arch = "sm_89", features = "+ptx84", wgp = <>>}>]>;"#;
-        assert_eq!(
-            built_for(cuda),
-            r#"device "cuda" (cuda, cuda-nvptx-fb, arch sm_89)"#
-        );
-        let cpu = r#"<vm>:0: INCOMPATIBLE; HAL device `__device_0` not found or unavailable: #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "generic", cpu_features = ""}>]>;"#;
-        assert_eq!(
-            built_for(cpu),
-            r#"device "local" (llvm-cpu, embedded-elf-x86_64)"#
-        );
-        assert_eq!(built_for("INCOMPATIBLE; something else"), "another device");
     }
 }

@@ -69,6 +69,29 @@ pub fn bisect(spec: &Spec, options: &BisectOptions) -> BisectRecord {
     bisect_record(spec, options, &record)
 }
 
+/// [`bisect`] over `targets`: with two or more, the stage graph runs on each
+/// (isolated mode, as `parity check --target a,b` does) and bisect runs on
+/// the target of the first divergence, the first target whose stage
+/// diverges; one target (or none) is [`bisect`] on it.
+pub fn bisect_targets(spec: &Spec, options: &BisectOptions, targets: &[String]) -> BisectRecord {
+    let mut options = options.clone();
+    if targets.len() < 2 {
+        options.run.target = targets.first().cloned().or(options.run.target);
+        return bisect(spec, &options);
+    }
+    let mut run_options = options.run.clone();
+    run_options.modes = vec![Mode::Isolated];
+    let record = run::execute_targets(spec, &run_options, targets, &mut |_| {});
+    if let Some(target) = record
+        .first_divergence
+        .as_ref()
+        .and_then(|d| d.target.clone())
+    {
+        options.run.target = Some(target);
+    }
+    bisect_record(spec, &options, &record)
+}
+
 /// `parity check --bisect`: bisects the run's first isolated divergence (when
 /// there is one) and records where it was localised, an operation or a
 /// region, as the run record's `first_divergent_op`. Returns the bisect record.
@@ -112,10 +135,16 @@ pub fn bisect_record(spec: &Spec, options: &BisectOptions, record: &RunRecord) -
     report.stage = Some(div.stage.clone());
     report.case = Some(div.case.clone());
     report.output = Some(div.output.clone());
+    report.target = div.target.clone();
     let statuses: HashMap<String, bool> = record
         .stages
         .iter()
-        .find(|s| s.name == div.stage && s.case == div.case && s.mode == Mode::Isolated)
+        .find(|s| {
+            s.name == div.stage
+                && s.case == div.case
+                && s.mode == Mode::Isolated
+                && div.target.as_ref().is_none_or(|t| &s.target == t)
+        })
         .map(|s| {
             s.outputs
                 .iter()
@@ -308,6 +337,19 @@ fn bisect_stage(
             stage: stage_name.to_string(),
         })?;
     let target = Target::ready(spec, options.run.target.as_deref())?;
+    // A target that runs its own prebuilt vmfb for the stage's module has no
+    // MLIR of that build: the subject's MLIR is another program.
+    if let Some(ModuleSource::Vmfb(path)) = target
+        .spec()
+        .modules
+        .get(&stages[at].module)
+        .map(|m| &m.source)
+    {
+        return Err(BisectError::PrebuiltModule {
+            stage: stage_name.to_string(),
+            path: path.clone(),
+        });
+    }
     let compiler =
         IreeCompiler::load(options.run.compiler_lib.as_deref()).map_err(BisectError::Compiler)?;
     let (module, source_name) = load_bound(spec, &mut stages[at], &compiler)?;

@@ -40,16 +40,15 @@ pub struct BisectArgs {
     /// Path to libIREECompiler.so (default: found through EERIE_PYTHON's iree-base-compiler).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
     iree_compiler_lib: Option<PathBuf>,
-    /// The spec's target to run on (a `subject.targets` name; default: the first).
-    #[arg(long, value_name = "NAME")]
-    target: Option<String>,
+    /// The spec's targets to run on (`subject.targets` names; default: the
+    /// first). With two or more (`--target cpu,vulkan`), the stages run on
+    /// each and bisect runs on the first target whose stage diverges.
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    target: Vec<String>,
 }
 
 /// Runs `parity bisect`.
 pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
-    if let Some(why) = super::emit::several_targets("bisect", args.target.as_deref()) {
-        return super::emit::refuse(&why);
-    }
     if let Err(why) = args.exports.check() {
         return super::emit::refuse(&why);
     }
@@ -69,13 +68,13 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
             compiler_lib: args.iree_compiler_lib,
             cases: args.cases,
             stages: args.stages,
-            target: args.target,
+            target: None,
             ..RunOptions::default()
         },
         strategy: args.strategy.into(),
         repro_dir: args.repro_dir,
     };
-    let report_ = bisect::bisect(&spec, &options);
+    let report_ = bisect::bisect_targets(&spec, &options, &args.target);
     write_and_print(&report_, &args.exports)
 }
 

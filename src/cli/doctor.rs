@@ -3,6 +3,9 @@
 //! targets, the artifact cache, and, with a spec, whether each of its
 //! targets is ready (the preflight every command runs first).
 
+use crate::target::cuda::query_device;
+use crate::target::module_check::summary;
+use crate::target::vmfb::executables;
 use crate::target::Target;
 use parity_iree::{available_devices, IreeCompiler, DRIVERS_BUILT_IN};
 use parity_record::ExitCode;
@@ -47,6 +50,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
         };
         let _ = writeln!(out, "  {driver:<11} {seen}");
     }
+    cuda_lines(&mut out);
     let compiler = IreeCompiler::load(args.iree_compiler_lib.as_deref());
     let _ = writeln!(out, "\ncompiler:");
     match &compiler {
@@ -92,6 +96,9 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
                             problems.push(e.to_string());
                         }
                     }
+                    if let Err(e) = target.preflight_modules(&spec) {
+                        problems.push(e.to_string());
+                    }
                     let state = if problems.is_empty() {
                         "ready".to_string()
                     } else {
@@ -106,12 +113,51 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<i32> {
                         t.device,
                         t.flags.join(" ")
                     );
+                    prebuilt_lines(&mut out, &spec, &target);
                 }
             }
         }
     }
     print!("{out}");
     Ok(code.code())
+}
+
+/// What libcuda says about each CUDA device (compute capability, driver
+/// version): the facts a CUDA module's PTX is checked against.
+fn cuda_lines(out: &mut String) {
+    let _ = writeln!(out, "\ncuda devices (libcuda):");
+    for ordinal in 0..16 {
+        match query_device(ordinal) {
+            Ok(device) => {
+                let _ = writeln!(out, "  {}", device.describe());
+            }
+            Err(e) => {
+                if ordinal == 0 {
+                    let _ = writeln!(out, "  none: {e}");
+                }
+                break;
+            }
+        }
+    }
+}
+
+/// One line per prebuilt module `target` runs: its file and what its
+/// executables are built for, read from the file.
+fn prebuilt_lines(out: &mut String, spec: &parity_spec::Spec, target: &Target) {
+    for (name, declared) in &spec.subject.modules {
+        let parity_spec::ModuleSource::Vmfb(path) = &target.module(name, declared).source else {
+            continue;
+        };
+        let formats = match parity_tensor::read_module_bytes(path) {
+            Err(e) => format!("cannot be read: {}", one_line(&e.to_string())),
+            Ok(bytes) => match executables(&bytes) {
+                Some(e) if !e.is_empty() => summary(&e),
+                Some(_) => "no executables".to_string(),
+                None => "formats unknown (not a zip-framed vmfb)".to_string(),
+            },
+        };
+        let _ = writeln!(out, "    module `{name}` ({}): {formats}", path.display());
+    }
 }
 
 /// The first line of a message, for a table cell.

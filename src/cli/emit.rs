@@ -292,14 +292,15 @@ pub(super) fn emit(record: &AnyRecord, outputs: &Outputs) -> anyhow::Result<i32>
 }
 
 /// Why `--target` of a command that runs on one target is refused: a
-/// comma-separated list (several targets, triangulation) is `parity check`'s
-/// only, for now. None when it names one target or none.
+/// comma-separated list (several targets, triangulation) is for `parity
+/// check`, `parity tokens` and `parity bisect` only, for now. None when it names one target or none.
 pub(super) fn several_targets(command: &str, target: Option<&str>) -> Option<String> {
     let t = target?;
     t.contains(',').then(|| {
         format!(
             "--target {t}: `parity {command}` runs on one target; several targets in one run \
-             (triangulation) are `parity check --target {t}` only, for now; name one target"
+             (triangulation) are `parity check --target {t}`, `parity tokens --target {t}` and \
+             `parity bisect --target {t}` only, for now; name one target"
         )
     })
 }

@@ -80,6 +80,18 @@ pub fn dispatches(spec: &Spec, o: &DispatchOptions) -> DispatchesRecord {
                 if !o.stages.is_empty() && !o.stages.contains(&s.name) {
                     continue;
                 }
+                let own = [&reference, &target]
+                    .into_iter()
+                    .find(|t| t.spec().modules.contains_key(&s.module));
+                if let Some(t) = own {
+                    rec.notes.push(format!(
+                        "stage `{}`: target `{}` runs its own prebuilt vmfb for module `{}`, not the subject's MLIR; skipped",
+                        s.name,
+                        t.name(),
+                        s.module
+                    ));
+                    continue;
+                }
                 if stage::prebuilt(spec, s) {
                     rec.notes.push(format!(
                         "stage `{}`: a prebuilt vmfb cannot be traced (its source is not in the spec); skipped",

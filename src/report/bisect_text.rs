@@ -11,7 +11,11 @@ pub fn text(r: &BisectRecord) -> String {
         (Some(stage), Some(case)) => {
             let _ = writeln!(
                 s,
-                "bisect: stage `{stage}` case `{case}` function @{} output `{}` strategy {}",
+                "bisect: stage `{stage}` case `{case}`{} function @{} output `{}` strategy {}",
+                r.target
+                    .as_deref()
+                    .map(|t| format!(" target `{t}`"))
+                    .unwrap_or_default(),
                 r.function.as_deref().unwrap_or("?"),
                 r.output.as_deref().unwrap_or("?"),
                 r.strategy.map_or("-", |s| s.name())

@@ -207,7 +207,13 @@ fn tokens_report(t: &parity_record::TokensRecord) -> Report {
             ),
             (None, None) => TestCaseStatus::success(),
         };
-        suite.add_test_case(case(&c.case, "parity.tokens", status, 0.0));
+        // In a run over several targets, one test case per case and target.
+        let name = format!(
+            "{}{}",
+            c.case,
+            super::tokens_targets_text::at(c.target.as_deref())
+        );
+        suite.add_test_case(case(&name, "parity.tokens", status, 0.0));
     }
     let run_errors: Vec<&ErrorRecord> = t
         .errors

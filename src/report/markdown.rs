@@ -311,11 +311,19 @@ fn tokens_head(t: &parity_record::TokensRecord) -> String {
         Some(d) => {
             let _ = writeln!(
                 text,
-                "- **first divergent token**: {}",
+                "- **first divergent token**{}: {}",
+                md(&super::tokens_targets_text::at(
+                    t.divergence_target.as_deref()
+                )),
                 md(&super::tokens_text::token_line(d))
             );
         }
         None => text.push_str("- no token differs from the oracle\n"),
+    }
+    // The triangulation head as a bullet, each labelled case under it.
+    for line in super::tokens_targets_text::lines(t) {
+        let indent = if line.starts_with(' ') { "  " } else { "" };
+        let _ = writeln!(text, "{indent}- {}", md(line.trim_start()));
     }
     for line in super::tokens_text::localisation_lines(t) {
         let _ = writeln!(text, "- {}", md(&line));

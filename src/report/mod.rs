@@ -30,6 +30,9 @@ mod tests_chain;
 mod tests_history;
 #[cfg(test)]
 mod tests_reading;
+#[cfg(test)]
+mod tests_tokens_targets;
+pub mod tokens_targets_text;
 pub mod tokens_text;
 pub mod triangulation_text;
 

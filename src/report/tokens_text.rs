@@ -31,8 +31,12 @@ pub fn text(r: &TokensRecord) -> String {
         }
         None => {}
         Some(d) => {
-            let _ = writeln!(t, "first divergent token: {}", token_line(d));
+            let on = super::tokens_targets_text::at(r.divergence_target.as_deref());
+            let _ = writeln!(t, "first divergent token{on}: {}", token_line(d));
         }
+    }
+    for l in super::tokens_targets_text::lines(r) {
+        let _ = writeln!(t, "{l}");
     }
     for l in localisation_lines(r) {
         let _ = writeln!(t, "{l}");
@@ -282,8 +286,9 @@ fn steps_range(steps: &[usize]) -> String {
 fn case_text(t: &mut String, c: &TokenCaseRecord) {
     let _ = writeln!(
         t,
-        "case {} (P = {}): {}",
+        "case {}{} (P = {}): {}",
         c.case,
+        super::tokens_targets_text::at(c.target.as_deref()),
         c.prompt_length,
         c.status.name()
     );

@@ -302,11 +302,12 @@ fn execute_on(
     let has_bind = selected.iter().any(|&i| spec.stages[i].bind.is_some());
     let needs_compiler = has_slices
         || has_bind
-        || spec
-            .subject
-            .modules
-            .values()
-            .any(|m| matches!(m.source, parity_spec::ModuleSource::Mlir(_)));
+        || spec.subject.modules.iter().any(|(n, m)| {
+            matches!(
+                target.module(n, m).source,
+                parity_spec::ModuleSource::Mlir(_)
+            )
+        });
     let compiler = modules::load_compiler(options, needs_compiler, &mut record);
     // A flag the compiler rejects for this target is one input error, before
     // any stage compiles (not one compile error per stage).

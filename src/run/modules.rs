@@ -73,6 +73,8 @@ pub fn compile_for(
     let mut compiled = BTreeMap::new();
     let mut planned = Vec::new();
     for (name, module) in &spec.subject.modules {
+        // The target's own prebuilt vmfb for this module, when it gives one.
+        let module = target.module(name, module);
         // A module none of the selected stages calls is not compiled at all
         // (`--stage` on a GPU target would otherwise compile every module).
         if used.is_some_and(|u| !u.contains_key(name)) {

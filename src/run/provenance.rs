@@ -32,6 +32,7 @@ pub fn collect(
         .modules
         .iter()
         .map(|(name, module)| {
+            let module = target.module(name, module);
             let (source, cache_key) = match &module.source {
                 ModuleSource::Vmfb(path) => (path, None),
                 ModuleSource::Mlir(path) => (

@@ -341,7 +341,16 @@ impl StageContext<'_> {
             error_map: None,
             vs_target: None,
         };
-        let criteria = output_criteria(self.spec, spec_out, actual.dtype());
+        // The target's own tolerance for this output replaces the output's.
+        let criteria = match self
+            .spec
+            .subject
+            .target(Some(self.target))
+            .and_then(|t| t.tolerances.get(&spec_out.name))
+        {
+            Some(t) => t.criteria.clone(),
+            None => output_criteria(self.spec, spec_out, actual.dtype()),
+        };
         match self.measure(spec_out, actual, args, &criteria) {
             Ok((metrics, truth, compared)) => {
                 let truth_errors = truth.as_ref().map(|(_, errors)| *errors);

@@ -303,6 +303,7 @@ pub fn compare_case(
     let noise = reference_noise(session, oracle, forced.as_ref().or(greedy.as_ref()));
     let mut rec = TokenCaseRecord {
         case: case.name.clone(),
+        target: None,
         status: Status::Pass,
         prompt_length: p,
         oracle_tokens: oracle.tokens.clone(),

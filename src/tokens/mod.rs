@@ -17,10 +17,12 @@ pub mod math;
 pub mod noise;
 mod prompt;
 pub(crate) mod session;
+mod targets;
 #[cfg(test)]
 mod tests;
 
 pub use error::TokensError;
+pub use targets::execute_targets;
 
 use crate::bisect::BisectOptions;
 use crate::run::inputs::InputSources;
@@ -270,6 +272,7 @@ fn run_case(
 ) -> parity_record::TokenCaseRecord {
     let errored = |p: usize, e: TokensError| parity_record::TokenCaseRecord {
         case: case.name.clone(),
+        target: None,
         status: Status::Error,
         prompt_length: p,
         oracle_tokens: Vec::new(),

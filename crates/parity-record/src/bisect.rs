@@ -120,6 +120,10 @@ pub struct BisectRecord {
     pub stage: Option<String>,
     /// The case bisected.
     pub case: Option<String>,
+    /// The target bisected on, after a run over several (`--target a,b`):
+    /// the first whose stage diverged. Absent after a run on one target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
     /// The function (in the normalised module) the stage runs or slices.
     pub function: Option<String>,
     /// The failing stage output bisect started from.
@@ -404,6 +408,7 @@ impl BisectRecord {
             status: Status::Pass,
             stage: None,
             case: None,
+            target: None,
             function: None,
             output: None,
             strategy: None,

@@ -36,6 +36,7 @@ pub mod serving;
 pub mod shard;
 pub mod tokens;
 pub mod tokens_chain;
+pub mod tokens_targets;
 pub mod triangulation;
 
 pub use any::{AnyRecord, RecordError};
@@ -82,4 +83,5 @@ pub use tokens::{
     NOISE_GATE_FACTOR, TOKENS_SCHEMA,
 };
 pub use tokens_chain::ChainCheck;
+pub use tokens_targets::{triangulate_tokens, TokenTargetSide, TokenTriangulationRow};
 pub use triangulation::{CrossTarget, TriangulationLabel, TriangulationRow, TriangulationTarget};

@@ -83,6 +83,7 @@ fn case(
     let steps = steps(&oracle, &forced, delta);
     TokenCaseRecord {
         case: name.into(),
+        target: None,
         status: Status::Pass,
         prompt_length: 4,
         oracle_tokens: oracle,
@@ -233,5 +234,53 @@ pub fn tokens_untrusted() -> TokensRecord {
         detail: "the chain's `head.logits`, run chained on decode's own inputs of step 4, against decode's logits".into(),
         inputs: vec!["`clean_a.s04/k_all` <- decode's state `k_cache`".into()],
     });
+    r
+}
+
+/// `parity tokens --target cpu,vulkan`: `clean_a` passes on cpu and flips
+/// at step 3 on vulkan (backend-specific); `fault` flips the same way on
+/// both (port); `near_tie` passes on both.
+pub fn tokens_targets() -> TokensRecord {
+    let t = vec![19, 13, 13, 25, 0];
+    let on = |mut c: TokenCaseRecord, target: &str| {
+        c.target = Some(target.into());
+        c
+    };
+    let clean = || case("clean_a", t.clone(), t.clone(), t.clone(), &[1e-6; 5]);
+    let mut flipped = case(
+        "clean_a",
+        t.clone(),
+        vec![19, 13, 13, 7, 7],
+        vec![19, 13, 13, 7, 0],
+        &[1e-6, 1e-6, 1e-6, 3.5, 1e-6],
+    );
+    flipped.status = Status::Fail;
+    flipped.first_divergent_token = Some(token("clean_a", 3, 7, 25, TokenVerdict::Divergent));
+    let fault = || {
+        let mut c = case(
+            "fault",
+            t.clone(),
+            vec![19, 4, 4, 4, 4],
+            vec![19, 4, 13, 25, 0],
+            &[1e-6, 2.0, 1e-6, 1e-6, 1e-6],
+        );
+        c.status = Status::Fail;
+        c.first_divergent_token = Some(token("fault", 1, 4, 13, TokenVerdict::Divergent));
+        c
+    };
+    let near = || case("near_tie", t.clone(), t.clone(), t.clone(), &[1e-6; 5]);
+    let mut r = record(vec![
+        on(clean(), "cpu"),
+        on(fault(), "cpu"),
+        on(near(), "cpu"),
+        on(flipped, "vulkan"),
+        on(fault(), "vulkan"),
+        on(near(), "vulkan"),
+    ]);
+    r.status = Status::Fail;
+    r.targets = vec!["cpu".into(), "vulkan".into()];
+    r.first_divergent_token = r.cases[1].first_divergent_token.clone();
+    r.divergence_target = Some("cpu".into());
+    r.triangulation = crate::tokens_targets::triangulate_tokens(&r);
     r
 }

@@ -207,6 +207,18 @@ pub struct TokensRecord {
     /// Problems that did not change the result.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The targets run, in order, in a run over several (`--target a,b`):
+    /// `cases` then holds every case once per target, each naming its target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
+    /// The target whose first divergent token and localisation the fields
+    /// above describe (the first target, in run order, that has one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub divergence_target: Option<String>,
+    /// Each case that fails or errors on some target, labelled with which
+    /// side is off ([`crate::tokens_targets::triangulate_tokens`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triangulation: Vec<crate::tokens_targets::TokenTriangulationRow>,
 }
 
 /// One token case.
@@ -214,6 +226,10 @@ pub struct TokensRecord {
 pub struct TokenCaseRecord {
     /// Token case name.
     pub case: String,
+    /// The target it ran on, in a run over several (`--target a,b`); absent
+    /// in a run on one target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
     /// pass, fail (a counted mismatch) or error.
     pub status: Status,
     /// Prompt length P.
@@ -522,6 +538,9 @@ impl TokensRecord {
             findings: Vec::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
+            targets: Vec::new(),
+            divergence_target: None,
+            triangulation: Vec::new(),
         }
     }
 
@@ -608,6 +627,7 @@ mod arbiter_tests {
         let mut r = TokensRecord::new("s.yaml", "0", String::new());
         let mut c = TokenCaseRecord {
             case: "c".into(),
+            target: None,
             status: Status::Pass,
             prompt_length: 4,
             oracle_tokens: vec![1, 2],

@@ -20,6 +20,7 @@ mod serving_parse;
 #[cfg(test)]
 mod serving_tests;
 mod stage;
+mod target_parse;
 mod template;
 mod tokens;
 mod tokens_parse;
@@ -39,7 +40,8 @@ pub use fuzz::{
 pub use fuzz_parse::MAX_FUZZ_CASES;
 pub use model::{
     Arg, BaselineSpec, Case, Location, MaskSource, MaskSpec, Module, ModuleSource, OutputSpec,
-    ParameterScope, SliceSpec, Spec, Stage, StageLocations, Subject, TargetSpec, BASELINE_METRICS,
+    ParameterScope, SliceSpec, Spec, Stage, StageLocations, Subject, TargetSpec, TargetTolerance,
+    BASELINE_METRICS,
 };
 pub use parity_compare::Criterion;
 pub use parity_tensor::DType;

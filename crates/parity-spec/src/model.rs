@@ -124,7 +124,22 @@ pub struct TargetSpec {
     pub device: String,
     /// This target's own compile flags; they go after `Subject::flags`.
     pub flags: Vec<String>,
+    /// `modules:`: prebuilt modules for this target only, by subject module
+    /// name; on this target they replace the subject's module of that name.
+    pub modules: BTreeMap<String, Module>,
+    /// `tolerances:`: output name -> the criteria that replace that
+    /// output's tolerance on this target only (a backend's measured noise).
+    pub tolerances: BTreeMap<String, TargetTolerance>,
     /// Where the target is declared.
+    pub location: Location,
+}
+
+/// A target's tolerance for one output (`targets.NAME.tolerances.OUTPUT`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetTolerance {
+    /// The criteria, as a stage output's `tolerance:` gives them.
+    pub criteria: Vec<Criterion>,
+    /// Where the output name is given.
     pub location: Location,
 }
 

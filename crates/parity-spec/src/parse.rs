@@ -36,7 +36,6 @@ const SUBJECT_KEYS: &[&str] = &[
     "flags",
     "parameters",
 ];
-const TARGET_KEYS: &[&str] = &["backend", "device", "flags"];
 const MODULE_KEYS: &[&str] = &["mlir", "vmfb", "flags"];
 const CASE_KEYS: &[&str] = &["name", "vars"];
 
@@ -143,10 +142,11 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
             nodes
         }
     };
-    let stages = stage_nodes
+    let stages: Vec<_> = stage_nodes
         .iter()
         .map(|n| parse_stage(&cx, n, &mut literal_budget))
         .collect::<Result<_, _>>()?;
+    crate::target_parse::check_target_tolerances(&cx, &subject, &stages)?;
     Ok(Spec {
         path: path.to_path_buf(),
         base_dir: base,
@@ -245,13 +245,15 @@ fn parse_subject(cx: &Cx<'_>, node: &Node, base: &Path) -> Result<Subject, SpecE
                     "`target_backend` / `driver` and `targets` both given; name each target's backend and device under `targets:` instead".into(),
                 ));
             }
-            parse_targets(cx, targets_node)?
+            crate::target_parse::parse_targets(cx, targets_node, &modules, base)?
         }
         None => vec![TargetSpec {
             name: DEFAULT_TARGET.to_string(),
             backend: text_or("target_backend", DEFAULT_TARGET_BACKEND)?,
             device: text_or("driver", DEFAULT_DRIVER)?,
             flags: Vec::new(),
+            modules: BTreeMap::new(),
+            tolerances: BTreeMap::new(),
             location: location(node),
         }],
     };
@@ -329,41 +331,12 @@ fn parse_parameters(
     Ok(scopes)
 }
 
-/// `subject.targets:`, a mapping of target name -> `{backend, device, flags}`.
-fn parse_targets(cx: &Cx<'_>, node: &Node) -> Result<Vec<TargetSpec>, SpecError> {
-    let map = cx.free_map(node, "targets", "subject.targets")?;
-    let mut targets = Vec::new();
-    for (key, value) in map.entries() {
-        let name = cx.name(key, "target name")?;
-        if name.contains(',') || name.chars().any(char::is_whitespace) {
-            return Err(cx.invalid(
-                key,
-                format!("target name `{name}` may not hold a comma or a space (`--target a,b` lists names)"),
-            ));
-        }
-        let t = cx.map(value, "target", "a target", TARGET_KEYS)?;
-        let flags = match t.opt("flags") {
-            Some(f) => cx.strings(f, "flags")?,
-            None => Vec::new(),
-        };
-        targets.push(TargetSpec {
-            backend: cx.name(t.req(cx, "backend")?, "backend")?,
-            device: cx.name(t.req(cx, "device")?, "device")?,
-            flags,
-            location: location(value),
-            name,
-        });
-    }
-    if targets.is_empty() {
-        return Err(cx.invalid(
-            node,
-            "`subject.targets` is empty; name at least one target".into(),
-        ));
-    }
-    Ok(targets)
-}
-
-fn parse_module(cx: &Cx<'_>, name: &str, node: &Node, base: &Path) -> Result<Module, SpecError> {
+pub(crate) fn parse_module(
+    cx: &Cx<'_>,
+    name: &str,
+    node: &Node,
+    base: &Path,
+) -> Result<Module, SpecError> {
     let m = cx.map(node, "module", "module", MODULE_KEYS)?;
     let (path_node, is_mlir) = match (m.opt("mlir"), m.opt("vmfb")) {
         (Some(p), None) => (p, true),

@@ -566,3 +566,50 @@ fn target_errors() {
     ));
     assert!(msg.contains("driver"), "{msg}");
 }
+
+#[test]
+fn target_module_errors_name_the_target_and_module() {
+    let fx = Fixture::new();
+    let body = "oracle: d\nstages:\n  - {name: s, module: audio, function: f, outputs: [{name: o, oracle: y}]}\n";
+    let spec = |modules: &str| {
+        format!("version: 1\nsubject:\n  modules:\n    audio: {{mlir: subject/audio.mlir}}\n  targets:\n    gb10: {{backend: cuda, device: cuda, modules: {modules}}}\n{body}")
+    };
+    let msg = fx.err(&spec("{video: subject/prebuilt.vmfb}"));
+    assert_err(
+        &msg,
+        6,
+        51,
+        &[
+            "target `gb10`",
+            "no module named `video`",
+            "declared: audio",
+        ],
+    );
+    let msg = fx.err(&spec("{audio: subject/missing.vmfb}"));
+    assert_err(
+        &msg,
+        6,
+        58,
+        &[
+            "target `gb10`: module `audio`",
+            "missing.vmfb does not exist",
+        ],
+    );
+    let msg = fx.err(&spec("{audio: {vmfb: subject/prebuilt.vmfb}}"));
+    assert!(msg.contains("path of a prebuilt .vmfb"), "{msg}");
+    let msg = fx.err(&spec("[subject/prebuilt.vmfb]"));
+    assert!(msg.contains("a mapping"), "{msg}");
+}
+
+#[test]
+fn a_target_tolerance_for_an_output_no_stage_has_is_an_error() {
+    let fx = Fixture::new();
+    let text = "version: 1\nsubject:\n  modules:\n    audio: {mlir: subject/audio.mlir}\n  targets:\n    vulkan: {backend: vulkan-spirv, device: vulkan, tolerances: {oo: [{max_abs: 1.0}]}}\noracle: d\nstages:\n  - {name: s, module: audio, function: f, outputs: [{name: o, oracle: y}]}\n";
+    let msg = fx.err(text);
+    assert_err(
+        &msg,
+        6,
+        66,
+        &["target `vulkan`: tolerances: no stage has an output named `oo`"],
+    );
+}

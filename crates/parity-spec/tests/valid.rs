@@ -412,3 +412,64 @@ stages:
     );
     assert!(spec.subject.target(Some("rocm")).is_none());
 }
+
+#[test]
+fn a_target_gives_its_own_prebuilt_vmfbs() {
+    let fx = Fixture::new();
+    std::fs::write(fx.dir.path().join("subject/audio.cuda.vmfb"), b"\0").unwrap();
+    let text = "version: 1
+subject:
+  modules:
+    audio: {mlir: subject/audio.mlir}
+    text: {vmfb: subject/prebuilt.vmfb}
+  targets:
+    cpu: {backend: llvm-cpu, device: local-task}
+    gb10:
+      backend: cuda
+      device: cuda
+      modules: {audio: subject/audio.cuda.vmfb}
+oracle: dumps
+stages:
+  - {name: s, module: audio, function: f, args: [{oracle: x}], outputs: [{name: o, oracle: y}]}
+";
+    let spec = fx.parse(text).unwrap();
+    let (cpu, gb10) = (&spec.subject.targets[0], &spec.subject.targets[1]);
+    assert!(cpu.modules.is_empty());
+    let audio = &gb10.modules["audio"];
+    assert_eq!(
+        audio.source,
+        ModuleSource::Vmfb(fx.dir.path().join("subject/audio.cuda.vmfb"))
+    );
+    assert_eq!(audio.location, Location { line: 11, col: 24 });
+}
+
+#[test]
+fn a_target_tolerance_replaces_an_outputs_tolerance_on_that_target() {
+    let fx = Fixture::new();
+    let text = "version: 1
+subject:
+  modules:
+    audio: {mlir: subject/audio.mlir}
+  targets:
+    cpu: {backend: llvm-cpu, device: local-task}
+    vulkan:
+      backend: vulkan-spirv
+      device: vulkan
+      tolerances:
+        o: [{max_abs: 1.0e-4}, {rms: 2.0e-5}]
+oracle: dumps
+stages:
+  - {name: s, module: audio, function: f, args: [{oracle: x}], outputs: [{name: o, oracle: y, tolerance: [{max_abs: 1.0e-6}]}]}
+";
+    let spec = fx.parse(text).unwrap();
+    assert!(spec.subject.targets[0].tolerances.is_empty());
+    let t = &spec.subject.targets[1].tolerances["o"];
+    assert_eq!(t.criteria.len(), 2);
+    assert_eq!(t.location, Location { line: 11, col: 9 });
+    assert_eq!(t.criteria[0], parity_spec::Criterion::MaxAbs(1.0e-4));
+    // The output's own tolerance is unchanged: the override is the target's.
+    assert_eq!(
+        spec.stages[0].outputs[0].tolerance,
+        Some(vec![parity_spec::Criterion::MaxAbs(1.0e-6)])
+    );
+}

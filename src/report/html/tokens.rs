@@ -24,6 +24,14 @@ pub fn section(out: &mut String, r: &TokensRecord) {
     for line in localisation_lines(r) {
         let _ = write!(out, "<p class=\"first-divergence\">{}</p>", esc(&line));
     }
+    let triangulation = crate::report::tokens_targets_text::lines(r);
+    if let Some((head, rows)) = triangulation.split_first() {
+        let _ = write!(out, "<h2>Triangulation</h2><p>{}</p><ul>", esc(head));
+        for row in rows {
+            let _ = write!(out, "<li>{}</li>", esc(row.trim_start()));
+        }
+        out.push_str("</ul>");
+    }
     for c in &r.cases {
         case_section(out, c);
     }
@@ -96,8 +104,9 @@ pub fn section(out: &mut String, r: &TokensRecord) {
 fn case_section(out: &mut String, c: &TokenCaseRecord) {
     let _ = write!(
         out,
-        "<h2>Case {} <span class=\"badge {}\">{}</span></h2><div class=\"scroll\"><table class=\"streams\"><tr><th>step</th>",
+        "<h2>Case {}{} <span class=\"badge {}\">{}</span></h2><div class=\"scroll\"><table class=\"streams\"><tr><th>step</th>",
         esc(&c.case),
+        esc(&crate::report::tokens_targets_text::at(c.target.as_deref())),
         c.status.name(),
         c.status.name()
     );

@@ -1,0 +1,167 @@
+//! Token triangulation: `parity tokens --target a,b` runs every token case
+//! on each target, and each case that fails or errors on one labels which
+//! side is off, as stage triangulation does ([`crate::triangulation`]): a
+//! pure function of the record, so renderers and `parity report` re-derive it.
+
+use crate::common::Status;
+use crate::tokens::{TokenCaseRecord, TokenVerdict, TokensRecord};
+use crate::triangulation::TriangulationLabel;
+use serde::{Deserialize, Serialize};
+
+/// One target's side of a token case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenTargetSide {
+    /// The target's name.
+    pub target: String,
+    /// The case's status on it (skipped when it did not run the case).
+    pub status: Status,
+    /// Its first mismatching step, if any.
+    pub step: Option<usize>,
+    /// Its token at that step.
+    pub production_token: Option<i64>,
+    /// That mismatch's verdict.
+    pub verdict: Option<TokenVerdict>,
+}
+
+/// One token case that failed or errored on at least one target, labelled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenTriangulationRow {
+    /// Token case.
+    pub case: String,
+    /// Which side is off.
+    pub label: TriangulationLabel,
+    /// The targets on which the case fails, in run order.
+    pub off: Vec<String>,
+    /// Every target's side, in run order.
+    pub targets: Vec<TokenTargetSide>,
+}
+
+impl TokenTriangulationRow {
+    /// One sentence: what the label rests on.
+    pub fn explain(&self) -> String {
+        let names = |status: Status| {
+            self.targets
+                .iter()
+                .filter(|t| t.status == status)
+                .map(|t| t.target.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self.label {
+            TriangulationLabel::BackendSpecific => format!(
+                "{} off, {} match{} the oracle's tokens: the backend, not the port",
+                names(Status::Fail),
+                names(Status::Pass),
+                if self.targets.iter().filter(|t| t.status == Status::Pass).count() == 1 {
+                    "es"
+                } else {
+                    ""
+                }
+            ),
+            TriangulationLabel::Port => {
+                "every target misses the oracle with the same tokens: the port".to_string()
+            }
+            TriangulationLabel::Oracle => {
+                "every target misses the oracle, and the f64 truth picks production's token on each: the oracle".to_string()
+            }
+            TriangulationLabel::Undetermined => {
+                "every target misses the oracle, with different tokens: not narrowed further"
+                    .to_string()
+            }
+            TriangulationLabel::Incomplete => format!(
+                "{} errored or did not run the case: nothing to triangulate",
+                self.targets
+                    .iter()
+                    .filter(|t| matches!(t.status, Status::Error | Status::Skipped))
+                    .map(|t| t.target.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// Labels every case of a several-target tokens record (cases carry their
+/// `target`) that fails or errors on at least one target; empty for a
+/// record of one target.
+pub fn triangulate_tokens(record: &TokensRecord) -> Vec<TokenTriangulationRow> {
+    if record.targets.len() < 2 {
+        return Vec::new();
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for c in &record.cases {
+        if !names.contains(&c.case.as_str()) {
+            names.push(&c.case);
+        }
+    }
+    let mut rows = Vec::new();
+    for name in names {
+        let on: Vec<(&str, Option<&TokenCaseRecord>)> = record
+            .targets
+            .iter()
+            .map(|t| {
+                let case = record
+                    .cases
+                    .iter()
+                    .find(|c| c.case == name && c.target.as_deref() == Some(t.as_str()));
+                (t.as_str(), case)
+            })
+            .collect();
+        let sides: Vec<TokenTargetSide> = on
+            .iter()
+            .map(|(t, c)| TokenTargetSide {
+                target: t.to_string(),
+                status: c.map_or(Status::Skipped, |c| c.status),
+                step: c.and_then(|c| c.first_divergent_token.as_ref().map(|d| d.step)),
+                production_token: c
+                    .and_then(|c| c.first_divergent_token.as_ref().map(|d| d.production_token)),
+                verdict: c.and_then(|c| c.first_divergent_token.as_ref().map(|d| d.verdict)),
+            })
+            .collect();
+        if sides.iter().all(|s| s.status == Status::Pass) {
+            continue;
+        }
+        let cases: Vec<&TokenCaseRecord> = on.iter().filter_map(|(_, c)| *c).collect();
+        let label = if sides
+            .iter()
+            .any(|s| matches!(s.status, Status::Error | Status::Skipped))
+        {
+            TriangulationLabel::Incomplete
+        } else if sides.iter().any(|s| s.status == Status::Pass) {
+            TriangulationLabel::BackendSpecific
+        } else if !agree(&cases) {
+            TriangulationLabel::Undetermined
+        } else if cases.iter().all(|c| {
+            c.first_divergent_token
+                .as_ref()
+                .is_some_and(|d| d.truth_token == Some(d.production_token))
+        }) {
+            TriangulationLabel::Oracle
+        } else {
+            TriangulationLabel::Port
+        };
+        rows.push(TokenTriangulationRow {
+            case: name.to_string(),
+            label,
+            off: sides
+                .iter()
+                .filter(|s| s.status == Status::Fail)
+                .map(|s| s.target.clone())
+                .collect(),
+            targets: sides,
+        });
+    }
+    rows
+}
+
+/// Whether every target produced the same tokens (greedy and teacher-forced).
+fn agree(cases: &[&TokenCaseRecord]) -> bool {
+    cases.windows(2).all(|w| {
+        w[0].greedy_tokens == w[1].greedy_tokens
+            && w[0].teacher_forced_tokens == w[1].teacher_forced_tokens
+    })
+}
+
+#[cfg(test)]
+#[path = "tokens_targets_tests.rs"]
+mod tests;
