@@ -1,5 +1,6 @@
 //! `parity bench --scale small` end to end: tools/scale/make_scale.py
-//! generates the Conformer feed-forward stack (bf16 parameters, MLX oracle)
+//! generates the Conformer feed-forward stack (bf16 parameters, the MLX
+//! oracle recorded by python/parity_mlx_recorder)
 //! into a work dir, to_irpa.py makes its .irpa, and the bench runs the
 //! gate cold and warm (real IREE compiler and runtime) and the raw IREE
 //! floor, and prints the table. The e2b/e4b configs are the same code at

@@ -1,8 +1,8 @@
 //! `parity bench --scale CONFIG`: the gate on a subject at the real widths
 //! of the Gemma3n audio tower, against the raw IREE floor of the same
 //! functions. The subject is generated, seeded, by tools/scale/make_scale.py
-//! (weights as IREE parameters, bf16 storage, f32 accumulation; the oracle
-//! from MLX) and converted to an .irpa by tools/scale/to_irpa.py, into a
+//! (weights as IREE parameters, bf16 storage, f32 accumulation; the MLX
+//! oracle recorded by python/parity_mlx_recorder) and converted to an .irpa by tools/scale/to_irpa.py, into a
 //! work dir (never into git, nothing downloaded); see docs/performance.md.
 
 use crate::run::{self, record::UploadRecord, RunOptions};
@@ -127,18 +127,6 @@ pub fn prepare(
         &tools.join("to_irpa.py"),
         &[dir.as_os_str()],
     )?;
-    // The oracle's manifest, exactly as `parity oracle index` writes it.
-    let exe = std::env::current_exe().map_err(|e| ScaleError::Subject(e.to_string()))?;
-    let out = Command::new(exe)
-        .args(["oracle", "index", "oracle"])
-        .current_dir(&dir)
-        .output()
-        .map_err(|e| ScaleError::Subject(e.to_string()))?;
-    if !out.status.success() {
-        return Err(ScaleError::Subject(
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ));
-    }
     // The weights file was read to convert it; start the gate from disk.
     let _ = std::fs::remove_file(dir.join("weights.safetensors"));
     Ok((dir, t.elapsed()))

@@ -11,9 +11,11 @@ real widths of the Gemma3n audio tower (nothing is downloaded):
                       `#flow.parameter.named<"model"::...>` globals stored
                       bf16, matmuls accumulated in f32 (bf16 x bf16 -> f32)
   weights.safetensors the parameters (bf16 projections, f32 norm gains)
-  oracle/             MLX's output of every layer on the same weights (the
-                      bf16 values widened to f32, f32 matmuls), the input
-                      `x`, indexed by `parity oracle index` afterwards
+  oracle/             the MLX oracle, recorded by the repo's recorder
+                      (python/parity_mlx_recorder): the same stack as
+                      mlx.nn modules on the same weights (the bf16 values
+                      widened to f32, f32 matmuls), every layer's output
+                      `default/layers.L` and the input `default/x`
   stages.yaml         one stage per layer, chained (layer L reads L-1's output)
 
 Usage (the repo's MLX Python: tools/fixtures/.venv, PARITY_TENSOR_PYTHON):
@@ -32,10 +34,17 @@ import json
 import zlib
 from pathlib import Path
 
+import sys
+
 import ml_dtypes
 import mlx.core as mx
+import mlx.nn as nn
 import numpy as np
 from safetensors.numpy import save_file
+
+# The repo's MLX recorder, used from the checkout (not pip-installed).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python/parity_mlx_recorder/src"))
+from parity_mlx_recorder import Recorder  # noqa: E402
 
 SEED = 20261205
 CONFIGS = {
@@ -130,27 +139,61 @@ def mlir(hidden, ff, layers, frames):
     return "\n".join(lines) + "\n"
 
 
-def oracle(w, layers, x):
-    """MLX: each layer's output, bf16 weights widened to f32, f32 math."""
-    out, h = {}, mx.array(x)
+def rms_norm(v, gain):
+    return v * mx.rsqrt(mx.mean(v * v, axis=-1, keepdims=True) + EPS) * gain
 
-    def norm(v, gain):
-        return v * mx.rsqrt(mx.mean(v * v, axis=-1, keepdims=True) + EPS) * gain
 
-    def bf16(v):
-        return v.astype(mx.bfloat16).astype(mx.float32)
+def bf16(v):
+    """v rounded to bf16 and widened back, as the module feeds its matmuls."""
+    return v.astype(mx.bfloat16).astype(mx.float32)
 
-    for layer in range(layers):
-        for block in ("start", "end"):
-            p = f"l{layer}.{block}."
-            get = lambda k: mx.array(np.asarray(w[p + k], dtype=np.float32))
-            c = mx.clip(h, -CLIP, CLIP)
-            u = bf16(norm(c, get("pre_norm"))) @ get("up")
-            d = bf16(u * mx.sigmoid(u)) @ get("down")
-            h = h + 0.5 * norm(mx.clip(d, -CLIP, CLIP), get("post_norm"))
-        mx.eval(h)
-        out[f"layer_{layer}"] = np.array(h, dtype=np.float32)
-    return out
+
+class FeedForward(nn.Module):
+    """One macaron feed-forward block on the stored (bf16-valued) weights."""
+
+    def __init__(self, w, prefix):
+        super().__init__()
+        get = lambda k: mx.array(np.asarray(w[prefix + k], dtype=np.float32))
+        self.pre_norm, self.up = get("pre_norm"), get("up")
+        self.down, self.post_norm = get("down"), get("post_norm")
+
+    def __call__(self, h):
+        u = bf16(rms_norm(mx.clip(h, -CLIP, CLIP), self.pre_norm)) @ self.up
+        d = bf16(u * mx.sigmoid(u)) @ self.down
+        return h + 0.5 * rms_norm(mx.clip(d, -CLIP, CLIP), self.post_norm)
+
+
+class Layer(nn.Module):
+    """A Conformer layer's two feed-forward blocks (`layer_L` in model.mlir)."""
+
+    def __init__(self, w, layer):
+        super().__init__()
+        self.start = FeedForward(w, f"l{layer}.start.")
+        self.end = FeedForward(w, f"l{layer}.end.")
+
+    def __call__(self, h):
+        return self.end(self.start(h))
+
+
+class Stack(nn.Module):
+    def __init__(self, w, layers):
+        super().__init__()
+        self.layers = [Layer(w, i) for i in range(layers)]
+
+    def __call__(self, h):
+        for layer in self.layers:
+            h = layer(h)
+        return h
+
+
+def record_oracle(w, layers, x, out):
+    """Records every layer's output (`default/layers.L`) and the input."""
+    model = Stack(w, layers)
+    rec = Recorder(model, depth=1)
+    with rec.case("default"):
+        mx.eval(model(mx.array(x)))
+    rec.record_input("default", "x", mx.array(x))
+    rec.save(str(out), provenance={"producer": "tools/scale/make_scale.py (MLX)", "seed": SEED})
 
 
 def stages_yaml(layers):
@@ -165,18 +208,19 @@ def stages_yaml(layers):
         "  parameters:",
         "    model: [weights.safetensors]",
         "oracle: oracle",
+        "cases: [{name: default}]",
         "tolerances:",
         "  f32: [{allclose: {atol: 0.05, rtol: 0.02}}]",
         "stages:",
     ]
     for layer in range(layers):
-        arg = "{oracle: x}" if layer == 0 else f"{{stage: layer_{layer - 1}.y}}"
+        arg = '{oracle: "{case}/x"}' if layer == 0 else f"{{stage: layer_{layer - 1}.y}}"
         lines += [
             f"  - name: layer_{layer}",
             "    module: scale",
             f"    function: layer_{layer}",
             f"    args: [{arg}]",
-            f"    outputs: [{{name: y, oracle: layer_{layer}}}]",
+            f'    outputs: [{{name: y, oracle: "{{case}}/layers.{layer}"}}]',
         ]
     return "\n".join(lines) + "\n"
 
@@ -195,11 +239,7 @@ def main():
     (a.out / "model.mlir").write_text(mlir(hidden, ff, layers, frames))
     (a.out / "stages.yaml").write_text(stages_yaml(layers))
     x = rng("x").standard_normal((frames, hidden)).astype(np.float32)
-    ref = oracle(w, layers, x)
-    (a.out / "oracle").mkdir(exist_ok=True)
-    np.save(a.out / "oracle" / "x.npy", x)
-    for name, value in ref.items():
-        np.save(a.out / "oracle" / f"{name}.npy", value)
+    record_oracle(w, layers, x, a.out / "oracle")
     weight_bytes = sum(v.nbytes for v in w.values())
     summary = {"config": a.config, "hidden": hidden, "ff": ff, "layers": layers,
                "frames": frames, "weight_bytes": weight_bytes, "seed": SEED}
