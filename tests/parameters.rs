@@ -1,7 +1,7 @@
 //! IREE parameters end to end: a module whose weights are `util.global`s
 //! initialised from `#flow.parameter.named<"model"::...>`
 //! (tests/data/parameters/model.mlir) runs with `subject.parameters` from an
-//! `.irpa` and from a `.safetensors` file through IREE's io-parameters module
+//! `.irpa`, a `.safetensors` and a `.gguf` file through IREE's io-parameters module
 //! (real IREE compiler and runtime), and a wrong file, a missing key, a
 //! missing file or a missing scope is exit 2 naming the parameter, the file,
 //! the module and the stage, before anything runs.
@@ -115,6 +115,53 @@ fn runs_from_irpa_and_from_safetensors_match_the_oracle_exactly() {
             }
         }
     }
+}
+
+#[test]
+fn a_run_from_gguf_matches_the_oracle_and_loads_the_module_once() {
+    let dir = fixture();
+    let spec = write_spec(dir.path(), "gguf.yaml", &["weights.gguf"]);
+    // One whole-module artifact: its parameters are read when it loads.
+    let out = Command::new(env!("CARGO_BIN_EXE_parity"))
+        .args(["check", &spec, "--out-dir", "out"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("PARITY_CACHE_DIR", common::cache_dir())
+        .env("PARITY_ARTIFACTS", "module")
+        .output()
+        .expect("spawn parity");
+    let text = said(
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/run.json")).unwrap())
+            .unwrap();
+    for (name, output) in [("affine", "y"), ("scale", "z")] {
+        for mode in ["isolated", "chained"] {
+            let s = stage(&record, name, mode);
+            assert_eq!(s["status"], "pass", "{name} {mode}: {s:#}");
+            assert_eq!(s["outputs"][0]["name"], output);
+            assert_eq!(s["outputs"][0]["metrics"]["max_abs"], 0.0, "{name} {mode}");
+            assert_eq!(s["outputs"][0]["metrics"]["count"], 6, "{name} {mode}");
+        }
+    }
+    // Both modes' threads share the target's runtime: the module loads
+    // (and reads its parameters) once, not once per mode.
+    let uploads = &record["provenance"]["uploads"][0];
+    assert_eq!(uploads["runtimes"], 1, "{uploads}");
+    assert_eq!(uploads["parameter_loads"], 1, "{uploads}");
+    assert_eq!(uploads["weight_uploads"], 0, "{uploads}");
+    // A .gguf stores bytes only: a longer entry is refused by its size.
+    let spec = write_spec(dir.path(), "long_gguf.yaml", &["long_w.gguf"]);
+    let (code, stdout, stderr, _) = check(dir.path(), &spec, &[]);
+    let text = said(&stdout, &stderr);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("long_w.gguf holds 64 bytes for it, the global needs 48 (f32[4, 3])"),
+        "{text}"
+    );
 }
 
 #[test]

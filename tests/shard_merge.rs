@@ -74,6 +74,7 @@ fn untimed_numbers(text: &str) -> Vec<(String, String)> {
                         | "weight_bytes_saved"
                         | "other_uploads"
                         | "other_bytes"
+                        | "parameter_loads"
                 ) {
                     numbers.push((key.clone(), literal));
                 }

@@ -6,9 +6,12 @@
 //! - [`gate`]: wall time of the gate (`parity check`'s run) on a spec:
 //!   cold (empty artifact cache), warm, and after one public function of a
 //!   module was edited, with the cache entries each run added.
+//! - [`scale`]: the gate at the Gemma3n audio tower's real widths against
+//!   the raw IREE floor, peak RSS against the weights, bytes uploaded.
 
 pub mod bisect;
 pub mod gate;
+pub mod scale;
 pub mod throughput;
 
 use std::time::Duration;
@@ -83,6 +86,18 @@ fn cpu_of(who: libc::c_int) -> Duration {
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// This process's peak resident set size so far, in bytes (0 when unknown).
+pub fn peak_rss() -> u64 {
+    // SAFETY: getrusage writes one rusage struct, which we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF and a valid pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0;
+    }
+    // Linux reports kilobytes.
+    usage.ru_maxrss.max(0) as u64 * 1024
 }
 
 /// The 1-minute load average, so a table says how busy the machine was.

@@ -39,6 +39,19 @@ pub struct BenchArgs {
     /// corpus`, entry names or classes.
     #[arg(long = "bisect-kind")]
     bisect_kinds: Vec<String>,
+    /// The gate at real size (tools/scale/make_scale.py): `small`, `e2b`,
+    /// `e4b`, or several comma-separated (a row each, then their growth).
+    /// The subject is generated once into `--work-dir` (default:
+    /// `<cache-dir>/scale`), seeded, nothing downloaded.
+    #[arg(long, value_delimiter = ',')]
+    scale: Vec<String>,
+    /// Frames after subsampling for `--scale` (default: 128 for e2b/e4b,
+    /// 512 mel frames; 8 for small).
+    #[arg(long)]
+    scale_frames: Option<usize>,
+    /// Runs of each function for `--scale`'s raw IREE floor (the least is kept).
+    #[arg(long, default_value_t = 3)]
+    scale_runs: usize,
     /// Compiled-artifact cache for `--bisect`'s runs.
     #[arg(long, env = "PARITY_CACHE_DIR", default_value = ".parity-cache")]
     cache_dir: PathBuf,
@@ -103,6 +116,9 @@ fn after_throughput(args: &BenchArgs, out: &mut impl Write) -> anyhow::Result<i3
     if let Some(subject) = &args.bisect {
         bisect_matrix(args, subject, out)?;
     }
+    if !args.scale.is_empty() {
+        scale(args, out)?;
+    }
     let Some(spec_path) = &args.spec else {
         return Ok(0);
     };
@@ -145,6 +161,37 @@ fn after_throughput(args: &BenchArgs, out: &mut impl Write) -> anyhow::Result<i3
         )?;
     }
     Ok(0)
+}
+
+/// `--scale`: the real-size gate, one row per config.
+fn scale(args: &BenchArgs, out: &mut impl Write) -> anyhow::Result<()> {
+    use crate::bench::scale;
+    let root = std::env::current_dir().context("no current directory")?;
+    let work = args
+        .work_dir
+        .clone()
+        .unwrap_or_else(|| args.cache_dir.join("scale"));
+    let mut rows = Vec::new();
+    for config in &args.scale {
+        rows.push(scale::measure(
+            &root,
+            config,
+            args.scale_frames,
+            &work,
+            args.iree_compiler_lib.clone(),
+            args.scale_runs,
+        )?);
+    }
+    let load = load_average().map_or("unknown".to_string(), |l| format!("{l:.2}"));
+    writeln!(
+        out,
+        "\nscale: the Conformer feed-forward stack as IREE parameters (bf16, f32 accumulation), \
+         isolated and chained, {} under {}, load {load}",
+        args.scale.join(","),
+        work.display()
+    )?;
+    write!(out, "{}", scale::table(&rows))?;
+    Ok(())
 }
 
 /// `--bisect`: the fault matrix on a bundled subject, one row per fault, then

@@ -363,16 +363,18 @@ fn execute_on(
     record.provenance.weight_transforms = transform::records(spec, &instantiated, &selected);
     drop(compiler);
 
-    // One worker thread per mode, each with its own IREE runtime (runtimes are
-    // not Send), sharing the compiled artifacts and the memory-mapped inputs.
-    // Records stream back to this thread, which reports progress.
+    // One worker thread per mode, all on one IREE runtime of this target
+    // (one device, each weight and parameter uploaded once, each module
+    // loaded once), sharing the compiled artifacts and the memory-mapped
+    // inputs. Records stream back to this thread, which reports progress.
+    let modules = ModuleSet::on(ModuleSet::runtime_for(&target), &compiled);
     let mut stage_errors = slice_plan.errors.clone();
     stage_errors.extend(bind_errors);
     let work = ModeWork {
         spec,
         target: &target,
         sources: &sources,
-        compiled: &compiled,
+        modules: &modules,
         cases: &instantiated,
         order: &selected,
         stage_errors: &stage_errors,
@@ -381,7 +383,7 @@ fn execute_on(
     };
     let mut per_mode: Vec<Vec<StageRecord>> = vec![Vec::new(); options.modes.len()];
     let (tx, rx) = std::sync::mpsc::channel::<(usize, StageRecord)>();
-    let (load_errors, uploads) = std::thread::scope(|scope| {
+    let load_errors = std::thread::scope(|scope| {
         let handles: Vec<_> = options
             .modes
             .iter()
@@ -406,30 +408,31 @@ fn execute_on(
             per_mode[m].push(rec);
         }
         let mut errors = Vec::new();
-        let mut uploads = (0u64, parity_iree::UploadStats::default());
         for h in handles {
-            match h.join() {
-                Ok((e, stats)) => {
-                    errors.extend(e);
-                    uploads = (uploads.0 + 1, uploads.1.sum(stats));
-                }
-                Err(_) => errors.push(ErrorRecord::execution("a worker thread panicked")),
+            if h.join().is_err() {
+                errors.push(ErrorRecord::execution("a worker thread panicked"));
             }
         }
-        (errors, uploads)
+        errors
     });
-    let (runtimes, up) = uploads;
+    let up = modules.upload_stats();
     record.provenance.uploads = vec![parity_record::UploadRecord {
         target: target.name().to_string(),
-        runtimes,
+        runtimes: 1,
         weight_uploads: up.resident_uploads,
         weight_bytes: up.resident_bytes,
         weight_reuses: up.resident_reuses,
         weight_bytes_saved: up.resident_bytes_saved,
         other_uploads: up.other_uploads,
         other_bytes: up.other_bytes,
+        parameter_loads: up.parameter_loads,
     }];
-    for error in load_errors {
+    let module_errors = modules.load_errors().into_iter().map(|e| ErrorRecord {
+        kind: e.kind(),
+        message: e.to_string(),
+        location: None,
+    });
+    for error in load_errors.into_iter().chain(module_errors) {
         if !record.errors.iter().any(|e| e.message == error.message) {
             record.errors.push(error);
         }
@@ -448,7 +451,8 @@ struct ModeWork<'a> {
     spec: &'a Spec,
     target: &'a Target,
     sources: &'a InputSources,
-    compiled: &'a modules::Compiled,
+    /// The target's modules, loaded once into its one runtime.
+    modules: &'a ModuleSet,
     cases: &'a [(&'a str, Vec<parity_spec::Stage>)],
     order: &'a [usize],
     /// Slice and `bind:` stages that cannot run, by (case, stage): why.
@@ -460,15 +464,10 @@ struct ModeWork<'a> {
 }
 
 impl ModeWork<'_> {
-    /// Runs every case in one mode on a runtime of this thread's own, sending
-    /// each stage record to `emit`; returns the module load errors and what
-    /// the runtime uploaded.
-    fn run(
-        &self,
-        mode: Mode,
-        emit: &mut dyn FnMut(StageRecord),
-    ) -> (Vec<ErrorRecord>, parity_iree::UploadStats) {
-        let modules = self.target.load(self.compiled);
+    /// Runs every case in one mode on the target's shared modules, sending
+    /// each stage record to `emit`.
+    fn run(&self, mode: Mode, emit: &mut dyn FnMut(StageRecord)) {
+        let modules = self.modules;
         for (c, (case, stages)) in self.cases.iter().enumerate() {
             let mut produced = HashMap::new();
             let mut unavailable: HashMap<String, String> = HashMap::new();
@@ -483,7 +482,7 @@ impl ModeWork<'_> {
                     case,
                     mode,
                     sources: self.sources,
-                    modules: &modules,
+                    modules,
                     target: self.target.name(),
                     cross: self.cross,
                 };
@@ -511,16 +510,6 @@ impl ModeWork<'_> {
                 emit(rec);
             }
         }
-        let errors = modules
-            .load_errors()
-            .iter()
-            .map(|e| ErrorRecord {
-                kind: e.kind(),
-                message: e.to_string(),
-                location: None,
-            })
-            .collect();
-        (errors, modules.upload_stats())
     }
 }
 

@@ -1,5 +1,8 @@
-//! The compiled modules of a run loaded into one IREE runtime per worker
-//! thread; a per-function module's artifacts load when first called.
+//! The compiled modules of a run loaded into one IREE runtime per target,
+//! shared by the run's worker threads (one per mode): each module loads
+//! once, its weights and parameters go to the device once, and a thread
+//! calling it holds its lock (an IREE VM context takes one caller at a
+//! time). A per-function module's artifacts load when first called.
 
 use super::artifacts::Artifacts;
 use super::module_error::ModuleError;
@@ -7,14 +10,13 @@ use super::modules::Compiled;
 use crate::target::Target;
 use parity_iree::{IreeError, IreeRuntime, LoadedModule, Signature};
 use parity_tensor::Tensor;
-use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// One module as loaded.
 enum Loaded {
     /// A whole-module vmfb.
-    Whole(LoadedModule),
+    Whole(Mutex<LoadedModule>),
     /// Per-function artifacts, each loaded when a function it holds is first called.
     PerFunction {
         /// Function name -> the key of the artifact holding it, or why it has none.
@@ -27,14 +29,14 @@ enum Loaded {
 /// One artifact's vmfb and, once a function in it is called, its loaded module.
 struct Lazy {
     vmfb: Arc<Vec<u8>>,
-    loaded: OnceCell<Result<LoadedModule, ModuleError>>,
+    loaded: OnceLock<Result<Mutex<LoadedModule>, ModuleError>>,
 }
 
-/// The modules of a run loaded into one runtime (one per thread: IREE
-/// runtimes cannot move between threads), or why each could not be loaded.
+/// The modules of a run loaded into one runtime, or why each could not be
+/// loaded. `Sync`: the threads of a run on one target share it.
 pub struct ModuleSet {
     modules: BTreeMap<String, Result<Loaded, ModuleError>>,
-    load_errors: RefCell<Vec<ModuleError>>,
+    load_errors: Mutex<Vec<ModuleError>>,
     // Declared last so the modules are dropped before their runtime.
     runtime: Result<IreeRuntime, ModuleError>,
 }
@@ -44,18 +46,30 @@ impl ModuleSet {
     /// module into it (per-function artifacts load when first called).
     /// [`Target::load`] is the way in.
     pub(crate) fn load(target: &Target, compiled: &Compiled) -> ModuleSet {
-        let mut load_errors = Vec::new();
-        let runtime = target.runtime().map_err(|e| ModuleError::Runtime {
+        ModuleSet::on(ModuleSet::runtime_for(target), compiled)
+    }
+
+    /// A new runtime on `target`'s device (serving its parameter files),
+    /// or the error a [`ModuleSet`] reports for every module without one.
+    pub(crate) fn runtime_for(target: &Target) -> Result<IreeRuntime, ModuleError> {
+        target.runtime().map_err(|e| ModuleError::Runtime {
             driver: target.device().to_string(),
             source: Arc::new(e),
-        });
+        })
+    }
+
+    /// Loads every compiled whole module into `runtime` (per-function
+    /// artifacts load when first called).
+    pub(crate) fn on(runtime: Result<IreeRuntime, ModuleError>, compiled: &Compiled) -> ModuleSet {
+        let mut load_errors = Vec::new();
         let mut modules = BTreeMap::new();
         for (name, artifacts) in compiled {
             let loaded = match (&runtime, artifacts) {
                 (_, Err(e)) => Err(e.clone()),
                 (Err(e), _) => Err(e.clone()),
                 (Ok(runtime), Ok(Artifacts::Whole(bytes))) => {
-                    runtime.load(bytes, name).map(Loaded::Whole).map_err(|e| {
+                    let loaded = runtime.load(bytes, name);
+                    loaded.map(|m| Loaded::Whole(Mutex::new(m))).map_err(|e| {
                         let e = ModuleError::Load {
                             module: name.clone(),
                             function: None,
@@ -73,7 +87,7 @@ impl ModuleSet {
                         .map(|(key, vmfb)| {
                             let lazy = Lazy {
                                 vmfb: Arc::clone(vmfb),
-                                loaded: OnceCell::new(),
+                                loaded: OnceLock::new(),
                             };
                             (key.clone(), lazy)
                         })
@@ -87,19 +101,19 @@ impl ModuleSet {
         }
         ModuleSet {
             modules,
-            load_errors: RefCell::new(load_errors),
+            load_errors: Mutex::new(load_errors),
             runtime,
         }
     }
 
     /// Load failures so far (not compile failures, which `compile_all` recorded).
     pub fn load_errors(&self) -> Vec<ModuleError> {
-        self.load_errors.borrow().clone()
+        lock(&self.load_errors).clone()
     }
 
     /// The loaded module holding `function` of `module`: the whole module, or
     /// the function's own (loaded now if this is its first call).
-    fn find(&self, module: &str, function: &str) -> Result<&LoadedModule, ModuleError> {
+    fn find(&self, module: &str, function: &str) -> Result<&Mutex<LoadedModule>, ModuleError> {
         let loaded = match self.modules.get(module) {
             None => {
                 return Err(ModuleError::Undeclared {
@@ -143,13 +157,14 @@ impl ModuleSet {
         };
         let loaded = one.loaded.get_or_init(|| {
             let runtime = self.runtime.as_ref().map_err(ModuleError::clone)?;
-            runtime.load(&one.vmfb, module).map_err(|e| {
+            let loaded = runtime.load(&one.vmfb, module);
+            loaded.map(Mutex::new).map_err(|e| {
                 let e = ModuleError::Load {
                     module: module.to_string(),
                     function: Some(function.to_string()),
                     source: Arc::new(e),
                 };
-                self.load_errors.borrow_mut().push(e.clone());
+                lock(&self.load_errors).push(e.clone());
                 e
             })
         });
@@ -161,7 +176,8 @@ impl ModuleSet {
     /// checked before invoking and IREE's own checks apply).
     pub fn signature(&self, module: &str, function: &str) -> Option<Signature> {
         let loaded = self.find(module, function).ok()?;
-        loaded.signature(function).and_then(Result::ok)
+        let signature = lock(loaded).signature(function);
+        signature.and_then(Result::ok)
     }
 
     /// Invokes `function` of `module` on `args`. A function the module does
@@ -187,9 +203,8 @@ impl ModuleSet {
         keys: &[Option<String>],
     ) -> Result<Vec<Tensor>, ModuleError> {
         let loaded = self.find(module, function)?;
-        loaded
-            .invoke_keyed(function, args, keys)
-            .map_err(|e| ModuleError::Invoke(Arc::new(e)))
+        let outputs = lock(loaded).invoke_keyed(function, args, keys);
+        outputs.map_err(|e| ModuleError::Invoke(Arc::new(e)))
     }
 
     /// What this set's runtime uploaded so far (zero when it has none).
@@ -199,4 +214,10 @@ impl ModuleSet {
             .map(|r| r.upload_stats())
             .unwrap_or_default()
     }
+}
+
+/// `m`'s guard; a thread that panicked holding it left the data whole (a
+/// call that failed part-way leaves the VM context as IREE left it).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -40,4 +40,4 @@ pub use runtime::{
 };
 pub use signature::{parse_declaration, Signature, ValueType};
 pub use split_index::{FunctionEntry, SplitIndex};
-pub use traced::{TracedArtifact, TRACE_PASS};
+pub use traced::{TracedArtifact, TracedModule, TRACE_PASS};

@@ -1,14 +1,15 @@
 //! Arguments that stay on the device: a weight is uploaded once per runtime
-//! and every later call that names it (by key) reuses that upload, so a run
-//! of many stages and cases moves each weight over to the device once, not
-//! once per call. Every upload is counted, weights and other inputs apart.
+//! (which every thread of a run on one target shares) and every later call
+//! that names it (by key) reuses that upload, from any thread, so a run of
+//! many stages, cases and modes moves each weight over to the device once,
+//! not once per call. Every upload is counted, weights and other inputs apart.
 
 use crate::convert::tensor_to_value;
 use eerie::runtime::{Runtime, Value};
 use parity_tensor::{DType, Tensor};
 use serde::{Deserialize, Serialize};
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 /// What a runtime uploaded: resident (keyed) arguments and the others.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +26,10 @@ pub struct UploadStats {
     pub other_uploads: u64,
     /// Their bytes.
     pub other_bytes: u64,
+    /// Module loads whose globals IREE read from parameter files (each
+    /// load reads its parameters once).
+    #[serde(default)]
+    pub parameter_loads: u64,
 }
 
 impl UploadStats {
@@ -37,6 +42,7 @@ impl UploadStats {
             resident_bytes_saved: self.resident_bytes_saved + o.resident_bytes_saved,
             other_uploads: self.other_uploads + o.other_uploads,
             other_bytes: self.other_bytes + o.other_bytes,
+            parameter_loads: self.parameter_loads + o.parameter_loads,
         }
     }
 }
@@ -45,11 +51,13 @@ impl UploadStats {
 type Upload = (DType, Vec<usize>, Value);
 
 /// The resident values of one runtime, by key, with the dtype and shape
-/// each was uploaded with.
+/// each was uploaded with. Used from several threads (the runtime's owner
+/// makes that sound, see `runtime::Shared`): the map's lock is held while a
+/// new key uploads, so two threads asking for one weight upload it once.
 #[derive(Default)]
 pub struct Resident {
-    values: RefCell<HashMap<String, Upload>>,
-    stats: Cell<UploadStats>,
+    values: Mutex<HashMap<String, Upload>>,
+    stats: Mutex<UploadStats>,
 }
 
 impl Resident {
@@ -62,29 +70,37 @@ impl Resident {
         key: Option<&str>,
         tensor: &Tensor,
     ) -> Result<Value, String> {
-        let mut stats = self.stats.get();
         let bytes = tensor.bytes().len() as u64;
-        let result = match key {
+        let count = |f: &dyn Fn(&mut UploadStats)| {
+            f(&mut self.stats.lock().unwrap_or_else(|p| p.into_inner()));
+        };
+        match key {
             None => {
-                stats.other_uploads += 1;
-                stats.other_bytes += bytes;
+                count(&|s| {
+                    s.other_uploads += 1;
+                    s.other_bytes += bytes;
+                });
                 tensor_to_value(rt, tensor)
             }
             Some(key) => {
-                let mut values = self.values.borrow_mut();
+                let mut values = self.values.lock().unwrap_or_else(|p| p.into_inner());
                 match values.get(key) {
                     Some((dtype, shape, v))
                         if *dtype == tensor.dtype() && shape.as_slice() == tensor.shape() =>
                     {
-                        stats.resident_reuses += 1;
-                        stats.resident_bytes_saved += bytes;
+                        count(&|s| {
+                            s.resident_reuses += 1;
+                            s.resident_bytes_saved += bytes;
+                        });
                         Ok(v.clone())
                     }
                     found => {
                         let fresh = found.is_none();
                         let v = tensor_to_value(rt, tensor)?;
-                        stats.resident_uploads += 1;
-                        stats.resident_bytes += bytes;
+                        count(&|s| {
+                            s.resident_uploads += 1;
+                            s.resident_bytes += bytes;
+                        });
                         if fresh {
                             values.insert(
                                 key.to_string(),
@@ -95,13 +111,11 @@ impl Resident {
                     }
                 }
             }
-        };
-        self.stats.set(stats);
-        result
+        }
     }
 
     /// The counts so far.
     pub(crate) fn stats(&self) -> UploadStats {
-        self.stats.get()
+        *self.stats.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

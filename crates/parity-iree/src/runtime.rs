@@ -1,17 +1,19 @@
 //! Running compiled modules on the IREE runtime.
 //!
-//! Threading model: eerie's runtime objects are neither `Send` nor `Sync`, and so
-//! are [`IreeRuntime`] and [`LoadedModule`]. Create one runtime per thread (each
-//! with its own device) and load the module on that thread; share only the vmfb
-//! bytes (or the [`crate::ArtifactCache`]) across threads.
+//! Threading model: one [`IreeRuntime`] (a HAL device, its resident weights
+//! and its parameter providers) is shared by every thread of a run on one
+//! target: it is `Send + Sync` and cloning it shares it. A [`LoadedModule`]
+//! (one VM context) is `Send` but not `Sync`: IREE VM contexts are
+//! thread-compatible, so a module loaded once is used by one thread at a
+//! time (behind a lock when several threads call it).
 
 use crate::convert::value_to_tensor;
 use crate::error::IreeError;
 use crate::signature::{parse_declaration, Signature};
 use crate::vmfb::{self, ModuleInfo};
 use parity_tensor::Tensor;
-use std::cell::OnceCell;
-use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// The default HAL driver: multi-threaded CPU execution.
 pub const DEFAULT_DRIVER: &str = "local-task";
@@ -52,19 +54,45 @@ pub fn available_devices(driver: &str) -> Result<Vec<DeviceFound>, IreeError> {
         .collect())
 }
 
-/// An IREE runtime bound to one HAL device. Not `Send`: one per thread.
+/// An IREE runtime bound to one HAL device, with its resident weights and
+/// parameter files. `Send + Sync`; clones share the device and the weights.
+#[derive(Clone)]
 pub struct IreeRuntime {
-    pub(crate) driver: String,
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// What every clone of an [`IreeRuntime`] and every module loaded in it share.
+pub(crate) struct Shared {
+    driver: String,
     // Declared before `inner`: resident buffers are released before the runtime.
-    pub(crate) resident: Rc<crate::resident::Resident>,
+    resident: crate::resident::Resident,
+    /// Module loads that read parameters (each reads its globals once).
+    pub(crate) parameter_loads: AtomicU64,
     /// The subject's parameter files and IREE's io-parameters module over
     /// them (made at the first load), when it has any.
     pub(crate) parameters: Option<(
         parity_iree_io::Parameters,
-        OnceCell<eerie::runtime::NativeModule>,
+        OnceLock<eerie::runtime::NativeModule>,
     )>,
-    pub(crate) inner: Rc<eerie::runtime::Runtime>,
+    pub(crate) inner: eerie::runtime::Runtime,
 }
+
+// SAFETY: eerie marks its runtime objects !Send/!Sync conservatively; what
+// `Shared` holds and how it is used from several threads is thread-safe in
+// IREE: the VM instance is process-wide and shared by eerie already; a HAL
+// device and its allocator are thread-safe (iree/hal/device.h; the only
+// exceptions, replacing the allocator or channel provider, are never
+// called); buffer views are immutable once uploaded and their reference
+// counts are atomic; parameter indices are insert-only and thread-safe and
+// providers "may be shared by several contexts simultaneously"
+// (iree/io/parameter_provider.h, parameter_index.h); VM modules (the
+// io-parameters module, made once under a OnceLock) are thread-safe, only
+// contexts are not, and contexts live in `LoadedModule`s, not here. The
+// resident store is behind a Mutex, the counters are atomics. eerie's own
+// RwLock orders runtime creation and destruction against invocations.
+unsafe impl Send for Shared {}
+// SAFETY: see `Send` above: every method reachable through `&Shared` is thread-safe.
+unsafe impl Sync for Shared {}
 
 impl IreeRuntime {
     /// Creates a runtime on the default device of `driver` (`local-task` or `local-sync`).
@@ -75,10 +103,13 @@ impl IreeRuntime {
             message: status_text(&e),
         })?;
         Ok(IreeRuntime {
-            driver: driver.to_string(),
-            resident: Rc::default(),
-            parameters: None,
-            inner: Rc::new(inner),
+            shared: Arc::new(Shared {
+                driver: driver.to_string(),
+                resident: Default::default(),
+                parameter_loads: AtomicU64::new(0),
+                parameters: None,
+                inner,
+            }),
         })
     }
 
@@ -93,25 +124,30 @@ impl IreeRuntime {
         let mut runtime = IreeRuntime::new(driver)?;
         if !scopes.is_empty() {
             let parameters = parity_iree_io::Parameters::open(scopes)?;
-            runtime.parameters = Some((parameters, OnceCell::new()));
+            let shared = Arc::get_mut(&mut runtime.shared).expect("not shared yet");
+            shared.parameters = Some((parameters, OnceLock::new()));
         }
         Ok(runtime)
     }
 
     /// The parameter files this runtime serves, if any.
     pub fn parameters(&self) -> Option<&parity_iree_io::Parameters> {
-        self.parameters.as_ref().map(|(p, _)| p)
+        self.shared.parameters.as_ref().map(|(p, _)| p)
     }
 
     /// The HAL driver name this runtime was created with.
     pub fn driver(&self) -> &str {
-        &self.driver
+        &self.shared.driver
     }
 
-    /// What this runtime has uploaded so far: resident (keyed) arguments
-    /// once each, and every other argument at each call.
+    /// What this runtime (all its clones) has uploaded so far: resident
+    /// (keyed) arguments once each, every other argument at each call, and
+    /// the module loads that read parameters.
     pub fn upload_stats(&self) -> crate::resident::UploadStats {
-        self.resident.stats()
+        crate::resident::UploadStats {
+            parameter_loads: self.shared.parameter_loads.load(Ordering::Relaxed),
+            ..self.shared.resident.stats()
+        }
     }
 
     /// IREE's io-parameters module over the subject's parameter files, made
@@ -120,7 +156,7 @@ impl IreeRuntime {
     pub(crate) fn parameter_module(
         &self,
     ) -> Result<Option<&eerie::runtime::NativeModule>, IreeError> {
-        let Some((parameters, module)) = &self.parameters else {
+        let Some((parameters, module)) = &self.shared.parameters else {
             return Ok(None);
         };
         Ok(Some(match module.get() {
@@ -138,11 +174,12 @@ impl IreeRuntime {
             name: name.to_string(),
             message: status_text(&e),
         };
-        let program = match &self.parameters {
-            None => self.inner.load_vmfb(vmfb).map_err(load_err)?,
+        let shared = &self.shared;
+        let program = match &shared.parameters {
+            None => shared.inner.load_vmfb(vmfb).map_err(load_err)?,
             Some((parameters, _)) => {
                 let module = self.parameter_module()?.expect("parameters are set");
-                self.inner.load_vmfb_with(vmfb, &[module]).map_err(|e| {
+                let program = shared.inner.load_vmfb_with(vmfb, &[module]).map_err(|e| {
                     let mut e = load_err(e);
                     // IREE names the key; say which files were searched.
                     if let IreeError::Load { message, .. } = &mut e {
@@ -151,27 +188,38 @@ impl IreeRuntime {
                         }
                     }
                     e
-                })?
+                })?;
+                shared.parameter_loads.fetch_add(1, Ordering::Relaxed);
+                program
             }
         };
         Ok(LoadedModule {
             name: name.to_string(),
             info: vmfb::inspect(vmfb),
             program,
-            resident: Rc::clone(&self.resident),
-            runtime: Rc::clone(&self.inner),
+            shared: Arc::clone(&self.shared),
         })
     }
 }
 
-/// A module loaded into an [`IreeRuntime`], ready to invoke. Not `Send`.
+/// A module loaded into an [`IreeRuntime`], ready to invoke: one VM
+/// context. `Send` but not `Sync`: one thread at a time.
 pub struct LoadedModule {
     pub(crate) name: String,
     pub(crate) info: Option<ModuleInfo>,
     pub(crate) program: eerie::runtime::Program,
-    pub(crate) resident: Rc<crate::resident::Resident>,
-    pub(crate) runtime: Rc<eerie::runtime::Runtime>,
+    // Declared after `program`: the context is released before the device.
+    pub(crate) shared: Arc<Shared>,
 }
+
+// SAFETY: a `LoadedModule` owns its VM context (eerie's `Program`, whose
+// `Rc`s are cloned only into the `Function` handle `invoke_keyed` makes and
+// drops within the call), so moving it to another thread moves every
+// reference to that context with it. IREE VM contexts are thread-compatible
+// (iree/vm/context.h: externally synchronised), which `&mut`-free use from
+// one thread at a time satisfies; it is not `Sync`, so two threads never
+// call into it at once. `Shared` is `Send + Sync` (see there).
+unsafe impl Send for LoadedModule {}
 
 impl LoadedModule {
     /// The label given at load time.
@@ -264,8 +312,9 @@ impl LoadedModule {
         for (index, arg) in args.iter().enumerate() {
             let key = keys.get(index).and_then(Option::as_deref);
             let value = self
+                .shared
                 .resident
-                .value(&self.runtime, key, arg)
+                .value(&self.shared.inner, key, arg)
                 .map_err(|message| IreeError::Argument {
                     module: self.name.clone(),
                     function: function.to_string(),

@@ -13,7 +13,11 @@ use crate::compiler::{diagnostics_text, CompileOptions, IreeCompiler, COMPILE_LO
 use crate::error::IreeError;
 use crate::runtime::{status_text, IreeRuntime, LoadedModule};
 use parity_tensor::{DType, Tensor};
+use std::marker::PhantomData;
+use std::ops::Deref;
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// The pass pipeline (nested in the module the invocation holds) that inserts a `flow.tensor.trace` of every dispatch's
 /// operands (`KEY inputs`) and results (`KEY outputs`), KEY being
@@ -101,7 +105,7 @@ impl IreeRuntime {
         vmfb: &[u8],
         name: &str,
         mut on_trace: OnTrace,
-    ) -> Result<LoadedModule, IreeError> {
+    ) -> Result<TracedModule, IreeError> {
         let load_err = |e: eerie::runtime::RuntimeError| IreeError::Load {
             name: name.to_string(),
             message: status_text(&e),
@@ -117,16 +121,37 @@ impl IreeRuntime {
             on_trace(key, tensors)
         });
         let program = self
+            .shared
             .inner
             .load_vmfb_traced(vmfb, &natives, sink)
             .map_err(load_err)?;
-        Ok(LoadedModule {
-            name: name.to_string(),
-            info: crate::vmfb::inspect(vmfb),
-            program,
-            resident: Rc::clone(&self.resident),
-            runtime: Rc::clone(&self.inner),
+        if !natives.is_empty() {
+            self.shared.parameter_loads.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(TracedModule {
+            module: LoadedModule {
+                name: name.to_string(),
+                info: crate::vmfb::inspect(vmfb),
+                program,
+                shared: Arc::clone(&self.shared),
+            },
+            _one_thread: PhantomData,
         })
+    }
+}
+
+/// A traced module: a [`LoadedModule`] whose HAL module holds the trace
+/// closure. Not `Send` (unlike a `LoadedModule`): the closure is not, and
+/// it runs on the thread that invokes.
+pub struct TracedModule {
+    module: LoadedModule,
+    _one_thread: PhantomData<Rc<()>>,
+}
+
+impl Deref for TracedModule {
+    type Target = LoadedModule;
+    fn deref(&self) -> &LoadedModule {
+        &self.module
     }
 }
 

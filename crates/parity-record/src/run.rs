@@ -105,7 +105,7 @@ pub struct Provenance {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub weight_transforms: Vec<WeightTransformRecord>,
     /// Per target: what the run uploaded to the device, weights (resident:
-    /// once per runtime, then reused) and other inputs (every call) apart.
+    /// once per run and target, then reused) and other inputs (every call) apart.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub uploads: Vec<UploadRecord>,
 }
@@ -122,18 +122,20 @@ impl UploadRecord {
             weight_bytes_saved: self.weight_bytes_saved + o.weight_bytes_saved,
             other_uploads: self.other_uploads + o.other_uploads,
             other_bytes: self.other_bytes + o.other_bytes,
+            parameter_loads: self.parameter_loads + o.parameter_loads,
         }
     }
 }
 
-/// What one target's runtimes uploaded during a run.
+/// What one target's runtime uploaded during a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UploadRecord {
     /// The target.
     pub target: String,
-    /// Runtimes the run created on it (one per mode: IREE runtimes are per thread).
+    /// Runtimes the run created on it (one, shared by every mode's thread;
+    /// records before the runtime was shared say one per mode).
     pub runtimes: u64,
-    /// Weights uploaded (each once per runtime).
+    /// Weights uploaded (each once per run and target).
     pub weight_uploads: u64,
     /// Their bytes.
     pub weight_bytes: u64,
@@ -145,6 +147,10 @@ pub struct UploadRecord {
     pub other_uploads: u64,
     /// Their bytes.
     pub other_bytes: u64,
+    /// Module loads whose globals IREE read from the parameter files (each
+    /// module loads once per run and target, and reads its parameters then).
+    #[serde(default)]
+    pub parameter_loads: u64,
 }
 
 /// A weight transformed at load (`weight_transforms:` in the spec).

@@ -13,6 +13,9 @@ Writes, for model.mlir (next to this script):
   no_b.irpa             w and s only (the key `b` missing)
   long_w.irpa           w as f32[16] (more bytes than the global's 48)
   wrong_shape.safetensors  w as f32[3,4] (the same 48 bytes, another shape)
+  weights.gguf          the same three tensors (GGUF v3, written here: the
+                        `gguf` package is not in the environment)
+  long_w.gguf           w as f32[16], b and s as in weights.gguf
   model.vmfb            model.mlir compiled for llvm-cpu (generic CPU): a
                         prebuilt module whose parameters parity cannot read
   oracle/x.npy, oracle/xw.npy, oracle/y.npy, oracle/z.npy
@@ -47,6 +50,41 @@ def safetensors_bytes(tensors):
     return struct.pack("<Q", len(text)) + text + data
 
 
+GGUF_ALIGNMENT = 32
+GGML_TYPE_F32 = 0
+GGUF_TYPE_UINT32 = 4
+GGUF_TYPE_STRING = 8
+
+
+def gguf_string(text):
+    """A GGUF string: u64 byte length, then the UTF-8 bytes."""
+    raw = text.encode()
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def gguf_bytes(tensors):
+    """A GGUF v3 file (llama.cpp's format, as IREE's gguf_parser.c reads it):
+    header (magic, version, tensor and metadata counts), metadata
+    key/values, tensor infos (name, dims innermost first, ggml type, data
+    offset), then the tensor data, every tensor aligned to 32 bytes."""
+    meta = [("general.alignment", GGUF_TYPE_UINT32, struct.pack("<I", GGUF_ALIGNMENT)),
+            ("general.name", GGUF_TYPE_STRING, gguf_string("parity parameters fixture"))]
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(meta))
+    for key, kind, value in meta:
+        head += gguf_string(key) + struct.pack("<I", kind) + value
+    data, infos = b"", b""
+    for name, array in tensors.items():
+        assert array.dtype == np.float32, name
+        data += b"\0" * (-len(data) % GGUF_ALIGNMENT)
+        infos += gguf_string(name) + struct.pack("<I", array.ndim)
+        infos += b"".join(struct.pack("<Q", d) for d in reversed(array.shape))
+        infos += struct.pack("<IQ", GGML_TYPE_F32, len(data))
+        data += np.ascontiguousarray(array).astype("<f4").tobytes()
+    head += infos
+    head += b"\0" * (-len(head) % GGUF_ALIGNMENT)
+    return head + data
+
+
 def main(out):
     out.mkdir(parents=True, exist_ok=True)
     w = (np.arange(12, dtype=np.float64).reshape(4, 3) - 5.0) / 8.0
@@ -67,6 +105,10 @@ def main(out):
     )
     (out / "wrong_shape.safetensors").write_bytes(
         safetensors_bytes({"w": f32(w).reshape(3, 4), "b": f32(b), "s": f32(s)})
+    )
+    (out / "weights.gguf").write_bytes(gguf_bytes(weights))
+    (out / "long_w.gguf").write_bytes(
+        gguf_bytes({"w": np.arange(16, dtype=np.float32), "b": f32(b), "s": f32(s)})
     )
     ireec.compile_file(
         str(Path(__file__).with_name("model.mlir")),
