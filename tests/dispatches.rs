@@ -148,3 +148,47 @@ fn bad_target_selections_are_input_errors() {
     assert!(text.contains("no target named `nope`"), "{text}");
     assert_eq!(r["status"], "error");
 }
+
+#[test]
+fn bisect_over_two_targets_attaches_the_first_divergent_dispatch() {
+    // scores matches the oracle on cpu and not on cpu_bf16 (its matmul
+    // inputs demoted): a backend-specific divergence, so bisect traces the
+    // stage on both and names the dispatch.
+    let dir = basic_copy();
+    spec_with_targets(dir.path());
+    let json = dir.path().join("b.json");
+    let out = parity(
+        dir.path(),
+        &[
+            "bisect",
+            "stages.yaml",
+            "--target",
+            "cpu,cpu_bf16",
+            "--stage",
+            "scores",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["target"], "cpu_bf16");
+    let e = &r["dispatch"];
+    assert_eq!(e["reference"], "cpu");
+    assert_eq!(e["target"], "cpu_bf16");
+    let s = &e["stage"];
+    assert_eq!(s["status"], "fail", "{s}");
+    let d = &s["dispatches"][s["first_divergent"].as_u64().unwrap() as usize];
+    let names: Vec<&str> = d["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"stablehlo.dot_general"), "{names:?}");
+    assert!(
+        text.contains("dispatch evidence (cpu matches the oracle, cpu_bf16 does not"),
+        "{text}"
+    );
+}

@@ -89,7 +89,9 @@ pub fn bisect_targets(spec: &Spec, options: &BisectOptions, targets: &[String]) 
     {
         options.run.target = Some(target);
     }
-    bisect_record(spec, &options, &record)
+    let mut report = bisect_record(spec, &options, &record);
+    crate::dispatch::evidence::attach(spec, &options, &record, &mut report);
+    report
 }
 
 /// `parity check --bisect`: bisects the run's first isolated divergence (when
@@ -101,7 +103,10 @@ pub fn bisect_into_record(
     record: &mut RunRecord,
 ) -> Option<BisectRecord> {
     record.first_divergence.as_ref()?;
-    let bisected = bisect_record(spec, options, record);
+    let mut bisected = bisect_record(spec, options, record);
+    if record.targets.len() > 1 {
+        crate::dispatch::evidence::attach(spec, options, record, &mut bisected);
+    }
     record.first_divergent_op = bisected.localisation();
     Some(bisected)
 }

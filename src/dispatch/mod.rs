@@ -15,6 +15,7 @@
 //!    differed (local or accumulated).
 
 pub mod align;
+pub mod evidence;
 pub mod flow_ops;
 mod stage;
 pub mod trace;

@@ -222,7 +222,29 @@ pub fn trace_stage(
     // intermediate that differs beyond it (a reduction's order) while the
     // results agree is absorbed, not a divergence. A divergence no aligned
     // dispatch shows is still a divergence.
-    let results = judge.diff(&tested.results, &reference.results);
+    // Each result under its own output's criteria.
+    let results: Vec<TracedDiff> = (0..tested.results.len().max(reference.results.len()))
+        .map(|i| {
+            let own = Judge {
+                spec: env.spec.clone(),
+                output: stage.outputs.get(i).unwrap_or(first).clone(),
+            };
+            let mut d = own.diff(
+                tested.results.get(i).map(std::slice::from_ref).unwrap_or_default(),
+                reference.results.get(i).map(std::slice::from_ref).unwrap_or_default(),
+            );
+            let mut one = d.pop().unwrap_or(TracedDiff {
+                index: i,
+                ty: String::new(),
+                status: Status::Fail,
+                max_abs: None,
+                max_ulp: None,
+                mismatched: 0,
+            });
+            one.index = i;
+            one
+        })
+        .collect();
     let results_differ = results.iter().any(|d| d.status == Status::Fail);
     let (first_divergent, absorbed) = if results_differ {
         (first_failing, None)

@@ -161,6 +161,9 @@ pub fn text(r: &BisectRecord) -> String {
             );
         }
     }
+    if let Some(e) = &r.dispatch {
+        let _ = write!(s, "\n{}", super::dispatches_text::evidence_text(e));
+    }
     for n in &r.notes {
         let _ = writeln!(s, "\nnote: {n}");
     }

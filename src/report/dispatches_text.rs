@@ -154,6 +154,17 @@ pub fn stage_text(r: &DispatchesRecord, s: &DispatchStage) -> String {
     out
 }
 
+/// Dispatch evidence in a bisect record, as lines.
+pub fn evidence_text(e: &parity_record::DispatchEvidence) -> String {
+    let r = DispatchesRecord::new("", &e.reference, &e.target);
+    format!(
+        "dispatch evidence ({} matches the oracle, {} does not; the program unchanged):\n{}",
+        e.reference,
+        e.target,
+        stage_text(&r, &e.stage)
+    )
+}
+
 /// The terminal text.
 pub fn text(r: &DispatchesRecord) -> String {
     let mut out = format!(

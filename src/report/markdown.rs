@@ -270,6 +270,13 @@ fn bisect_head(b: &BisectRecord) -> String {
             md(&ops.into_iter().collect::<Vec<_>>().join(", "))
         );
     }
+    if let Some(e) = &b.dispatch {
+        let _ = writeln!(
+            s,
+            "\n```text\n{}```",
+            super::sanitize::xml(&super::dispatches_text::evidence_text(e)).replace("```", "'''")
+        );
+    }
     if let Some(dir) = &b.reproducer {
         let _ = writeln!(s, "\nReproducer: {} (run.sh, stages.yaml)", md(dir));
     }

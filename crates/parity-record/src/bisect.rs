@@ -159,6 +159,11 @@ pub struct BisectRecord {
     /// The reproducer run by bisect itself: whether it fails as it should.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reproducer_check: Option<ReproducerCheck>,
+    /// After a run over several targets where the stage matches the oracle
+    /// on one and not on another: the stage's dispatches traced on both,
+    /// with the first divergent one ([`crate::DispatchEvidence`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch: Option<Box<crate::dispatches::DispatchEvidence>>,
     /// What people should know (an honest region, a fallback).
     pub notes: Vec<String>,
     /// What went wrong, with its kind (input: exit 2, execution: exit 3).
@@ -423,6 +428,7 @@ impl BisectRecord {
             observer_effect: Vec::new(),
             reproducer: None,
             reproducer_check: None,
+            dispatch: None,
             notes: Vec::new(),
             errors: Vec::new(),
             node_ids: None,

@@ -91,6 +91,19 @@ pub struct DispatchStage {
     pub dropped_bytes: u64,
 }
 
+/// Dispatch-level evidence in a bisect record (`parity bisect --target
+/// a,b`, `parity check --bisect --target a,b`): the divergent stage traced
+/// on a target that matches the oracle there and on the one that fails.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DispatchEvidence {
+    /// The target whose stage matches the oracle.
+    pub reference: String,
+    /// The target the stage diverges on.
+    pub target: String,
+    /// The stage traced on both.
+    pub stage: DispatchStage,
+}
+
 /// One dispatch of the reference target and its counterpart.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DispatchRow {

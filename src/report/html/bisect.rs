@@ -34,6 +34,16 @@ pub fn section(out: &mut String, b: &BisectRecord) {
             out.push_str("<p>No single operation named (see the region and notes).</p>")
         }
     }
+    if let Some(e) = &b.dispatch {
+        let r = parity_record::DispatchesRecord::new("", &e.reference, &e.target);
+        let _ = write!(
+            out,
+            "<h3>Dispatch evidence: <code>{}</code> matches the oracle, <code>{}</code> does not</h3>",
+            esc(&e.reference),
+            esc(&e.target)
+        );
+        super::dispatches::stage(out, &r, &e.stage, 0, 0);
+    }
     for n in &b.notes {
         let _ = write!(out, "<p class=\"note\">{}</p>", esc(n));
     }

@@ -36,7 +36,8 @@ pub fn section(out: &mut String, r: &DispatchesRecord, i: usize) {
     out.push_str("</section>");
 }
 
-fn stage(out: &mut String, r: &DispatchesRecord, s: &DispatchStage, i: usize, k: usize) {
+/// One stage's sequence (also the dispatch evidence of a bisect section).
+pub fn stage(out: &mut String, r: &DispatchesRecord, s: &DispatchStage, i: usize, k: usize) {
     let st = s.status.name();
     let _ = write!(
         out,

@@ -13,7 +13,7 @@
 mod bisect;
 mod charts;
 mod details;
-mod dispatches;
+pub(crate) mod dispatches;
 mod error_page;
 pub mod esc;
 mod fuzz;
