@@ -17,6 +17,7 @@
 pub mod align;
 pub mod evidence;
 pub mod flow_ops;
+mod inside;
 mod stage;
 pub mod trace;
 
@@ -146,6 +147,7 @@ fn errored(stage: &str, case: &str) -> DispatchStage {
         dispatches: Vec::new(),
         first_divergent: None,
         absorbed: None,
+        inside: None,
         unaligned: Vec::new(),
         fidelity: Vec::new(),
         results: Vec::new(),

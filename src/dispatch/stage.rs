@@ -108,7 +108,7 @@ pub fn trace_stage(
     let given = bisect::isolated_args(&env.spec.path, &stage, stages, &sources)?;
     let req = SliceRequest {
         name: "stage".into(),
-        from: inputs,
+        from: inputs.clone(),
         to: outputs,
     };
     let (text, infos) =
@@ -230,8 +230,16 @@ pub fn trace_stage(
                 output: stage.outputs.get(i).unwrap_or(first).clone(),
             };
             let mut d = own.diff(
-                tested.results.get(i).map(std::slice::from_ref).unwrap_or_default(),
-                reference.results.get(i).map(std::slice::from_ref).unwrap_or_default(),
+                tested
+                    .results
+                    .get(i)
+                    .map(std::slice::from_ref)
+                    .unwrap_or_default(),
+                reference
+                    .results
+                    .get(i)
+                    .map(std::slice::from_ref)
+                    .unwrap_or_default(),
             );
             let mut one = d.pop().unwrap_or(TracedDiff {
                 index: i,
@@ -256,6 +264,23 @@ pub fn trace_stage(
         (None, false, true) => Status::Skipped,
         (None, false, false) => Status::Pass,
     };
+    // Inside the first divergent dispatch (a local one: with inputs that
+    // already differ, the cause may lie before it).
+    let inside = first_divergent
+        .and_then(|i| pairs.get(i).map(|p| (i, p.reference)))
+        .filter(|(i, _)| !rows[*i].inputs_differ)
+        .map(|(_, r)| {
+            super::inside::inside(
+                env,
+                &module,
+                func,
+                &stage.module,
+                &inputs,
+                &given,
+                &ref_ops[r].0,
+                &judge,
+            )
+        });
     Ok(DispatchStage {
         stage: stage.name.clone(),
         case: case.to_string(),
@@ -266,6 +291,7 @@ pub fn trace_stage(
         dispatches: rows,
         first_divergent,
         absorbed,
+        inside,
         unaligned,
         fidelity,
         results,

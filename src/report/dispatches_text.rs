@@ -99,6 +99,24 @@ pub fn stage_text(r: &DispatchesRecord, s: &DispatchStage) -> String {
             );
         }
         let _ = writeln!(out, "    operations: {}", ops_text(d, 8));
+        if let Some(i) = &s.inside {
+            match &i.op {
+                Some(op) => {
+                    let _ = writeln!(
+                        out,
+                        "    inside: #{} {} @ {} differs first (max |Δ| {}): {}",
+                        op.index,
+                        op.name,
+                        op.loc,
+                        num(i.max_abs),
+                        i.note
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "    inside: {}", i.note);
+                }
+            }
+        }
     } else if s.status == Status::Fail {
         let worst = s
             .results

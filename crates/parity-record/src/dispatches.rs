@@ -72,6 +72,9 @@ pub struct DispatchStage {
     /// Not a divergence: the stage passes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub absorbed: Option<usize>,
+    /// Inside the first divergent dispatch, when it was entered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inside: Option<InsideDispatch>,
     /// Dispatches of either target that could not be aligned.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unaligned: Vec<UnalignedDispatch>,
@@ -89,6 +92,21 @@ pub struct DispatchStage {
     /// Bytes dropped over the byte budget: the dispatches they belong to
     /// are `skipped`, never passed.
     pub dropped_bytes: u64,
+}
+
+/// Inside the first divergent dispatch: its operations cut out and run on
+/// both targets from the same inputs, every result tapped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InsideDispatch {
+    /// The first operation whose tapped result differs, when one does.
+    pub op: Option<DispatchOp>,
+    /// Whether the cut-out operations reproduce a difference at all.
+    pub reproduced: bool,
+    /// Its largest |Δ| (or the largest over all taps when none differs).
+    #[serde(default, with = "crate::float::option")]
+    pub max_abs: Option<f64>,
+    /// What the evidence is.
+    pub note: String,
 }
 
 /// Dispatch-level evidence in a bisect record (`parity bisect --target

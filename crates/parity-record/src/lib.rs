@@ -54,8 +54,8 @@ pub use common::{ErrorKind, ErrorRecord, Location, Mode, Status};
 pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};
 pub use criterion::{Check, CriterionRecord};
 pub use dispatches::{
-    DispatchEvidence, DispatchOp, DispatchRow, DispatchStage, DispatchesRecord, TraceFidelity,
-    TracedDiff, UnalignedDispatch, DISPATCHES_SCHEMA,
+    DispatchEvidence, DispatchOp, DispatchRow, DispatchStage, DispatchesRecord, InsideDispatch,
+    TraceFidelity, TracedDiff, UnalignedDispatch, DISPATCHES_SCHEMA,
 };
 pub use error_map::ErrorMap;
 pub use exit::ExitCode;

@@ -64,6 +64,24 @@ pub fn stage(out: &mut String, r: &DispatchesRecord, s: &DispatchStage, i: usize
             esc(&origin(d)),
             esc(&ops_text(d, 12))
         );
+        if let Some(i) = &s.inside {
+            let what = match &i.op {
+                Some(op) => format!(
+                    "#{} {} @ {} differs first (max |Δ| {}). ",
+                    op.index,
+                    op.name,
+                    op.loc,
+                    num(i.max_abs)
+                ),
+                None => String::new(),
+            };
+            let _ = write!(
+                out,
+                "<p>Inside the dispatch: {}{}</p>",
+                esc(&what),
+                esc(&i.note)
+            );
+        }
     }
     out.push_str(
         "<table class=\"dispatch-seq\"><thead><tr><th>#</th><th>dispatch</th><th>aligned by</th>\
