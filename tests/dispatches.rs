@@ -23,6 +23,16 @@ const TARGETS: &str = "  targets:
       flags: [\"--iree-preprocessing-pass-pipeline=builtin.module(util.func(iree-global-opt-demote-contraction-inputs{type=bf16 operation=all}))\"]
 ";
 
+/// The operation names a dispatch row holds.
+fn op_names(d: &Value) -> Vec<&str> {
+    d["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect()
+}
+
 fn spec_with_targets(dir: &Path) {
     let text = std::fs::read_to_string(dir.join("stages.yaml")).unwrap();
     assert!(text.contains(LEGACY), "examples/basic/stages.yaml changed");
@@ -113,12 +123,7 @@ fn a_flag_that_changes_the_matmul_numerics_is_named_with_its_operations() {
     let first = s["first_divergent"].as_u64().expect("a dispatch is named") as usize;
     let d = &s["dispatches"][first];
     assert_eq!(d["status"], "fail");
-    let names: Vec<&str> = d["ops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["name"].as_str().unwrap())
-        .collect();
+    let names = op_names(d);
     assert!(names.contains(&"stablehlo.dot_general"), "{names:?}");
     // The demotion adds conversion dispatches the reference does not run.
     assert!(
@@ -183,12 +188,7 @@ fn bisect_over_two_targets_attaches_the_first_divergent_dispatch() {
     let s = &e["stage"];
     assert_eq!(s["status"], "fail", "{s}");
     let d = &s["dispatches"][s["first_divergent"].as_u64().unwrap() as usize];
-    let names: Vec<&str> = d["ops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["name"].as_str().unwrap())
-        .collect();
+    let names = op_names(d);
     assert!(names.contains(&"stablehlo.dot_general"), "{names:?}");
     assert!(
         text.contains("dispatch evidence (cpu matches the oracle, cpu_bf16 does not"),

@@ -52,15 +52,8 @@ pub fn run(args: BisectArgs) -> anyhow::Result<i32> {
     if let Err(why) = args.exports.check() {
         return super::emit::refuse(&why);
     }
-    let spec = match parity_spec::Spec::load(&args.spec) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!(
-                "parity: invalid spec: {}",
-                report::sanitize::terminal(&e.to_string())
-            );
-            return Ok(ExitCode::Input.code());
-        }
+    let Some(spec) = super::emit::load_spec(&args.spec) else {
+        return Ok(ExitCode::Input.code());
     };
     let options = BisectOptions {
         run: RunOptions {

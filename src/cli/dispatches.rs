@@ -2,7 +2,7 @@
 
 use super::emit::{Dest, ExportArgs};
 use crate::dispatch::{self, DispatchOptions, DEFAULT_BUDGET};
-use crate::report::{self, Json};
+use crate::report::Json;
 use parity_record::{AnyRecord, ExitCode};
 use std::io::Write;
 use std::path::PathBuf;
@@ -61,15 +61,8 @@ pub fn run(args: DispatchesArgs) -> anyhow::Result<i32> {
     if let Err(why) = args.exports.check() {
         return super::emit::refuse(&why);
     }
-    let spec = match parity_spec::Spec::load(&args.spec) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!(
-                "parity: invalid spec: {}",
-                report::sanitize::terminal(&e.to_string())
-            );
-            return Ok(ExitCode::Input.code());
-        }
+    let Some(spec) = super::emit::load_spec(&args.spec) else {
+        return Ok(ExitCode::Input.code());
     };
     let options = DispatchOptions {
         cache_dir: args.cache_dir,

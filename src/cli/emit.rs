@@ -213,6 +213,20 @@ impl Outputs {
     }
 }
 
+/// Loads the spec, or prints why it is invalid (the caller exits 2).
+pub(super) fn load_spec(path: &std::path::Path) -> Option<parity_spec::Spec> {
+    match parity_spec::Spec::load(path) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!(
+                "parity: invalid spec: {}",
+                report::sanitize::terminal(&e.to_string())
+            );
+            None
+        }
+    }
+}
+
 /// Prints `why` as an invalid-arguments error and returns exit 2.
 pub(super) fn refuse(why: &str) -> anyhow::Result<i32> {
     eprintln!("parity: error: {}", report::sanitize::terminal(why));

@@ -61,28 +61,23 @@ fn cut(
     Ok((text, order))
 }
 
+/// The stage a dispatch belongs to, as a program over its function.
+pub struct StageProgram<'a> {
+    /// The normalised module.
+    pub module: &'a Module,
+    /// The stage's function in it.
+    pub func: &'a Function,
+    /// The spec module the stage runs (for its compile flags).
+    pub spec_module: &'a str,
+    /// The values the stage's arguments feed, in argument order.
+    pub inputs: &'a [ValueId],
+    /// The stage's isolated-mode arguments.
+    pub args: &'a [Tensor],
+}
+
 /// Goes inside the dispatch holding `ops` (stage-function op indices).
-#[allow(clippy::too_many_arguments)]
-pub fn inside(
-    env: &Env,
-    module: &Module,
-    func: &Function,
-    stage_module: &str,
-    stage_inputs: &[ValueId],
-    stage_args: &[Tensor],
-    ops: &BTreeSet<usize>,
-    judge: &Judge,
-) -> InsideDispatch {
-    match try_inside(
-        env,
-        module,
-        func,
-        stage_module,
-        stage_inputs,
-        stage_args,
-        ops,
-        judge,
-    ) {
+pub fn inside(env: &Env, p: &StageProgram, ops: &BTreeSet<usize>, judge: &Judge) -> InsideDispatch {
+    match try_inside(env, p, ops, judge) {
         Ok(i) => i,
         Err(why) => InsideDispatch {
             op: None,
@@ -93,17 +88,14 @@ pub fn inside(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn try_inside(
     env: &Env,
-    module: &Module,
-    func: &Function,
-    stage_module: &str,
-    stage_inputs: &[ValueId],
-    stage_args: &[Tensor],
+    p: &StageProgram,
     ops: &BTreeSet<usize>,
     judge: &Judge,
 ) -> Result<InsideDispatch, String> {
+    let (module, func, stage_module) = (p.module, p.func, p.spec_module);
+    let (stage_inputs, stage_args) = (p.inputs, p.args);
     // Every non-constant op the dispatch holds, and the values it reads
     // from outside (constants included: they are computed, then fed).
     let region: Vec<usize> = ops.iter().copied().collect();

@@ -270,16 +270,14 @@ pub fn trace_stage(
         .and_then(|i| pairs.get(i).map(|p| (i, p.reference)))
         .filter(|(i, _)| !rows[*i].inputs_differ)
         .map(|(_, r)| {
-            super::inside::inside(
-                env,
-                &module,
+            let program = super::inside::StageProgram {
+                module: &module,
                 func,
-                &stage.module,
-                &inputs,
-                &given,
-                &ref_ops[r].0,
-                &judge,
-            )
+                spec_module: &stage.module,
+                inputs: &inputs,
+                args: &given,
+            };
+            super::inside::inside(env, &program, &ref_ops[r].0, &judge)
         });
     Ok(DispatchStage {
         stage: stage.name.clone(),
