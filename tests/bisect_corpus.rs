@@ -41,7 +41,12 @@ fn run(names: &[&str]) -> Vec<CorpusRow> {
 fn every_entry_applies_once_names_its_answers_and_cites_a_public_report() {
     let root = common::repo();
     let all = entries();
-    assert!(all.len() >= 15, "{} entries", all.len());
+    assert!(all.len() >= 23, "{} entries", all.len());
+    // Names are how `--bisect-kind` and the docs' table pick entries.
+    let mut names: Vec<&str> = all.iter().map(|e| e.name.as_str()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), all.len(), "entry names are unique");
     for subject in ["basic", "gemma3n"] {
         let p = prepare(bundled_subject(&root, subject).unwrap(), None).unwrap();
         for e in all.iter().filter(|e| e.subject == subject) {
@@ -75,6 +80,9 @@ fn the_basic_entries_are_named_exactly_or_proven_equivalent_and_never_wrong() {
         "wq_transposed",
         "softmax_wrong_axis",
         "conv_pad_causal",
+        "sub_mask_offset",
+        "proj_bias_dropped",
+        "ln_stats_over_seq",
     ]);
     for r in &rows {
         assert_ne!(r.outcome, Outcome::Wrong, "{}", r.line());
@@ -86,8 +94,17 @@ fn the_basic_entries_are_named_exactly_or_proven_equivalent_and_never_wrong() {
                 assert_eq!(r.outcome, Outcome::Ambiguous, "{}", r.line());
                 assert_eq!(r.equivalent, Some(true), "{}", r.line());
             }
+            // Mean and variance over (T, D): two reductions changed at once,
+            // which no one-op repair undoes: an honest region, never a
+            // guessed op (docs/bisect.md's corpus table).
+            "ln_stats_over_seq" => {
+                assert_eq!(r.outcome, Outcome::Region, "{}", r.line());
+                assert!(r.said.contains("region"), "{}", r.said);
+            }
             // The wide catalogue: a weight never multiplied in (an input of
-            // the region), a reduction over the other axis of a square matrix.
+            // the region), a reduction over the other axis of a square matrix;
+            // a mask subsampled from the wrong frames (an off-by-one slice), a
+            // bias never added (a missing binary op with a region input).
             _ => assert_eq!(r.outcome, Outcome::Exact, "{}", r.line()),
         }
     }
