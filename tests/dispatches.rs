@@ -147,6 +147,24 @@ fn a_flag_that_changes_the_matmul_numerics_is_named_with_its_operations() {
 }
 
 #[test]
+fn dispatches_over_the_byte_budget_are_not_judged_and_never_pass() {
+    let (code, text, r) = dispatches(&[
+        "--target",
+        "cpu,vulkan",
+        "--stage",
+        "layer_norm",
+        "--max-trace-bytes",
+        "600",
+    ]);
+    assert_eq!(code, 2, "{text}");
+    assert_eq!(r["status"], "error");
+    let s = &r["stages"][0];
+    assert_eq!(s["status"], "skipped");
+    assert!(s["dropped_bytes"].as_u64().unwrap() > 0);
+    assert!(text.contains("raise --max-trace-bytes"), "{text}");
+}
+
+#[test]
 fn bad_target_selections_are_input_errors() {
     let (code, text, _) = dispatches(&["--target", "cpu"]);
     assert_eq!(code, 2, "{text}");

@@ -110,7 +110,15 @@ pub fn dispatches(spec: &Spec, o: &DispatchOptions) -> DispatchesRecord {
                     budget: o.budget,
                 };
                 match stage::trace_stage(&env, &mut compiled, &stages, at, &case.name) {
-                    Ok(done) => rec.stages.push(done),
+                    Ok(done) => {
+                        if done.status == Status::Skipped {
+                            rec.errors.push(ErrorRecord::input(format!(
+                                "stage `{}` (case `{}`): {} bytes of traced tensors were over --max-trace-bytes {}, so some dispatches were not compared and the stage is not judged; raise --max-trace-bytes",
+                                done.stage, done.case, done.dropped_bytes, o.budget
+                            )));
+                        }
+                        rec.stages.push(done);
+                    }
                     Err(e) => {
                         rec.errors.push(e.to_record());
                         rec.stages.push(errored(&s.name, &case.name));
