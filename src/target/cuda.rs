@@ -50,19 +50,22 @@ pub fn parse_sm(target: &str) -> Option<(u32, u32, char)> {
     Some((major.parse().ok()?, minor.parse().ok()?, suffix))
 }
 
-/// The newest PTX ISA a CUDA driver of `driver_version` JIT-compiles (NVIDIA's
-/// PTX ISA release notes: CUDA 11.x -> 7.x, 12.0..12.5 -> 8.0..8.5, 12.6 ->
-/// 8.5, 12.8 -> 8.7, 12.9 -> 8.8, 13.0 -> 9.0). None: a driver outside this
-/// table (older than 11.0, or newer than it knows), which is not judged.
+/// The newest PTX ISA a CUDA driver of `driver_version` JIT-compiles (the
+/// release history in NVIDIA's PTX ISA notes, as NVIDIA's cuda-python
+/// `cuda/bindings/utils/_ptx_utils.py` tabulates it: CUDA 11.x -> 7.x,
+/// 12.0..12.5 -> 8.0..8.5, 12.6 -> 8.5 (no new ISA), 12.7 -> 8.6, 12.8 -> 8.7,
+/// 12.9 -> 8.8, 13.0 -> 9.0, 13.1 -> 9.1). None: a driver outside this table
+/// (older than 11.0, or newer than it knows), which is not judged.
 pub fn max_ptx_isa(driver_version: u32) -> Option<(u32, u32)> {
     let (major, minor) = (driver_version / 1000, driver_version % 1000 / 10);
     match (major, minor) {
         (11, m) if m <= 8 => Some((7, m)),
         (12, m) if m <= 5 => Some((8, m)),
-        (12, 6 | 7) => Some((8, 5)),
+        (12, 6) => Some((8, 5)),
+        (12, 7) => Some((8, 6)),
         (12, 8) => Some((8, 7)),
         (12, 9) => Some((8, 8)),
-        (13, 0) => Some((9, 0)),
+        (13, m) if m <= 1 => Some((9, m)),
         _ => None,
     }
 }

@@ -82,6 +82,9 @@ fn ptx_newer_than_the_driver_jit_compiles_is_refused() {
     assert_eq!(max_ptx_isa(11080), Some((7, 8)));
     assert_eq!(max_ptx_isa(12060), Some((8, 5)));
     assert_eq!(max_ptx_isa(12090), Some((8, 8)));
+    // 12.7 brought ISA 8.6; 13.1 brought 9.1.
+    assert_eq!(max_ptx_isa(12070), Some((8, 6)));
+    assert_eq!(max_ptx_isa(13010), Some((9, 1)));
     // Outside the table: not judged.
     assert_eq!(max_ptx_isa(10020), None);
     assert_eq!(max_ptx_isa(14000), None);
