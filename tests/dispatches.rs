@@ -213,3 +213,115 @@ fn bisect_over_two_targets_attaches_the_first_divergent_dispatch() {
         "{text}"
     );
 }
+
+#[test]
+fn a_substituted_dispatch_on_lavapipe_is_named_and_labelled_backend_specific() {
+    // IREE's debugging recipe: dump a target's executable sources, edit one,
+    // splice it back (`--iree-hal-substitute-executable-source`, applied by
+    // parity between two compile phases). The edit: layer_norm's second
+    // dispatch divides the variance by 15 instead of 16 (an N-1 bug), on
+    // Vulkan only.
+    let dir = basic_copy();
+    let spec = dir.path().join("stages.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let dump_target = format!(
+        "{TARGETS}    vulkan_dump: {{backend: vulkan-spirv, device: vulkan, flags: [\"--iree-hal-dump-executable-sources-to=dump\"]}}\n"
+    );
+    std::fs::write(&spec, text.replacen(LEGACY, &dump_target, 1)).unwrap();
+    let out = parity(
+        dir.path(),
+        &[
+            "check",
+            "stages.yaml",
+            "--target",
+            "vulkan_dump",
+            "--stage",
+            "layer_norm",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let source =
+        std::fs::read_to_string(dir.path().join("dump/basic_layer_norm_dispatch_1.mlir")).unwrap();
+    assert_eq!(source.matches("1.600000e+01 : f32").count(), 1, "{source}");
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(
+        dir.path().join("sub/ln1.mlir"),
+        source.replace("1.600000e+01 : f32", "1.500000e+01 : f32"),
+    )
+    .unwrap();
+    let sub_target = format!(
+        "{dump_target}    vulkan_sub: {{backend: vulkan-spirv, device: vulkan, flags: [\"--iree-hal-substitute-executable-source=layer_norm_dispatch_1=sub/ln1.mlir\"]}}\n"
+    );
+    std::fs::write(&spec, text.replacen(LEGACY, &sub_target, 1)).unwrap();
+
+    // The dispatch diff names the substituted dispatch, local, with its ops.
+    let json = dir.path().join("d.json");
+    let out = parity(
+        dir.path(),
+        &[
+            "dispatches",
+            "stages.yaml",
+            "--target",
+            "cpu,vulkan_sub",
+            "--stage",
+            "layer_norm",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let text_out = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text_out}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = &r["stages"][0];
+    let first = s["first_divergent"].as_u64().expect("a dispatch is named") as usize;
+    let d = &s["dispatches"][first];
+    assert!(
+        d["key"]
+            .as_str()
+            .unwrap()
+            .starts_with("layer_norm_dispatch_1"),
+        "{d}"
+    );
+    assert_eq!(d["inputs_differ"], false, "{d}");
+    assert_eq!(d["aligned_by"], "key");
+    let names = op_names(d);
+    assert!(names.contains(&"stablehlo.rsqrt"), "{names:?}");
+    // Its ops cut out would compile without the substitution: not gone inside.
+    assert_eq!(s["inside"]["reproduced"], false, "{s}");
+    assert!(
+        s["inside"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("substitutes executable `layer_norm_dispatch_1`"),
+        "{s}"
+    );
+    // The dispatch before it (the mean) is untouched and passes.
+    for earlier in s["dispatches"].as_array().unwrap()[..first].iter() {
+        assert_eq!(earlier["status"], "pass", "{earlier}");
+    }
+
+    // Triangulation: cpu matches the oracle, the substituted Vulkan does not.
+    let run = dir.path().join("run.json");
+    let out = parity(
+        dir.path(),
+        &[
+            "check",
+            "stages.yaml",
+            "--target",
+            "cpu,vulkan_sub",
+            "--stage",
+            "layer_norm",
+            "--mode",
+            "isolated",
+            "--json",
+            run.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+    let rows = r["triangulation"].as_array().expect("a triangulation");
+    assert!(!rows.is_empty());
+    for row in rows {
+        assert_eq!(row["label"], "backend-specific", "{row}");
+    }
+}

@@ -75,8 +75,35 @@ pub struct StageProgram<'a> {
     pub args: &'a [Tensor],
 }
 
-/// Goes inside the dispatch holding `ops` (stage-function op indices).
-pub fn inside(env: &Env, p: &StageProgram, ops: &BTreeSet<usize>, judge: &Judge) -> InsideDispatch {
+/// Goes inside the dispatch of executable `executable` holding `ops`
+/// (stage-function op indices).
+pub fn inside(
+    env: &Env,
+    p: &StageProgram,
+    executable: &str,
+    ops: &BTreeSet<usize>,
+    judge: &Judge,
+) -> InsideDispatch {
+    // A substituted executable is a hand-written replacement: the ops cut
+    // out of the stage compile afresh, without it, and cannot reproduce it.
+    for target in [env.reference, env.target] {
+        let options = target.module_options(env.spec, p.spec_module);
+        let subs = options.substitutions().unwrap_or_default();
+        if subs.iter().any(|s| s.executable == executable) {
+            return InsideDispatch {
+                op: None,
+                reproduced: false,
+                max_abs: None,
+                note: format!(
+                    "not gone inside: target `{}` substitutes executable `{executable}` \
+                     (--iree-hal-substitute-executable-source); its operations cut out would \
+                     compile afresh without the substitution, so the dispatch-level answer \
+                     stands alone",
+                    target.name()
+                ),
+            };
+        }
+    }
     match try_inside(env, p, ops, judge) {
         Ok(i) => i,
         Err(why) => InsideDispatch {

@@ -126,6 +126,9 @@ pub fn dispatches(spec: &Spec, o: &DispatchOptions) -> DispatchesRecord {
                 }
             }
         }
+        for t in [&o.reference, &o.target] {
+            rec.notes.extend(unmatched_substitutions(&compiled, t));
+        }
         Ok(())
     };
     if let Err(e) = run() {
@@ -162,4 +165,28 @@ fn errored(stage: &str, case: &str) -> DispatchStage {
         kept_bytes: 0,
         dropped_bytes: 0,
     }
+}
+
+/// A note for each executable a target's substitution flag names that no
+/// traced program of that target holds: IREE substituted nothing (it only
+/// warns), so the run is of the unedited module.
+fn unmatched_substitutions(compiled: &stage::Compiled, target: &str) -> Vec<String> {
+    let mut programs = compiled
+        .0
+        .iter()
+        .filter(|((_, t), _)| t == target)
+        .map(|(_, a)| &a.unmatched_substitutions);
+    let Some(first) = programs.next() else {
+        return Vec::new();
+    };
+    let programs: Vec<_> = programs.collect();
+    first
+        .iter()
+        .filter(|name| programs.iter().all(|p| p.contains(name)))
+        .map(|name| {
+            format!(
+                "target `{target}`: `--iree-hal-substitute-executable-source` names executable `{name}`, which no traced stage compiles, so nothing was substituted (a dispatch's key starts with its executable's name)"
+            )
+        })
+        .collect()
 }

@@ -30,7 +30,7 @@ pub struct Env<'a> {
 /// Traced compiles of this run, by (program text, target): a stage traced
 /// for several cases compiles once per target.
 #[derive(Default)]
-pub struct Compiled(HashMap<(String, String), TracedArtifact>);
+pub struct Compiled(pub(super) HashMap<(String, String), TracedArtifact>);
 
 /// Whether the stage's module is a prebuilt vmfb (no source to trace).
 pub fn prebuilt(spec: &Spec, stage: &Stage) -> bool {
@@ -106,18 +106,26 @@ pub fn trace_stage(
     let (inputs, outputs) = bisect::stage_values(&module, func, &stage)?;
     let sources = InputSources::open(env.spec).map_err(|e| BisectError::Inputs(Box::new(e)))?;
     let given = bisect::isolated_args(&env.spec.path, &stage, stages, &sources)?;
+    // The program keeps the stage function's own name (and its module's),
+    // so its dispatches carry the names an ordinary compile gives them
+    // (`FUNCTION_dispatch_N`): the names of IREE's executable dumps, which a
+    // target's `--iree-hal-substitute-executable-source` refers to.
+    let entry = func.name.clone();
     let req = SliceRequest {
-        name: "stage".into(),
+        name: entry.clone(),
         from: inputs.clone(),
         to: outputs,
     };
-    let (text, infos) =
-        parity_mlir::emit_slices(&module, func, "stage", &[req]).map_err(|source| {
-            BisectError::StageSlice {
-                stage: stage.name.clone(),
-                source,
-            }
-        })?;
+    let (text, infos) = parity_mlir::emit_slices(
+        &module,
+        func,
+        module.name.as_deref().unwrap_or("module"),
+        &[req],
+    )
+    .map_err(|source| BisectError::StageSlice {
+        stage: stage.name.clone(),
+        source,
+    })?;
     let args: Vec<Tensor> = infos[0]
         .args
         .iter()
@@ -150,7 +158,7 @@ pub fn trace_stage(
         env.reference,
         &stage,
         &label,
-        &text,
+        (&text, &entry),
         &args,
         None,
     )?;
@@ -168,7 +176,7 @@ pub fn trace_stage(
         env.target,
         &stage,
         &label,
-        &text,
+        (&text, &entry),
         &args,
         Some(Rc::clone(&stream)),
     )?;
@@ -269,7 +277,7 @@ pub fn trace_stage(
     let inside = first_divergent
         .and_then(|i| pairs.get(i).map(|p| (i, p.reference)))
         .filter(|(i, _)| !rows[*i].inputs_differ)
-        .map(|(_, r)| {
+        .map(|(i, r)| {
             let program = super::inside::StageProgram {
                 module: &module,
                 func,
@@ -277,7 +285,9 @@ pub fn trace_stage(
                 inputs: &inputs,
                 args: &given,
             };
-            super::inside::inside(env, &program, &ref_ops[r].0, &judge)
+            let key = &rows[i].key;
+            let executable = key.split("::").next().unwrap_or(key);
+            super::inside::inside(env, &program, executable, &ref_ops[r].0, &judge)
         });
     Ok(DispatchStage {
         stage: stage.name.clone(),
@@ -307,7 +317,7 @@ fn run_side(
     target: &Target,
     stage: &Stage,
     label: &str,
-    text: &str,
+    (text, entry): (&str, &str),
     args: &[Tensor],
     stream: Option<Rc<RefCell<Stream>>>,
 ) -> Result<Side, BisectError> {
@@ -362,12 +372,12 @@ fn run_side(
         let module = runtime
             .load_traced(&artifact.vmfb, &label, sink)
             .map_err(load_err)?;
-        module.invoke("stage", args).map_err(invoke_err)?
+        module.invoke(entry, args).map_err(invoke_err)?
     };
     let untraced = runtime
         .load(&untraced.vmfb, &label)
         .map_err(load_err)?
-        .invoke("stage", args)
+        .invoke(entry, args)
         .map_err(invoke_err)?;
     let trace = Rc::try_unwrap(own)
         .map(RefCell::into_inner)

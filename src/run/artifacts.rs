@@ -122,7 +122,9 @@ pub fn plan(
         .index_key(compiler, job.mlir, &job.options)
         .map_err(|e| e.to_string())?;
     let mut out = FunctionArtifacts::default();
-    if let Some((index, public)) = cache.read_index_with_public(&index_key) {
+    // A compile that dumps files runs every time (a hit would skip them).
+    let fresh = job.options.writes_files();
+    if let Some((index, public)) = cache.read_index_with_public(&index_key).filter(|_| !fresh) {
         let wanted = index
             .iter()
             .filter(|(f, _)| job.wanted.is_none_or(|w| w.contains(*f)));
@@ -160,7 +162,7 @@ pub fn plan(
         let key = cache
             .key(compiler, text.as_bytes(), &job.options)
             .map_err(|e| e.to_string())?;
-        let found = cache.read_function(&key);
+        let found = cache.read_function(&key).filter(|_| !fresh);
         if let Some(entry) = &found {
             index.insert(function.to_string(), entry.clone());
         }

@@ -168,7 +168,13 @@ impl ArtifactCache {
         options: &CompileOptions,
     ) -> Result<Lookup, IreeError> {
         let key = self.key(compiler, mlir, options)?;
-        let (found, warnings) = self.read_key(&key);
+        // A compile that writes files (`--iree-hal-dump-executable-sources-to`
+        // and the like) is run every time: a hit would skip the files.
+        let (found, warnings) = if options.writes_files() {
+            (None, Vec::new())
+        } else {
+            self.read_key(&key)
+        };
         Ok(Lookup {
             key,
             found,
@@ -250,6 +256,12 @@ fn compute_key(revision: &str, lib_sha: &str, mlir: &[u8], options: &CompileOpti
     field(&(options.flags.len() as u64).to_le_bytes());
     for flag in &options.flags {
         field(flag.as_bytes());
+    }
+    // A substituted executable is part of the artifact: key on its bytes,
+    // so an edited replacement file is a miss, not the old module.
+    for sub in options.substitutions().unwrap_or_default() {
+        field(sub.executable.as_bytes());
+        field(&std::fs::read(&sub.file).unwrap_or_default());
     }
     // `--iree-llvmcpu-target-cpu=host` (and friends) tie the artifact to this
     // CPU: key it on the CPU too, so a cache shared between machines never
@@ -473,6 +485,28 @@ mod tests {
         );
         let vmvx = CompileOptions::new("vmvx", vec!["--a".into(), "--b".into()]);
         assert_ne!(base, compute_key("3.13.0", "ab", b"mlir", &vmvx));
+    }
+
+    #[test]
+    fn a_compile_that_dumps_files_is_never_a_hit() {
+        assert!(opts(&["--iree-hal-dump-executable-sources-to=d"]).writes_files());
+        assert!(opts(&["--dump-compilation-phases-to=d"]).writes_files());
+        assert!(!opts(&["--iree-opt-level=O2"]).writes_files());
+    }
+
+    #[test]
+    fn key_changes_with_a_substituted_executables_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sub.mlir");
+        std::fs::write(&file, "hal.executable public @x {}").unwrap();
+        let flag = format!(
+            "--iree-hal-substitute-executable-source=x={}",
+            file.display()
+        );
+        let before = compute_key("r", "l", b"m", &opts(&[flag.as_str()]));
+        assert_eq!(before, compute_key("r", "l", b"m", &opts(&[flag.as_str()])));
+        std::fs::write(&file, "hal.executable public @x { }").unwrap();
+        assert_ne!(before, compute_key("r", "l", b"m", &opts(&[flag.as_str()])));
     }
 
     const KEY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";

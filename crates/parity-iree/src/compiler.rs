@@ -69,6 +69,15 @@ impl CompileOptions {
         out
     }
 
+    /// Whether the flags make the compiler write files beside the module
+    /// (IREE's `--...-dump-...-to=DIR` flags): such a compile is not
+    /// answered from the artifact cache, which would skip the files.
+    pub fn writes_files(&self) -> bool {
+        self.flags
+            .iter()
+            .any(|f| f.starts_with("--") && f.contains("dump") && f.contains("-to="))
+    }
+
     /// Rejects options that cannot be passed to the compiler at all.
     pub(crate) fn validate(&self, source_name: &str) -> Result<(), IreeError> {
         let bad = |message: String| IreeError::InvalidOptions {
@@ -159,6 +168,15 @@ impl IreeCompiler {
         options: &CompileOptions,
     ) -> Result<Vec<u8>, IreeError> {
         options.validate(source_name)?;
+        let has_substitutions = options
+            .flags
+            .iter()
+            .any(|f| f.starts_with("--iree-hal-substitute-executable"));
+        if has_substitutions {
+            // Applied between two phases, as IREE's own flag does
+            // (crate::phased); the session rejects the flag itself.
+            return Ok(self.compile_phased(source_name, mlir, options, None)?.vmfb);
+        }
         // Concurrent compile sessions in one process race inside the compiler
         // library (seen here: "createTargetMachine(x86_64-unknown-unknown-eabi-elf)
         // failed" then SIGSEGV when test threads compiled at once), so

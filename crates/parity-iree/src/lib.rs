@@ -22,6 +22,7 @@ mod convert;
 pub mod diagnostics;
 pub mod discover;
 pub mod error;
+pub mod phased;
 pub mod resident;
 pub mod runtime;
 pub mod signature;
@@ -34,6 +35,7 @@ pub use compiler::{CompileOptions, IreeCompiler, COMPILER_LIB_ENV};
 pub use error::IreeError;
 /// IREE parameter files (`subject.parameters`), mapped and indexed by IREE.
 pub use parity_iree_io::{Entry as ParameterEntry, ParameterError, Parameters};
+pub use phased::{Substitution, SUBSTITUTE_SOURCE_FLAG};
 pub use resident::UploadStats;
 pub use runtime::{
     available_devices, DeviceFound, IreeRuntime, LoadedModule, DEFAULT_DRIVER, DRIVERS_BUILT_IN,

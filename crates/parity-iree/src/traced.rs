@@ -9,7 +9,7 @@
 //! compile on from `flow`. Dispatch formation happens before the split, so the
 //! dispatches are those of an untraced compile with the same flags.
 
-use crate::compiler::{diagnostics_text, CompileOptions, IreeCompiler, COMPILE_LOCK};
+use crate::compiler::{CompileOptions, IreeCompiler};
 use crate::error::IreeError;
 use crate::runtime::{status_text, IreeRuntime, LoadedModule};
 use parity_tensor::{DType, Tensor};
@@ -32,6 +32,9 @@ pub struct TracedArtifact {
     pub vmfb: Vec<u8>,
     /// The flow-phase IR, generic form with inline locations.
     pub flow_ir: String,
+    /// Executables a `--iree-hal-substitute-executable-source` of the
+    /// options names that this module does not hold (nothing substituted).
+    pub unmatched_substitutions: Vec<String>,
 }
 
 impl IreeCompiler {
@@ -43,51 +46,13 @@ impl IreeCompiler {
         mlir: &[u8],
         options: &CompileOptions,
     ) -> Result<TracedArtifact, IreeError> {
-        options.validate(source_name)?;
-        // Locations printed inline (process-wide printing flags, set once).
-        self.global_flags(&[]);
-        let _one_at_a_time = COMPILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-        let fail = |e: eerie::compiler::CompilerError| IreeError::Compile {
-            source_name: source_name.to_string(),
-            diagnostics: diagnostics_text(&e, source_name),
-        };
-        let mut session = self.inner.create_session();
-        session.set_flags(options.effective_flags()).map_err(fail)?;
-        let flow_ir = {
-            let source = session.create_source_from_buf(mlir).map_err(fail)?;
-            let mut invocation = session.create_invocation();
-            let mut out = eerie::compiler::MemBufferOutput::new(&self.inner).map_err(fail)?;
-            invocation
-                .parse_source(source)
-                .map_err(fail)?
-                .set_verify_ir(true)
-                .set_compile_to_phase("flow")
-                .map_err(fail)?
-                .pipeline(eerie::compiler::Pipeline::Std)
-                .map_err(fail)?
-                .run_pass_pipeline(TRACE_PASS)
-                .map_err(fail)?
-                .output_ir(&mut out)
-                .map_err(fail)?;
-            String::from_utf8_lossy(out.map_memory().map_err(fail)?).into_owned()
-        };
-        let source = session
-            .create_source_from_buf(flow_ir.as_bytes())
-            .map_err(fail)?;
-        let mut invocation = session.create_invocation();
-        let mut out = eerie::compiler::MemBufferOutput::new(&self.inner).map_err(fail)?;
-        invocation
-            .parse_source(source)
-            .map_err(fail)?
-            .set_verify_ir(true)
-            .set_compile_from_phase("flow")
-            .map_err(fail)?
-            .pipeline(eerie::compiler::Pipeline::Std)
-            .map_err(fail)?
-            .output_vm_byte_code(&mut out)
-            .map_err(fail)?;
-        let vmfb = out.map_memory().map_err(fail)?.to_vec();
-        Ok(TracedArtifact { vmfb, flow_ir })
+        let phased = self.compile_phased(source_name, mlir, options, Some(TRACE_PASS))?;
+        let flow_ir = phased.flow_ir.unwrap_or_default();
+        Ok(TracedArtifact {
+            vmfb: phased.vmfb,
+            flow_ir,
+            unmatched_substitutions: phased.unmatched,
+        })
     }
 }
 

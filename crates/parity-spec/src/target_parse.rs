@@ -32,7 +32,11 @@ pub(crate) fn parse_targets(
         }
         let t = cx.map(value, "target", "a target", TARGET_KEYS)?;
         let flags = match t.opt("flags") {
-            Some(f) => cx.strings(f, "flags")?,
+            Some(f) => {
+                let flags = cx.strings(f, "flags")?;
+                resolve_substitutions(flags, base)
+                    .map_err(|m| cx.invalid(f, format!("target `{name}`: {m}")))?
+            }
             None => Vec::new(),
         };
         let modules = match t.opt("modules") {
@@ -70,6 +74,42 @@ pub(crate) fn parse_targets(
         ));
     }
     Ok(targets)
+}
+
+/// IREE's flag that splices a hand-edited `hal.executable` into a compile
+/// (parity applies it between two phases of the pipeline, parity-iree's
+/// `phased`).
+const SUBSTITUTE_SOURCE_FLAG: &str = "--iree-hal-substitute-executable-source=";
+
+/// A target's flags with every executable substitution's file resolved
+/// against the spec's directory; a file that does not exist is an error
+/// naming the executable and the path, before anything compiles.
+fn resolve_substitutions(flags: Vec<String>, base: &Path) -> Result<Vec<String>, String> {
+    flags
+        .into_iter()
+        .map(|flag| {
+            let Some(value) = flag.strip_prefix(SUBSTITUTE_SOURCE_FLAG) else {
+                return Ok(flag);
+            };
+            let pairs = value
+                .split(',')
+                .map(|pair| {
+                    let Some((name, file)) = pair.split_once('=') else {
+                        return Err(format!("`{flag}`: `{pair}` is not `EXECUTABLE=FILE.mlir`"));
+                    };
+                    let path = base.join(file);
+                    if !path.is_file() {
+                        return Err(format!(
+                            "the substitution for executable `{name}`: file {} does not exist",
+                            path.display()
+                        ));
+                    }
+                    Ok(format!("{name}={}", path.display()))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok(format!("{SUBSTITUTE_SOURCE_FLAG}{}", pairs.join(",")))
+        })
+        .collect()
 }
 
 /// A target's `modules:`, subject module name -> path of a prebuilt vmfb

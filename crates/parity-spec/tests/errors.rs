@@ -613,3 +613,47 @@ fn a_target_tolerance_for_an_output_no_stage_has_is_an_error() {
         &["target `vulkan`: tolerances: no stage has an output named `oo`"],
     );
 }
+
+#[test]
+fn a_substituted_executables_file_must_exist_and_resolves_against_the_spec() {
+    let fx = Fixture::new();
+    let body = "oracle: d\nstages:\n  - {name: s, module: audio, function: f, outputs: [{name: o, oracle: y}]}\n";
+    let spec = |flag: &str| {
+        format!("version: 1\nsubject:\n  modules:\n    audio: {{mlir: subject/audio.mlir}}\n  targets:\n    sub: {{backend: llvm-cpu, device: local-task, flags: [\"{flag}\"]}}\n{body}")
+    };
+    let msg = fx.err(&spec(
+        "--iree-hal-substitute-executable-source=f_dispatch_0=subject/nope.mlir",
+    ));
+    assert_err(
+        &msg,
+        6,
+        57,
+        &[
+            "target `sub`",
+            "executable `f_dispatch_0`",
+            "nope.mlir does not exist",
+        ],
+    );
+    let msg = fx.err(&spec(
+        "--iree-hal-substitute-executable-source=f_dispatch_0",
+    ));
+    assert!(msg.contains("is not `EXECUTABLE=FILE.mlir`"), "{msg}");
+    // An existing file, given relative to the spec, is made absolute.
+    let parsed = fx
+        .parse(&spec(
+            "--iree-hal-substitute-executable-source=f_dispatch_0=subject/audio.mlir",
+        ))
+        .unwrap();
+    let flag = &parsed.subject.targets[0].flags[0];
+    let file = flag
+        .strip_prefix("--iree-hal-substitute-executable-source=f_dispatch_0=")
+        .unwrap();
+    assert!(
+        file.starts_with(&*fx.dir.path().to_string_lossy()),
+        "{flag}"
+    );
+    assert!(
+        file.ends_with("subject/audio.mlir") && std::path::Path::new(file).is_file(),
+        "{flag}"
+    );
+}
