@@ -27,7 +27,7 @@ pub struct Env<'a> {
     pub budget: u64,
 }
 
-/// Traced compiles of this run, by (program text, target): a stage traced
+/// Traced compiles of this run (from the on-disk cache or compiled), by (program text, target): a stage traced
 /// for several cases compiles once per target.
 #[derive(Default)]
 pub struct Compiled(pub(super) HashMap<(String, String), TracedArtifact>);
@@ -325,9 +325,9 @@ fn run_side(
     let label = format!("{label} on target `{}`", target.name());
     let key = (text.to_string(), target.name().to_string());
     if !compiled.0.contains_key(&key) {
-        let artifact = env
-            .compiler
-            .compile_traced(&label, text.as_bytes(), &options)
+        let (artifact, _) = env
+            .cache
+            .get_or_compile_traced(env.compiler, &label, text.as_bytes(), &options)
             .map_err(|source| BisectError::Compile {
                 label: label.clone(),
                 source,

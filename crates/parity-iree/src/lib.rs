@@ -28,6 +28,7 @@ pub mod runtime;
 pub mod signature;
 pub mod split_index;
 pub mod traced;
+mod traced_cache;
 pub mod vmfb;
 
 pub use cache::{ArtifactCache, CacheOutcome, Cached, CACHE_DIR_ENV};

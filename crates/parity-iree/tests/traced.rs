@@ -107,3 +107,42 @@ fn vulkan_traces_the_same_dispatches_as_llvm_cpu() {
     let vulkan = check("vulkan-spirv", "vulkan");
     assert_eq!(cpu, vulkan);
 }
+
+#[test]
+fn a_traced_compile_is_cached_on_disk_apart_from_the_untraced_one() {
+    use parity_iree::{ArtifactCache, CacheOutcome};
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ArtifactCache::new(dir.path());
+    let options = CompileOptions::new("llvm-cpu", vec![]);
+    let mlir = TWO_DISPATCHES.as_bytes();
+    let (first, outcome) = cache
+        .get_or_compile_traced(&compiler(), "two.mlir", mlir, &options)
+        .unwrap();
+    assert_eq!(outcome, CacheOutcome::Miss);
+    let (again, outcome) = cache
+        .get_or_compile_traced(&compiler(), "two.mlir", mlir, &options)
+        .unwrap();
+    assert_eq!(outcome, CacheOutcome::Hit);
+    assert_eq!(again.vmfb, first.vmfb);
+    assert_eq!(again.flow_ir, first.flow_ir);
+    // The untraced compile of the same source is another entry: a miss
+    // first, and a module without the traces.
+    let untraced = cache
+        .get_or_compile(&compiler(), "two.mlir", mlir, &options)
+        .unwrap();
+    assert_eq!(untraced.outcome, CacheOutcome::Miss);
+    assert_ne!(untraced.vmfb, first.vmfb);
+    // A side file that is damaged is a miss, recompiled, never a module
+    // without its flow IR.
+    let side = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".traced.json"))
+        .unwrap();
+    std::fs::write(&side, b"{").unwrap();
+    let (rebuilt, outcome) = cache
+        .get_or_compile_traced(&compiler(), "two.mlir", mlir, &options)
+        .unwrap();
+    assert_eq!(outcome, CacheOutcome::Miss);
+    assert_eq!(rebuilt.flow_ir, first.flow_ir);
+}
