@@ -75,15 +75,19 @@ pub struct StageProgram<'a> {
     pub args: &'a [Tensor],
 }
 
-/// Goes inside the dispatch of executable `executable` holding `ops`
-/// (stage-function op indices).
-pub fn inside(
-    env: &Env,
-    p: &StageProgram,
-    executable: &str,
-    ops: &BTreeSet<usize>,
-    judge: &Judge,
-) -> InsideDispatch {
+/// The dispatch gone inside, as the reference target traced it.
+pub struct Dispatch<'a> {
+    /// Its executable's symbol.
+    pub executable: &'a str,
+    /// The stage-function ops located in it.
+    pub ops: &'a BTreeSet<usize>,
+    /// Its traced inputs on the reference target, when kept.
+    pub reads: Option<&'a [Tensor]>,
+}
+
+/// Goes inside `d`.
+pub fn inside(env: &Env, p: &StageProgram, d: &Dispatch, judge: &Judge) -> InsideDispatch {
+    let executable = d.executable;
     // A substituted executable is a hand-written replacement: the ops cut
     // out of the stage compile afresh, without it, and cannot reproduce it.
     for target in [env.reference, env.target] {
@@ -104,7 +108,7 @@ pub fn inside(
             };
         }
     }
-    match try_inside(env, p, ops, judge) {
+    match try_inside(env, p, d, judge) {
         Ok(i) => i,
         Err(why) => InsideDispatch {
             op: None,
@@ -118,9 +122,10 @@ pub fn inside(
 fn try_inside(
     env: &Env,
     p: &StageProgram,
-    ops: &BTreeSet<usize>,
+    d: &Dispatch,
     judge: &Judge,
 ) -> Result<InsideDispatch, String> {
+    let ops = d.ops;
     let (module, func, stage_module) = (p.module, p.func, p.spec_module);
     let (stage_inputs, stage_args) = (p.inputs, p.args);
     // Every non-constant op the dispatch holds, and the values it reads
@@ -159,6 +164,38 @@ fn try_inside(
         &args,
     )?;
     let (boundary_values, reference_taps) = reference.split_at(boundary.len());
+    // The located ops are this dispatch only if what they read from outside
+    // is what the dispatch reads (compared by bytes: IREE may reshape a
+    // value between dispatches). Locations over- and under-approximate: one
+    // location may cover ops of several dispatches, and IREE may rewrite
+    // ops (a softmax raised from exp, reduce and divide) into ones whose
+    // locations its IR does not keep.
+    if let Some(reads) = d.reads {
+        let unaccounted = boundary
+            .iter()
+            .zip(boundary_values)
+            .filter(|(v, value)| {
+                let constant = func
+                    .op_of(**v)
+                    .is_some_and(|o| func.ops[o].name == "stablehlo.constant");
+                !constant && !reads.iter().any(|t| t.bytes() == value.bytes())
+            })
+            .count();
+        if unaccounted > 0 {
+            return Ok(InsideDispatch {
+                op: None,
+                reproduced: false,
+                max_abs: None,
+                note: format!(
+                    "not gone inside: the operations located in this dispatch (by source \
+                     location) read {unaccounted} value(s) that are not among its traced inputs, \
+                     so they are not exactly its computation (a location shared with other \
+                     dispatches, or operations IREE rewrote without keeping their locations); \
+                     a slice of them would not be this dispatch"
+                ),
+            });
+        }
+    }
     // 2. The dispatch's ops alone, from those values, on the tested target.
     let (text, order) = cut(module, func, &boundary, &taps)?;
     let args: Vec<Tensor> = order.iter().map(|&i| boundary_values[i].clone()).collect();

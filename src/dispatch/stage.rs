@@ -287,7 +287,13 @@ pub fn trace_stage(
             };
             let key = &rows[i].key;
             let executable = key.split("::").next().unwrap_or(key);
-            super::inside::inside(env, &program, executable, &ref_ops[r].0, &judge)
+            let reads = reference_trace.dispatches[r].inputs.as_deref();
+            let dispatch = super::inside::Dispatch {
+                executable,
+                ops: &ref_ops[r].0,
+                reads,
+            };
+            super::inside::inside(env, &program, &dispatch, &judge)
         });
     Ok(DispatchStage {
         stage: stage.name.clone(),

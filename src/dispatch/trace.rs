@@ -153,6 +153,12 @@ impl Judge {
 
     /// The criteria for tensors of `dtype`.
     pub fn criteria_for(&self, dtype: parity_tensor::DType) -> Vec<Criterion> {
+        // An integer or boolean tensor (an index, a mask, a length) is
+        // judged exactly: the float output's bounds (ULPs, relative error)
+        // do not speak for it, and would fail it at zero difference.
+        if !dtype.is_float() {
+            return vec![Criterion::Exact];
+        }
         output_criteria(&self.spec, &self.output, dtype)
             .into_iter()
             .filter(|c| !matches!(c, Criterion::VsF64 { .. }))
