@@ -381,3 +381,77 @@ fn a_lavapipe_softmax_ulp_is_local_ints_are_exact_and_an_inexact_op_set_is_not_e
     assert!(!note.contains("observer effect"), "{note}");
     assert!(!stdout.contains("elements outside tolerance"), "{stdout}");
 }
+
+#[test]
+fn inside_a_lavapipe_elementwise_dispatch_the_first_differing_op_is_named_and_checked_in_f64() {
+    // One elementwise dispatch of transcendental ops, judged with no ULP to
+    // spare: lavapipe's math differs from llvm-cpu's, deterministically.
+    let dir = basic_copy();
+    spec_with_targets(dir.path());
+    let model = dir.path().join("model.mlir");
+    let text = std::fs::read_to_string(&model).unwrap();
+    let at = text.find("  func.func public @layer_norm").unwrap();
+    let act = "  func.func public @act(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+    %c = stablehlo.constant dense<3.0> : tensor<2x8x16xf32>
+    %0 = stablehlo.multiply %x, %c : tensor<2x8x16xf32>
+    %1 = stablehlo.tanh %0 : tensor<2x8x16xf32>
+    %2 = stablehlo.exponential %1 : tensor<2x8x16xf32>
+    %3 = stablehlo.log %2 : tensor<2x8x16xf32>
+    %4 = stablehlo.sine %3 : tensor<2x8x16xf32>
+    %5 = stablehlo.logistic %4 : tensor<2x8x16xf32>
+    return %5 : tensor<2x8x16xf32>
+  }
+";
+    std::fs::write(&model, format!("{}{act}{}", &text[..at], &text[at..])).unwrap();
+    let spec = dir.path().join("stages.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let stage = "stages:\n  - name: act\n    module: basic\n    function: act\n    args:\n      - {oracle: x}\n    outputs:\n      - name: y\n        oracle: normed\n        tolerance: [{max_ulp: 0}]\n";
+    std::fs::write(&spec, text.replacen("stages:\n", stage, 1)).unwrap();
+    let json = dir.path().join("d.json");
+    let out = parity(
+        dir.path(),
+        &[
+            "dispatches",
+            "stages.yaml",
+            "--target",
+            "cpu,vulkan",
+            "--stage",
+            "act",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = &r["stages"][0];
+    assert_eq!(s["first_divergent"], 0, "{s}");
+    assert_eq!(s["dispatches"][0]["inputs_differ"], false);
+    let i = &s["inside"];
+    assert_eq!(i["reproduced"], true, "{i}");
+    // multiply by 3 is exact on both; tanh is the first to differ.
+    assert_eq!(i["op"]["name"], "stablehlo.tanh", "{i}");
+    assert!(
+        i["op"]["loc"].as_str().unwrap().contains("model.mlir:"),
+        "{i}"
+    );
+    // tanh alone in f64 from cpu's operands: both targets within a few f32
+    // ULPs of it (|tanh| <= 1), and `off` names a target only when it is
+    // at least twice as far as the other.
+    let v = &i["vs_f64"];
+    let (re, te) = (
+        v["reference_err"].as_f64().unwrap(),
+        v["target_err"].as_f64().unwrap(),
+    );
+    assert!(re < 1e-6 && te < 1e-6 && re.max(te) > 0.0, "{v}");
+    match v["off"].as_str() {
+        Some("vulkan") => assert!(te >= 2.0 * re, "{v}"),
+        Some("cpu") => assert!(re >= 2.0 * te, "{v}"),
+        Some(other) => panic!("off names {other}"),
+        None => assert!(te < 2.0 * re && re < 2.0 * te, "{v}"),
+    }
+    assert!(
+        stdout.contains("vs f64 (the operation alone in f64"),
+        "{stdout}"
+    );
+}

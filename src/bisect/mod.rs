@@ -42,6 +42,8 @@ use parity_mlir::{Function, Module, SliceRequest, ValueId};
 use parity_record::{Evidence, Mode, OpMetrics, Region, RunRecord, Status, ValueMetrics};
 use parity_spec::{Arg, ModuleSource, Spec, Stage};
 use parity_tensor::{DType, OracleStore, Tensor};
+/// The f64 shadow's compile flags and conversions, for the dispatch diff's f64 check.
+pub(crate) use probe::{widen, widen_reduce_precision, F64_FLAGS};
 use probe::{Cut, Prober};
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;

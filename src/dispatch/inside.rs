@@ -13,7 +13,7 @@ use parity_iree::IreeRuntime;
 use parity_mlir::{Function, Module, SliceArg, SliceRequest, ValueId};
 use parity_record::{DispatchOp, InsideDispatch, Status};
 use parity_tensor::Tensor;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// Compiles `text` for `target` (untraced, through the cache) and runs its
 /// function `name` with `args`.
@@ -37,7 +37,7 @@ fn run(
 
 /// Cuts `from -> to` out of `func` as the module's function `inside`; its
 /// arguments in order, as `from` positions.
-fn cut(
+pub(super) fn cut(
     module: &Module,
     func: &Function,
     from: &[ValueId],
@@ -98,6 +98,7 @@ pub fn inside(env: &Env, p: &StageProgram, d: &Dispatch, judge: &Judge) -> Insid
                 op: None,
                 reproduced: false,
                 max_abs: None,
+                vs_f64: None,
                 note: format!(
                     "not gone inside: target `{}` substitutes executable `{executable}` \
                      (--iree-hal-substitute-executable-source); its operations cut out would \
@@ -114,6 +115,7 @@ pub fn inside(env: &Env, p: &StageProgram, d: &Dispatch, judge: &Judge) -> Insid
             op: None,
             reproduced: false,
             max_abs: None,
+            vs_f64: None,
             note: format!("could not go inside the dispatch: {why}"),
         },
     }
@@ -186,6 +188,7 @@ fn try_inside(
                 op: None,
                 reproduced: false,
                 max_abs: None,
+                vs_f64: None,
                 note: format!(
                     "not gone inside: the operations located in this dispatch (by source \
                      location) read {unaccounted} value(s) that are not among its traced inputs, \
@@ -218,7 +221,29 @@ fn try_inside(
         };
         if d.status == Status::Fail {
             let o = func.op_of(taps[k]).unwrap_or(region[0]);
+            // The reference target's value of every boundary and tapped value.
+            let values: HashMap<ValueId, Tensor> = boundary
+                .iter()
+                .zip(boundary_values)
+                .chain(taps.iter().zip(reference_taps))
+                .map(|(v, t)| (*v, t.clone()))
+                .collect();
+            let shadow = super::inside_f64::vs_f64(
+                env,
+                module,
+                func,
+                o,
+                taps[k],
+                &values,
+                &reference_taps[k],
+                t,
+            );
+            let (vs_f64, shadow_note) = match shadow {
+                Ok(s) => (Some(s), String::new()),
+                Err(why) => (None, format!("; its f64 check could not run: {why}")),
+            };
             return Ok(InsideDispatch {
+                vs_f64,
                 op: Some(DispatchOp {
                     index: o,
                     name: func.ops[o].name.clone(),
@@ -226,7 +251,7 @@ fn try_inside(
                 }),
                 reproduced: true,
                 max_abs: d.max_abs,
-                note: "the dispatch's operations cut out and run alone on both targets from the reference target's values, every result tapped (tapping changes fusion: this is the tapped slice's first differing operation)".into(),
+                note: format!("the dispatch's operations cut out and run alone on both targets from the reference target's values, every result tapped (tapping changes fusion: this is the tapped slice's first differing operation); the operation is then run alone in f64 on the CPU from the reference target's operands{shadow_note}"),
             });
         }
     }
@@ -234,6 +259,7 @@ fn try_inside(
         op: None,
         reproduced: false,
         max_abs: worst,
+        vs_f64: None,
         note: "observer effect: the dispatch's operations, cut out and tapped, agree on both targets from the same inputs; the divergence needs the dispatch as IREE formed it, so the dispatch-level answer stands alone".into(),
     })
 }

@@ -18,6 +18,7 @@ pub mod align;
 pub mod evidence;
 pub mod flow_ops;
 mod inside;
+mod inside_f64;
 mod stage;
 pub mod trace;
 

@@ -122,6 +122,9 @@ pub fn stage_text(r: &DispatchesRecord, s: &DispatchStage) -> String {
                     let _ = writeln!(out, "    inside: {}", i.note);
                 }
             }
+            if let Some(v) = &i.vs_f64 {
+                let _ = writeln!(out, "    {}", vs_f64_text(v, &r.reference, &r.target));
+            }
         }
     } else if s.status == Status::Fail {
         let worst = s
@@ -265,4 +268,17 @@ pub fn junit(r: &DispatchesRecord) -> Report {
     let mut report = Report::new("parity");
     report.add_test_suite(suite);
     report
+}
+
+/// The f64 check of the operation named inside a dispatch, in one line.
+pub fn vs_f64_text(v: &parity_record::InsideVsF64, reference: &str, target: &str) -> String {
+    let verdict = match &v.off {
+        Some(t) => format!("{t} is the one off"),
+        None => "neither is twice as far as the other".to_string(),
+    };
+    format!(
+        "vs f64 (the operation alone in f64 from {reference}'s operands): {reference} {}, {target} {}: {verdict}",
+        num(Some(v.reference_err)),
+        num(Some(v.target_err)),
+    )
 }

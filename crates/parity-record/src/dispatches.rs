@@ -107,6 +107,26 @@ pub struct InsideDispatch {
     pub max_abs: Option<f64>,
     /// What the evidence is.
     pub note: String,
+    /// The named operation run alone in f64 on the CPU from the reference
+    /// target's operands: which target's result is off the truth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_f64: Option<InsideVsF64>,
+}
+
+/// Each target's result at the operation named inside a dispatch against
+/// the operation's f64 result from the same operands.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InsideVsF64 {
+    /// The reference target's largest |result - f64|.
+    #[serde(with = "crate::float")]
+    pub reference_err: f64,
+    /// The tested target's largest |result - f64|.
+    #[serde(with = "crate::float")]
+    pub target_err: f64,
+    /// The target at least twice as far from the truth as the other, when
+    /// one is; None when they are alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off: Option<String>,
 }
 
 /// Dispatch-level evidence in a bisect record (`parity bisect --target

@@ -55,7 +55,7 @@ pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};
 pub use criterion::{Check, CriterionRecord};
 pub use dispatches::{
     DispatchEvidence, DispatchOp, DispatchRow, DispatchStage, DispatchesRecord, InsideDispatch,
-    TraceFidelity, TracedDiff, UnalignedDispatch, DISPATCHES_SCHEMA,
+    InsideVsF64, TraceFidelity, TracedDiff, UnalignedDispatch, DISPATCHES_SCHEMA,
 };
 pub use error_map::ErrorMap;
 pub use exit::ExitCode;

@@ -81,6 +81,17 @@ pub fn stage(out: &mut String, r: &DispatchesRecord, s: &DispatchStage, i: usize
                 esc(&what),
                 esc(&i.note)
             );
+            if let Some(v) = &i.vs_f64 {
+                let _ = write!(
+                    out,
+                    "<p class=\"vs-f64\">{}</p>",
+                    esc(&crate::report::dispatches_text::vs_f64_text(
+                        v,
+                        &r.reference,
+                        &r.target
+                    ))
+                );
+            }
         }
     }
     out.push_str(
