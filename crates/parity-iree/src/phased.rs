@@ -188,23 +188,10 @@ impl IreeCompiler {
         for (phase, pass) in steps {
             let Some(pass) = pass else { continue };
             let input = text.as_ref().map_or(mlir, |t| t.as_bytes());
-            let source = session.create_source_from_buf(input).map_err(fail)?;
-            let mut invocation = session.create_invocation();
-            let mut out = eerie::compiler::MemBufferOutput::new(&self.inner).map_err(fail)?;
-            let inv = invocation.parse_source(source).map_err(fail)?;
-            inv.set_verify_ir(true);
-            if let Some(from) = from {
-                inv.set_compile_from_phase(from).map_err(fail)?;
-            }
-            inv.set_compile_to_phase(phase)
-                .map_err(fail)?
-                .pipeline(eerie::compiler::Pipeline::Std)
-                .map_err(fail)?
-                .run_pass_pipeline(pass)
-                .map_err(fail)?
-                .output_ir(&mut out)
+            let out = self
+                .step(&session, input, from, Some((phase, pass)))
                 .map_err(fail)?;
-            let ir = String::from_utf8_lossy(out.map_memory().map_err(fail)?).into_owned();
+            let ir = String::from_utf8_lossy(&out).into_owned();
             if phase == "flow" {
                 flow_ir = Some(ir.clone());
             } else {
@@ -215,24 +202,48 @@ impl IreeCompiler {
             from = Some(phase);
         }
         let input = text.as_ref().map_or(mlir, |t| t.as_bytes());
-        let source = session.create_source_from_buf(input).map_err(fail)?;
-        let mut invocation = session.create_invocation();
-        let mut out = eerie::compiler::MemBufferOutput::new(&self.inner).map_err(fail)?;
-        let inv = invocation.parse_source(source).map_err(fail)?;
-        inv.set_verify_ir(true);
-        if let Some(from) = from {
-            inv.set_compile_from_phase(from).map_err(fail)?;
-        }
-        inv.pipeline(eerie::compiler::Pipeline::Std)
-            .map_err(fail)?
-            .output_vm_byte_code(&mut out)
-            .map_err(fail)?;
-        let vmfb = out.map_memory().map_err(fail)?.to_vec();
+        let vmfb = self.step(&session, input, from, None).map_err(fail)?;
         Ok(Phased {
             vmfb,
             flow_ir,
             unmatched: missing,
         })
+    }
+}
+
+impl IreeCompiler {
+    /// One invocation of the standard pipeline on `input`, from phase
+    /// `from` (the start when None): to `(phase, pass)`, running `pass`
+    /// there and returning the IR; or, when None, to the end, returning
+    /// the vmfb.
+    fn step(
+        &self,
+        session: &eerie::compiler::Session<'_>,
+        input: &[u8],
+        from: Option<&str>,
+        to: Option<(&str, &str)>,
+    ) -> Result<Vec<u8>, eerie::compiler::CompilerError> {
+        let source = session.create_source_from_buf(input)?;
+        let mut invocation = session.create_invocation();
+        let mut out = eerie::compiler::MemBufferOutput::new(&self.inner)?;
+        let inv = invocation.parse_source(source)?;
+        inv.set_verify_ir(true);
+        if let Some(from) = from {
+            inv.set_compile_from_phase(from)?;
+        }
+        match to {
+            Some((phase, pass)) => {
+                inv.set_compile_to_phase(phase)?
+                    .pipeline(eerie::compiler::Pipeline::Std)?
+                    .run_pass_pipeline(pass)?
+                    .output_ir(&mut out)?;
+            }
+            None => {
+                inv.pipeline(eerie::compiler::Pipeline::Std)?
+                    .output_vm_byte_code(&mut out)?;
+            }
+        }
+        Ok(out.map_memory()?.to_vec())
     }
 }
 
