@@ -25,6 +25,7 @@ pub mod error_map;
 pub mod exit;
 pub mod float;
 pub mod fuzz;
+pub mod fuzz_targets;
 pub mod history;
 pub mod history_dir;
 pub mod plan;
@@ -83,5 +84,6 @@ pub use tokens::{
     NOISE_GATE_FACTOR, TOKENS_SCHEMA,
 };
 pub use tokens_chain::ChainCheck;
+pub use fuzz_targets::{triangulate_fuzz, FuzzCross, FuzzTargetSide, FuzzTriangulationRow};
 pub use tokens_targets::{triangulate_tokens, TokenTargetSide, TokenTriangulationRow};
 pub use triangulation::{CrossTarget, TriangulationLabel, TriangulationRow, TriangulationTarget};
