@@ -29,7 +29,9 @@ fn kept_everywhere_but_apart_between_targets_is_undetermined_and_fails() {
     assert_eq!(bucket.invariant, "bucket");
     assert_eq!(bucket.label, TriangulationLabel::Undetermined);
     assert_eq!(bucket.off, vec!["vulkan".to_string()]);
-    assert!(bucket.explain().contains("vulkan computes outputs beyond its tolerance"));
+    assert!(bucket
+        .explain()
+        .contains("vulkan computes outputs beyond its tolerance"));
     // Outputs that differ between targets fail the run even where each keeps it.
     let mut only = r.clone();
     only.violations.clear();
@@ -56,7 +58,10 @@ fn violated_alike_everywhere_is_the_port_and_on_other_cases_undetermined() {
     assert_eq!(rows[0].label, TriangulationLabel::Port);
     assert_eq!(rows[0].off, vec!["cpu".to_string(), "vulkan".to_string()]);
     r.violations[1].seed = 7;
-    assert_eq!(triangulate_fuzz(&r)[0].label, TriangulationLabel::Undetermined);
+    assert_eq!(
+        triangulate_fuzz(&r)[0].label,
+        TriangulationLabel::Undetermined
+    );
 }
 
 #[test]
@@ -70,7 +75,11 @@ fn an_error_on_one_target_is_incomplete_and_skipped_everywhere_is_not_listed() {
     let rows = triangulate_fuzz(&r);
     assert_eq!(rows.len(), 1, "{rows:#?}");
     assert_eq!(rows[0].label, TriangulationLabel::Incomplete);
-    assert!(rows[0].explain().contains("(cpu did not)"), "{}", rows[0].explain());
+    assert!(
+        rows[0].explain().contains("(cpu did not)"),
+        "{}",
+        rows[0].explain()
+    );
 }
 
 #[test]
@@ -82,5 +91,8 @@ fn the_record_round_trips_through_json() {
     assert_eq!(back, r);
     // A one-target record carries none of the new fields.
     let one = serde_json::to_string(&fuzz_violation()).unwrap();
-    assert!(!one.contains("\"target") && !one.contains("triangulation"), "{one}");
+    assert!(
+        !one.contains("\"target") && !one.contains("triangulation"),
+        "{one}"
+    );
 }

@@ -64,6 +64,7 @@ pub use fuzz::{
     ControlRecord, FuzzRecord, InvariantRecord, MinimalCase, MovedElement, ReplayRecord, Violation,
     FUZZ_SCHEMA,
 };
+pub use fuzz_targets::{triangulate_fuzz, FuzzCross, FuzzTargetSide, FuzzTriangulationRow};
 pub use history::{
     Growth, HistoryOrder, HistoryPoint, HistoryRecord, HistoryRun, SavedRun, SkippedRun,
     StageHistory, HISTORY_SCHEMA,
@@ -84,6 +85,5 @@ pub use tokens::{
     NOISE_GATE_FACTOR, TOKENS_SCHEMA,
 };
 pub use tokens_chain::ChainCheck;
-pub use fuzz_targets::{triangulate_fuzz, FuzzCross, FuzzTargetSide, FuzzTriangulationRow};
 pub use tokens_targets::{triangulate_tokens, TokenTargetSide, TokenTriangulationRow};
 pub use triangulation::{CrossTarget, TriangulationLabel, TriangulationRow, TriangulationTarget};
