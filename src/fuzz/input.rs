@@ -155,7 +155,7 @@ pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut F
         name: "pad_content".into(),
         status: Status::Pass,
         description: format!("{case}: NaN, +inf and garbage written into every padded frame"),
-        tolerance: super::tolerance_text(tol),
+        tolerance: super::run_one::tolerance_text(tol),
         cases_run: 0,
         cases_failed: 0,
         max_diff: Some(0.0),

@@ -7,7 +7,8 @@ use super::{invariants, seed, strategy, targets, FuzzError, SHRINK_BUDGET};
 use parity_record::{ControlRecord, InvariantRecord, ReplayRecord, Status, Violation};
 use parity_spec::FuzzTolerance;
 
-fn tolerance_text(t: FuzzTolerance) -> String {
+/// The tolerance as the record states it: `exact` or `max_abs X`.
+pub(super) fn tolerance_text(t: FuzzTolerance) -> String {
     match t {
         FuzzTolerance::Exact => "exact".into(),
         FuzzTolerance::MaxAbs(x) => format!("max_abs {x}"),
