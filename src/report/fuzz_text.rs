@@ -56,7 +56,7 @@ fn cross_text(i: &InvariantRecord) -> Option<String> {
     let c = i.vs_first.as_ref()?;
     Some(match (&c.moved, c.seed) {
         (Some(m), Some(seed)) => format!(
-            "vs {}: {} case(s), OUTPUTS APART at case seed {seed}: `{}`{:?} {} on {} vs {} (max diff {:.3e}, tolerance {})",
+            "vs {}: {} case(s), OUTPUTS APART at case seed {seed}: `{}`{:?} {} on {} vs {} on {} (max diff {:.3e}, tolerance {})",
             c.target,
             c.cases,
             m.output,
@@ -64,6 +64,7 @@ fn cross_text(i: &InvariantRecord) -> Option<String> {
             m.actual,
             i.target.as_deref().unwrap_or("?"),
             m.expected,
+            c.target,
             c.max_diff,
             i.tolerance
         ),
