@@ -99,13 +99,11 @@ pub fn execute_targets(spec: &Spec, options: &FuzzOptions, targets: &[String]) -
     let first_kept = &parts[0].1;
     for (name, (part, kept)) in targets.iter().zip(&parts) {
         merge(&mut merged, name, part);
-        if name == &targets[0] {
+        // Nothing to compare on the first target, or without a `fuzz:`
+        // section (every part then holds that one error).
+        let Some(fuzz) = spec.fuzz.as_ref().filter(|_| name != &targets[0]) else {
             continue;
-        }
-        let fuzz = spec
-            .fuzz
-            .as_ref()
-            .expect("a part ran, so the spec has `fuzz:`");
+        };
         let at = merged.invariants.len() - part.invariants.len();
         for inv in &mut merged.invariants[at..] {
             inv.vs_first = cross(fuzz, &targets[0], first_kept, kept, &inv.name);
@@ -147,8 +145,16 @@ fn merge(merged: &mut FuzzRecord, name: &str, part: &FuzzRecord) {
         }));
     for e in &part.errors {
         let mut e = e.clone();
-        // A problem common to every target (a bad spec) is said once.
-        if merged.errors.iter().any(|m| m.message == e.message) {
+        // A problem common to every target (a bad spec, an unknown
+        // invariant) is said once, as the first target said it.
+        let said = |m: &ErrorRecord| {
+            m.message == e.message
+                || merged
+                    .targets
+                    .iter()
+                    .any(|t| m.message == format!("target `{t}`: {}", e.message))
+        };
+        if merged.errors.iter().any(said) {
             continue;
         }
         if !e.message.contains(&format!("target `{name}`")) {
