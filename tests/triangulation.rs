@@ -261,17 +261,33 @@ fn when_the_f64_truth_sides_with_production_on_every_target_the_label_is_oracle(
 }
 
 #[test]
-fn fuzz_runs_on_one_target_and_refuses_a_list_naming_the_commands_that_take_one() {
-    // `parity tokens` and `parity bisect` take a list (tests/tokens_targets.rs,
-    // tests/bisect_targets.rs).
-    let out = common::parity(&repo(), &["fuzz", "stages.yaml", "--target", "cpu,vulkan"]);
+fn fuzz_takes_a_list_and_a_problem_common_to_every_target_is_said_once() {
+    // `parity fuzz --target a,b` runs on each target (tests/fuzz_targets.rs);
+    // a spec with no `fuzz:` section fails the same way on both: one error.
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::parity(
+        &repo(),
+        &[
+            "fuzz",
+            "stages.yaml",
+            "--target",
+            "cpu,vulkan",
+            "--json",
+            "-",
+            "--out-dir",
+            dir.path().to_str().unwrap(),
+        ],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the record on stdout");
+    let errors = r["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{r:#}");
+    let message = errors[0]["message"].as_str().unwrap();
     assert!(
-        stderr.contains("`parity fuzz` runs on one target")
-            && stderr.contains("`parity check --target cpu,vulkan`")
-            && stderr.contains("`parity tokens --target cpu,vulkan`")
-            && stderr.contains("`parity bisect --target cpu,vulkan`"),
-        "{stderr}"
+        message.starts_with("target `cpu`: ")
+            && message.contains("the spec has no `fuzz:` section"),
+        "{message}"
     );
+    assert!(!stderr.contains("runs on one target"), "{stderr}");
 }

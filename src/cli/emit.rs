@@ -305,20 +305,6 @@ pub(super) fn emit(record: &AnyRecord, outputs: &Outputs) -> anyhow::Result<i32>
     Ok(super::check::exit_with(record.exit_code(), written))
 }
 
-/// Why `--target` of a command that runs on one target is refused: a
-/// comma-separated list (several targets, triangulation) is for `parity
-/// check`, `parity tokens` and `parity bisect` only, for now. None when it names one target or none.
-pub(super) fn several_targets(command: &str, target: Option<&str>) -> Option<String> {
-    let t = target?;
-    t.contains(',').then(|| {
-        format!(
-            "--target {t}: `parity {command}` runs on one target; several targets in one run \
-             (triangulation) are `parity check --target {t}`, `parity tokens --target {t}` and \
-             `parity bisect --target {t}` only, for now; name one target"
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

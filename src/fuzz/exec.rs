@@ -22,6 +22,9 @@ pub struct Exec<'a> {
     pub sources: MelSources,
     /// Entry point calls made.
     pub calls: std::cell::Cell<usize>,
+    /// Each case's reference outputs, kept for a several-target run to
+    /// compare between targets (None: not kept).
+    pub kept: std::cell::RefCell<Option<Vec<super::targets::Kept>>>,
 }
 
 impl<'a> Exec<'a> {
@@ -111,6 +114,7 @@ impl<'a> Exec<'a> {
             fixed,
             sources: MelSources { clips, features },
             calls: std::cell::Cell::new(0),
+            kept: std::cell::RefCell::new(None),
         })
     }
 

@@ -27,6 +27,8 @@ pub fn guard_check(exec: &Exec<'_>, run_seed: u64, cases: usize) -> InvariantRec
         max_diff: None,
         control: None,
         note: None,
+        target: None,
+        vs_first: None,
     };
     let s = strategy::malformed(exec.fuzz, &exec.sources);
     let mut accepted_ok = true;
@@ -153,12 +155,14 @@ pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut F
         name: "pad_content".into(),
         status: Status::Pass,
         description: format!("{case}: NaN, +inf and garbage written into every padded frame"),
-        tolerance: super::tolerance_text(tol),
+        tolerance: super::run_one::tolerance_text(tol),
         cases_run: 0,
         cases_failed: 0,
         max_diff: Some(0.0),
         control: None,
         note: None,
+        target: None,
+        vs_first: None,
     };
     let (b, t) = (shape.clips, shape.bucket);
     // The mask decides which frames are padded (a prefix or, if the contract allows, with holes).
@@ -221,6 +225,7 @@ pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut F
                 invariant: "pad_content".into(),
                 seed: 0,
                 shrink_steps: 0,
+                target: None,
                 summary: format!(
                     "pad_content: {case}: {change} moves `{}`{:?}: {} -> {}",
                     moved.output, moved.index, moved.expected, moved.actual

@@ -17,24 +17,25 @@ mod input;
 mod invariants;
 mod malformed;
 pub mod regress;
+mod run_one;
 pub(crate) mod seed;
 pub mod strategy;
+pub mod targets;
 #[cfg(test)]
 mod tests;
 mod validate;
 
 pub use error::FuzzError;
+pub use targets::execute_targets;
 pub use validate::Malformed;
 
 use crate::run::inputs::InputSources;
 use crate::run::{self, RunOptions};
 use crate::target::Target;
 use exec::Exec;
-use parity_record::{
-    ControlRecord, ErrorRecord, FuzzRecord, InvariantRecord, ReplayRecord, RunRecord, Status,
-    Violation,
-};
-use parity_spec::{FuzzTolerance, Spec};
+use parity_record::{ErrorRecord, FuzzRecord, RunRecord, Status};
+use parity_spec::Spec;
+use run_one::run_invariant;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -65,6 +66,27 @@ const SHRINK_BUDGET: usize = 256;
 /// Runs the spec's `fuzz:` section. Never fails as a whole: problems become
 /// errors in the record.
 pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
+    execute_keeping(spec, options, false).0
+}
+
+/// [`execute`], and with `keep` each case's reference outputs (for
+/// [`execute_targets`] to compare between targets).
+fn execute_keeping(
+    spec: &Spec,
+    options: &FuzzOptions,
+    keep: bool,
+) -> (FuzzRecord, Vec<targets::Kept>) {
+    let mut kept = Vec::new();
+    let record = execute_body(spec, options, keep, &mut kept);
+    (record, kept)
+}
+
+fn execute_body(
+    spec: &Spec,
+    options: &FuzzOptions,
+    keep: bool,
+    kept: &mut Vec<targets::Kept>,
+) -> FuzzRecord {
     let clock = Instant::now();
     let mut record = FuzzRecord::new(
         spec.path.display().to_string(),
@@ -160,6 +182,9 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
             return finish(record, clock);
         }
     };
+    if keep {
+        *exec.kept.borrow_mut() = Some(Vec::new());
+    }
     if let (Some(path), Some(batch)) = (&options.input, user) {
         input::check_file(&exec, path, batch, &mut record);
         return finish(record, clock);
@@ -235,156 +260,10 @@ pub fn execute(spec: &Spec, options: &FuzzOptions) -> FuzzRecord {
             }
         }
     }
+    *kept = exec.kept.borrow_mut().take().unwrap_or_default();
     drop(exec);
     drop(modules);
     finish(record, clock)
-}
-
-fn tolerance_text(t: FuzzTolerance) -> String {
-    match t {
-        FuzzTolerance::Exact => "exact".into(),
-        FuzzTolerance::MaxAbs(x) => format!("max_abs {x}"),
-    }
-}
-
-/// Runs one invariant over `seeds` (replayed ones first); stops at the first violation and shrinks it.
-fn run_invariant(
-    exec: &Exec<'_>,
-    inv: &invariants::Invariant,
-    seeds: &[(u64, bool)],
-    replayed: &mut Vec<ReplayRecord>,
-) -> (InvariantRecord, Option<Violation>) {
-    let tol = if inv.name == "lengths" {
-        FuzzTolerance::Exact
-    } else {
-        exec.fuzz.tolerance_of(inv.name)
-    };
-    let mut rec = InvariantRecord {
-        name: inv.name.to_string(),
-        status: Status::Pass,
-        description: inv.description.to_string(),
-        tolerance: tolerance_text(tol),
-        cases_run: 0,
-        cases_failed: 0,
-        max_diff: None,
-        control: None,
-        note: None,
-    };
-    if let Some(why) = &inv.skip {
-        rec.status = Status::Skipped;
-        rec.note = Some(why.clone());
-        return (rec, None);
-    }
-    let strategy = strategy::draw(
-        exec.fuzz,
-        &exec.sources,
-        inv.shapes.clone(),
-        inv.max_valid,
-        inv.need_pad,
-    );
-    let err = |rec: &mut InvariantRecord, e: FuzzError| {
-        rec.status = Status::Error;
-        rec.note = Some(match e.kind() {
-            parity_record::ErrorKind::Execution => e.to_string(),
-            parity_record::ErrorKind::Input => format!("input: {e}"),
-        });
-    };
-    for &(case_seed, is_replay) in seeds {
-        let mut tree = match seed::tree(&strategy, case_seed) {
-            Ok(t) => t,
-            Err(e) => {
-                err(&mut rec, e);
-                return (rec, None);
-            }
-        };
-        let draw = proptest::strategy::ValueTree::current(&tree);
-        if rec.control.is_none() && inv.name != "lengths" {
-            match invariants::control(exec, inv.name, &draw) {
-                Ok((description, d)) => {
-                    rec.control = Some(ControlRecord {
-                        description,
-                        fired: !d.holds(),
-                        max_diff: d.max_diff,
-                    })
-                }
-                Err(e) => {
-                    err(&mut rec, e);
-                    return (rec, None);
-                }
-            }
-        }
-        let outcome = match invariants::check(exec, inv.name, tol, &draw) {
-            Ok(o) => o,
-            Err(e) => {
-                err(&mut rec, e);
-                return (rec, None);
-            }
-        };
-        rec.cases_run += 1;
-        if is_replay {
-            replayed.push(ReplayRecord {
-                invariant: inv.name.to_string(),
-                seed: case_seed,
-                still_fails: !outcome.diff.holds(),
-            });
-        }
-        if outcome.diff.holds() {
-            rec.max_diff = Some(rec.max_diff.unwrap_or(0.0).max(outcome.diff.max_diff));
-            continue;
-        }
-        rec.cases_failed += 1;
-        rec.status = Status::Fail;
-        let (_, last, steps) = seed::shrink(&mut tree, outcome, SHRINK_BUDGET, &mut |d| {
-            invariants::check(exec, inv.name, tol, d)
-                .ok()
-                .filter(|o| !o.diff.holds())
-        });
-        let moved = last
-            .diff
-            .moved
-            .clone()
-            .unwrap_or_else(|| unreachable_moved(inv.name));
-        let summary = format!(
-            "{}: {} in `{}` (valid frames {:?} at {}; {}) moves `{}`{:?}: {} -> {} (max diff {}, {} element(s) of its valid region)",
-            inv.name,
-            last.case.change,
-            last.case.function,
-            last.case.valid,
-            last.case.valid_frames.join(" | "),
-            last.case.sources.join(", "),
-            moved.output,
-            moved.index,
-            moved.expected,
-            moved.actual,
-            moved.max_diff,
-            moved.differing
-        );
-        rec.note = Some(format!(
-            "stopped at the first violation (case seed {case_seed}); shrunk in {steps} step(s)"
-        ));
-        let violation = Violation {
-            invariant: inv.name.to_string(),
-            seed: case_seed,
-            shrink_steps: steps,
-            case: last.case,
-            moved,
-            summary,
-        };
-        return (rec, Some(violation));
-    }
-    (rec, None)
-}
-
-/// A failing outcome always has a moved element; this keeps the record whole if not.
-fn unreachable_moved(name: &str) -> parity_record::MovedElement {
-    parity_record::MovedElement {
-        output: format!("({name}: no element recorded)"),
-        index: Vec::new(),
-        expected: f64::NAN,
-        actual: f64::NAN,
-        max_diff: f64::NAN,
-        differing: 0,
-    }
 }
 
 fn finish(mut record: FuzzRecord, clock: Instant) -> FuzzRecord {

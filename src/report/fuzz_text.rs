@@ -4,7 +4,7 @@
 //! HTML section is `html::fuzz`.
 
 use super::sanitize;
-use parity_record::{ErrorRecord, FuzzRecord, InvariantRecord, Status};
+use parity_record::{ErrorRecord, FuzzRecord, FuzzTriangulationRow, InvariantRecord, Status};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use std::fmt::Write;
 use std::time::Duration;
@@ -18,6 +18,61 @@ fn control_text(i: &InvariantRecord) -> String {
         ),
         None => "no control".into(),
     }
+}
+
+/// ` @NAME` after a row of a several-target run, nothing otherwise.
+pub(super) fn at(target: &Option<String>) -> String {
+    target
+        .as_deref()
+        .map_or_else(String::new, |t| format!(" @{}", sanitize::terminal(t)))
+}
+
+/// ` --target NAME` for a replay command of a several-target run.
+pub(super) fn on(target: &Option<String>) -> String {
+    target
+        .as_deref()
+        .map_or_else(String::new, |t| format!(" --target {t}"))
+}
+
+/// One line per side: `cpu pass; vulkan fail at seed 7, outputs apart from cpu`.
+pub(super) fn sides(row: &FuzzTriangulationRow) -> String {
+    row.targets
+        .iter()
+        .map(|t| {
+            let mut s = format!("{} {}", t.target, t.status.name());
+            if let Some(seed) = t.seed {
+                let _ = write!(s, " at seed {seed}");
+            }
+            if t.vs_first == Some(Status::Fail) {
+                let _ = write!(s, ", outputs apart from {}", row.targets[0].target);
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn cross_text(i: &InvariantRecord) -> Option<String> {
+    let c = i.vs_first.as_ref()?;
+    Some(match (&c.moved, c.seed) {
+        (Some(m), Some(seed)) => format!(
+            "vs {}: {} case(s), OUTPUTS APART at case seed {seed}: `{}`{:?} {} on {} vs {} on {} (max diff {:.3e}, tolerance {})",
+            c.target,
+            c.cases,
+            m.output,
+            m.index,
+            m.actual,
+            i.target.as_deref().unwrap_or("?"),
+            m.expected,
+            c.target,
+            c.max_diff,
+            i.tolerance
+        ),
+        _ => format!(
+            "vs {}: {} case(s) agree within {} (max diff {:.3e})",
+            c.target, c.cases, i.tolerance, c.max_diff
+        ),
+    })
 }
 
 fn diff_text(i: &InvariantRecord) -> String {
@@ -49,8 +104,9 @@ pub fn text(r: &FuzzRecord) -> String {
     for p in &r.replayed {
         let _ = writeln!(
             s,
-            "  replayed {} {}: {}",
+            "  replayed {}{} {}: {}",
             p.invariant,
+            at(&p.target),
             p.seed,
             if p.still_fails {
                 "still fails"
@@ -63,7 +119,7 @@ pub fn text(r: &FuzzRecord) -> String {
         let _ = writeln!(
             s,
             "  {:<13} {:<7} {:>3} case(s), {} failed; {} ({}); {}",
-            i.name,
+            format!("{}{}", i.name, at(&i.target)),
             i.status.name(),
             i.cases_run,
             i.cases_failed,
@@ -74,9 +130,17 @@ pub fn text(r: &FuzzRecord) -> String {
         if let Some(n) = &i.note {
             let _ = writeln!(s, "                {}", sanitize::terminal(n));
         }
+        if let Some(c) = cross_text(i) {
+            let _ = writeln!(s, "                {}", sanitize::terminal(&c));
+        }
     }
     for v in &r.violations {
-        let _ = writeln!(s, "VIOLATION {}", sanitize::terminal(&v.summary));
+        let _ = writeln!(
+            s,
+            "VIOLATION{} {}",
+            at(&v.target),
+            sanitize::terminal(&v.summary)
+        );
         let _ = writeln!(
             s,
             "  minimal case: `{}` c{} b{}, valid {:?} at {}, {}; change: {}",
@@ -90,11 +154,31 @@ pub fn text(r: &FuzzRecord) -> String {
         );
         let _ = writeln!(
             s,
-            "  replay: parity fuzz {} --replay {}:{}",
+            "  replay: parity fuzz {} --replay {}:{}{}",
             sanitize::terminal(&r.spec),
             v.invariant,
-            v.seed
+            v.seed,
+            sanitize::terminal(&on(&v.target))
         );
+    }
+    if r.targets.len() >= 2 {
+        let _ = writeln!(s, "fuzz triangulation ({}):", r.targets.join(", "));
+        if r.triangulation.is_empty() {
+            let _ = writeln!(
+                s,
+                "  every invariant has the same outcome on every target, outputs within its tolerance"
+            );
+        }
+        for row in &r.triangulation {
+            let _ = writeln!(
+                s,
+                "  invariant {}: {} ({}): {}",
+                row.invariant,
+                row.label.name(),
+                sides(row),
+                row.explain()
+            );
+        }
     }
     for e in &r.errors {
         let _ = writeln!(
@@ -165,7 +249,7 @@ pub fn junit(r: &FuzzRecord) -> Report {
                 st
             }
         };
-        let mut tc = TestCase::new(x(&i.name), status);
+        let mut tc = TestCase::new(x(&format!("{}{}", i.name, at(&i.target))), status);
         tc.set_classname("parity.fuzz");
         suite.add_test_case(tc);
     }

@@ -27,6 +27,8 @@ mod tests;
 #[cfg(test)]
 mod tests_chain;
 #[cfg(test)]
+mod tests_fuzz_targets;
+#[cfg(test)]
 mod tests_history;
 #[cfg(test)]
 mod tests_reading;

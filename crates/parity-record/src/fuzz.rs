@@ -44,6 +44,13 @@ pub struct FuzzRecord {
     /// Problems that did not change the result (a regressions file that could not be written).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The targets run (`--target a,b`), in order; empty for a run on one target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
+    /// With two or more targets: each invariant whose outcome differs between
+    /// the targets, or fails on any, labelled with which side is off.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triangulation: Vec<crate::fuzz_targets::FuzzTriangulationRow>,
 }
 
 /// One persisted seed replayed first.
@@ -55,6 +62,9 @@ pub struct ReplayRecord {
     pub seed: u64,
     /// Whether it still violates the invariant.
     pub still_fails: bool,
+    /// The target it ran on (several-target runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// One invariant over the run.
@@ -80,6 +90,13 @@ pub struct InvariantRecord {
     /// Why it was skipped, or what limits it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The target it ran on (several-target runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Its cases' outputs against the first target's (a later target of a
+    /// several-target run only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_first: Option<crate::fuzz_targets::FuzzCross>,
 }
 
 /// A negative control: proof that the comparison of an invariant can fail.
@@ -109,6 +126,9 @@ pub struct Violation {
     pub moved: MovedElement,
     /// One sentence: which frames, which values, which output moves.
     pub summary: String,
+    /// The target it was found on (several-target runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// A case as generated: the batch and what was changed in it.
@@ -170,15 +190,19 @@ impl FuzzRecord {
             violations: Vec::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
+            targets: Vec::new(),
+            triangulation: Vec::new(),
         }
     }
 
     fn failed(&self) -> bool {
         !self.violations.is_empty()
-            || self
-                .invariants
-                .iter()
-                .any(|i| i.status == Status::Fail || i.control.as_ref().is_some_and(|c| !c.fired))
+            || self.invariants.iter().any(|i| {
+                i.status == Status::Fail
+                    || i.control.as_ref().is_some_and(|c| !c.fired)
+                    // Targets whose outputs differ beyond the invariant's tolerance.
+                    || i.vs_first.as_ref().is_some_and(|c| c.status == Status::Fail)
+            })
     }
 
     /// error when anything errored, fail on a violation or a silent control, else pass.

@@ -25,6 +25,7 @@ pub mod error_map;
 pub mod exit;
 pub mod float;
 pub mod fuzz;
+pub mod fuzz_targets;
 pub mod history;
 pub mod history_dir;
 pub mod plan;
@@ -63,6 +64,7 @@ pub use fuzz::{
     ControlRecord, FuzzRecord, InvariantRecord, MinimalCase, MovedElement, ReplayRecord, Violation,
     FUZZ_SCHEMA,
 };
+pub use fuzz_targets::{triangulate_fuzz, FuzzCross, FuzzTargetSide, FuzzTriangulationRow};
 pub use history::{
     Growth, HistoryOrder, HistoryPoint, HistoryRecord, HistoryRun, SavedRun, SkippedRun,
     StageHistory, HISTORY_SCHEMA,

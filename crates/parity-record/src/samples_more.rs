@@ -96,6 +96,7 @@ pub fn fuzz_violation() -> FuzzRecord {
         invariant: "pad_content".into(),
         seed: 12_345,
         still_fails: true,
+        target: None,
     }];
     let control = |fired, max_diff| {
         Some(ControlRecord {
@@ -116,6 +117,8 @@ pub fn fuzz_violation() -> FuzzRecord {
             max_diff: Some(0.5),
             control: control(true, 3.25),
             note: None,
+            target: None,
+            vs_first: None,
         },
         InvariantRecord {
             name: "bucket".into(),
@@ -128,6 +131,8 @@ pub fn fuzz_violation() -> FuzzRecord {
             max_diff: Some(0.0),
             control: control(false, 0.0),
             note: Some("the control did not fire: this check cannot fail as run".into()),
+            target: None,
+            vs_first: None,
         },
     ];
     f.violations = vec![Violation {
@@ -152,7 +157,64 @@ pub fn fuzz_violation() -> FuzzRecord {
             differing: 48,
         },
         summary: "padded frame 1 = 1.0 moves projected_audio[0,0,3] from 0.125 to 0.625".into(),
+        target: None,
     }];
+    f.status = f.derived_status();
+    f
+}
+
+/// The violation run of [`fuzz_violation`] over two targets (`--target
+/// cpu,vulkan`): `pad_content` violated on vulkan only (backend-specific),
+/// `bucket` kept on both but vulkan's outputs 0.25 from cpu's (undetermined).
+pub fn fuzz_targets() -> FuzzRecord {
+    let one = fuzz_violation();
+    let mut f = one.clone();
+    f.targets = vec!["cpu".into(), "vulkan".into()];
+    f.replayed.clear();
+    f.invariants.clear();
+    f.violations.clear();
+    for t in ["cpu", "vulkan"] {
+        for i in &one.invariants {
+            let mut i = i.clone();
+            i.target = Some(t.into());
+            i.control = i.control.map(|mut c| {
+                (c.fired, c.max_diff) = (true, 1.5);
+                c
+            });
+            i.note = None;
+            if i.name == "pad_content" && t == "cpu" {
+                (i.status, i.cases_failed, i.max_diff) = (Status::Pass, 0, Some(0.0));
+            }
+            if t == "vulkan" {
+                let apart = i.name == "bucket";
+                i.vs_first = Some(crate::FuzzCross {
+                    target: "cpu".into(),
+                    status: if apart { Status::Fail } else { Status::Pass },
+                    cases: 16,
+                    max_diff: if apart { 0.25 } else { 0.0 },
+                    seed: apart.then_some(99),
+                    moved: apart.then(|| MovedElement {
+                        output: "projected_audio".into(),
+                        index: vec![0, 1, 2],
+                        expected: 0.5,
+                        actual: 0.75,
+                        max_diff: 0.25,
+                        differing: 3,
+                    }),
+                });
+            }
+            f.invariants.push(i);
+        }
+    }
+    f.violations = one
+        .violations
+        .into_iter()
+        .map(|mut v| {
+            v.target = Some("vulkan".into());
+            v
+        })
+        .collect();
+    f.triangulation = crate::triangulate_fuzz(&f);
     f.status = f.derived_status();
     f
 }

@@ -5,6 +5,7 @@
 //! output element moved, from what to what) and the command that replays it.
 
 use super::esc::esc;
+use crate::report::fuzz_text::{at, on, sides};
 use parity_record::{FuzzRecord, InvariantRecord, Violation};
 use std::fmt::Write as _;
 
@@ -39,6 +40,7 @@ pub fn section(out: &mut String, r: &FuzzRecord, i: usize) {
         r.seed
     );
     invariants(out, &r.invariants);
+    triangulation(out, r);
     if !r.replayed.is_empty() {
         out.push_str(
             "<h3>Persisted seeds replayed first</h3><table class=\"fuzz-replayed\">\
@@ -118,7 +120,7 @@ fn invariants(out: &mut String, all: &[InvariantRecord]) {
             cdiff.0,
             esc(inv.note.as_deref().unwrap_or("")),
             st = inv.status.name(),
-            name = esc(&inv.name),
+            name = esc(&format!("{}{}", inv.name, at(&inv.target))),
         );
     }
     out.push_str("</tbody></table>");
@@ -130,11 +132,12 @@ fn violation(out: &mut String, r: &FuzzRecord, v: &Violation, k: usize) {
     let _ = write!(
         out,
         "<section class=\"violation\" id=\"violation-{k}\" data-invariant=\"{}\">\
-         <h3>Violation of <code>{}</code>: minimal case</h3><p class=\"first-divergence\">{}</p>\
+         <h3>Violation of <code>{}</code>{}: minimal case</h3><p class=\"first-divergence\">{}</p>\
          <dl class=\"prov\">\
          <dt>entry point</dt><dd data-field=\"function\"><code>{}</code> ({} clip(s) of {} frames)</dd>",
         esc(&v.invariant),
         esc(&v.invariant),
+        esc(&at(&v.target)),
         esc(&v.summary),
         esc(&c.function),
         c.clips,
@@ -161,7 +164,7 @@ fn violation(out: &mut String, r: &FuzzRecord, v: &Violation, k: usize) {
          <dt>after the change</dt><dd data-field=\"actual\" data-v=\"{:e}\">{}</dd>\
          <dt>max diff</dt><dd data-field=\"max_diff\" data-v=\"{:e}\">{:.4e}, {} element(s) of the valid region</dd>\
          <dt>found</dt><dd>case seed {}, shrunk in {} step(s)</dd>\
-         <dt>replay</dt><dd><code data-field=\"replay\">parity fuzz {} --replay {}:{}</code></dd></dl></section>",
+         <dt>replay</dt><dd><code data-field=\"replay\">parity fuzz {} --replay {}:{}{}</code></dd></dl></section>",
         esc(&c.change),
         esc(&m.output),
         m.index,
@@ -176,6 +179,37 @@ fn violation(out: &mut String, r: &FuzzRecord, v: &Violation, k: usize) {
         v.shrink_steps,
         esc(&r.spec),
         esc(&v.invariant),
-        v.seed
+        v.seed,
+        esc(&on(&v.target))
     );
+}
+
+/// With several targets: each invariant whose outcome differs between them,
+/// labelled, and every later target's outputs against the first's.
+fn triangulation(out: &mut String, r: &FuzzRecord) {
+    if r.targets.len() < 2 {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<h3>Triangulation ({})</h3><ul class=\"triangulation\">",
+        esc(&r.targets.join(", "))
+    );
+    if r.triangulation.is_empty() {
+        out.push_str(
+            "<li>every invariant has the same outcome on every target, outputs within its tolerance</li>",
+        );
+    }
+    for row in &r.triangulation {
+        let _ = write!(
+            out,
+            "<li data-label=\"{}\">invariant {}: <b>{}</b> ({}): {}</li>",
+            row.label.name(),
+            esc(&row.invariant),
+            row.label.name(),
+            esc(&sides(row)),
+            esc(&row.explain())
+        );
+    }
+    out.push_str("</ul>");
 }
