@@ -277,7 +277,7 @@ fn assert_named_in_slot_0(failed: &[String], hung_up: &[&str], text: &str) {
 #[test]
 fn parity_serve_judges_the_http_server_and_catches_the_leaking_one() {
     let honest = FixtureServer::start(&["--slots", "2"]);
-    let (code, text, record) = parity_serve("mixed-scenario.yaml", &["--target", &honest.url]);
+    let (code, text, record) = parity_serve("mixed-scenario.yaml", &["--server", &honest.url]);
     assert_eq!(code, 0, "{text}");
     assert_eq!(record["target"], "http", "{record}");
     let want: Vec<(String, String)> = ["one_clip", "two_clips", "text", "overflow", "audio_only"]

@@ -27,23 +27,30 @@ pub struct ServeArgs {
     /// Path to libIREECompiler.so (default: found through EERIE_PYTHON's iree-base-compiler).
     #[arg(long, env = "PARITY_IREE_COMPILER_LIB")]
     iree_compiler_lib: Option<PathBuf>,
+    /// The spec targets the in-process engine serves on, one after the
+    /// other (`--target cpu,vulkan`: each request labelled backend-specific,
+    /// port, undetermined or incomplete where it fails on some target);
+    /// default: the spec's first. An http:// or https:// URL here is the
+    /// older spelling of --server.
+    #[arg(long, value_name = "NAME[,NAME...]")]
+    target: Option<String>,
     /// Check a running server instead of the in-process engine: an
     /// OpenAI-compatible endpoint on loopback, e.g. http://127.0.0.1:8080
     /// (POST /v1/completions; docs/serving-blackbox.md).
     #[arg(long, value_name = "URL", conflicts_with = "target_command")]
-    target: Option<String>,
+    server: Option<String>,
     /// Check a command instead of the in-process engine: run once per
     /// request, `{request}` replaced by the request's JSON file (stdin
     /// without it), JSON lines out (docs/serving-blackbox.md).
     #[arg(long, value_name = "TEMPLATE")]
     target_command: Option<String>,
-    /// With --target: the request form the server takes. `openai` (token-id
+    /// With --server: the request form the server takes. `openai` (token-id
     /// prompts, integer logprobs) or `mlx-lm` (mlx_lm.server: text prompts
     /// through the scenario's `tokenizer:`, checked to give back the prompt's
     /// ids; boolean logprobs); docs/serving-blackbox.md.
-    #[arg(long, value_name = "API", default_value = "openai", value_parser = parse_api, requires = "target")]
+    #[arg(long, value_name = "API", default_value = "openai", value_parser = parse_api)]
     target_api: TargetApi,
-    /// With --target or --target-command: one wall-clock deadline per
+    /// With --server or --target-command: one wall-clock deadline per
     /// request, in seconds, from connect (or start) to the last byte (or
     /// exit), whatever arrives in between; past it the request is an
     /// execution error (the command's process group is killed).
@@ -88,16 +95,29 @@ pub fn run(args: ServeArgs) -> anyhow::Result<i32> {
         compiler_lib: args.iree_compiler_lib,
         ..RunOptions::default()
     };
-    let choice = match (args.target, args.target_command) {
+    // `--target URL` is the older spelling of `--server URL`; any other
+    // value names spec targets, as in every other command.
+    let (server, targets) = match args.target {
+        Some(t) if t.starts_with("http://") || t.starts_with("https://") => (Some(t), Vec::new()),
+        Some(t) => (args.server, t.split(',').map(str::to_string).collect()),
+        None => (args.server, Vec::new()),
+    };
+    if server.is_some() && args.target_command.is_some() {
+        return super::emit::refuse(
+            "--server and --target-command each name the one target under test; give one",
+        );
+    }
+    let choice = match (server, args.target_command) {
         (Some(url), _) => TargetChoice::Http(url, args.target_api),
         (None, Some(template)) => TargetChoice::Command(template),
         (None, None) => TargetChoice::InProcess,
     };
-    let record = AnyRecord::Serving(Box::new(crate::serve::execute_on(
+    let record = AnyRecord::Serving(Box::new(crate::serve::execute_targets(
         &args.scenario,
         &options,
         &choice,
         args.request_timeout,
+        &targets,
     )));
     let outputs = args.exports.in_dir(&args.out_dir, "serving");
     super::emit::emit(&record, &outputs)

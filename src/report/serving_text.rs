@@ -16,6 +16,45 @@ fn tokens(t: &[u32]) -> String {
     t.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")
 }
 
+/// A request's id, with `@target` in a run over several targets.
+fn id_at(r: &ServingRequestRecord) -> String {
+    match &r.target {
+        Some(t) => format!("{} @{t}", r.id),
+        None => r.id.clone(),
+    }
+}
+
+/// Where the scenario ran: `target X`, or `targets a, b`.
+fn ran_on(s: &ServingRecord) -> String {
+    if s.targets.len() > 1 {
+        format!("targets {}", s.targets.join(", "))
+    } else {
+        format!("target {}", s.target)
+    }
+}
+
+/// The triangulation lines of a run over several targets (none for one).
+pub fn triangulation_lines(s: &ServingRecord) -> Vec<String> {
+    if s.targets.len() < 2 {
+        return Vec::new();
+    }
+    let mut lines = vec![format!(
+        "triangulation over {}: {} failing request{}",
+        s.targets.join(", "),
+        s.triangulation.len(),
+        if s.triangulation.len() == 1 { "" } else { "s" }
+    )];
+    for row in &s.triangulation {
+        lines.push(format!(
+            "{}: request `{}`: {}",
+            row.label.name(),
+            row.request,
+            row.explain()
+        ));
+    }
+    lines
+}
+
 /// The first failed verdict's message of a request, or its refusal / error.
 pub fn request_line(r: &ServingRequestRecord) -> String {
     if let Some(e) = &r.error {
@@ -56,7 +95,7 @@ pub fn text(s: &ServingRecord) -> String {
         ]);
     for r in &s.requests {
         table.add_row([
-            clean(&r.id).into_owned(),
+            clean(&id_at(r)).into_owned(),
             format!("{} ({})", clean(&r.case), r.kind),
             opt(r.slot),
             r.arrive.to_string(),
@@ -69,14 +108,17 @@ pub fn text(s: &ServingRecord) -> String {
         ]);
     }
     let mut out = format!(
-        "parity serve {}: {} ({} slots, context {}, {} steps, target {})\n{table}\n",
+        "parity serve {}: {} ({} slots, context {}, {} steps, {})\n{table}\n",
         s.status.name().to_uppercase(),
         clean(&s.scenario),
         s.slots,
         s.context,
         s.steps,
-        s.target
+        clean(&ran_on(s))
     );
+    for line in triangulation_lines(s) {
+        let _ = writeln!(out, "{}", clean(&line));
+    }
     for e in &s.errors {
         let _ = writeln!(out, "error ({}): {}", e.kind.name(), clean(&e.message));
     }
@@ -90,11 +132,14 @@ pub fn markdown(s: &ServingRecord) -> String {
         s.status.name().to_uppercase(),
         s.scenario
     );
+    for line in triangulation_lines(s) {
+        let _ = writeln!(out, "{line}\n");
+    }
     for r in &s.requests {
         let _ = writeln!(
             out,
             "- `{}` ({}): {} — {}",
-            r.id,
+            id_at(r),
             r.case,
             r.status.name(),
             request_line(r)
@@ -108,14 +153,47 @@ pub fn markdown(s: &ServingRecord) -> String {
 /// cancelled), then the per-request table with every verdict.
 pub fn html(s: &ServingRecord) -> String {
     let mut b = format!(
-        "<h1>parity serve {}</h1><p>{} &middot; {} slots &middot; context {} &middot; {} steps &middot; target {}</p>",
+        "<h1>parity serve {}</h1><p>{} &middot; {} slots &middot; context {} &middot; {} steps &middot; {}</p>",
         s.status.name().to_uppercase(),
         esc(&s.scenario),
         s.slots,
         s.context,
         s.steps,
-        esc(&s.target)
+        esc(&ran_on(s))
     );
+    if s.targets.len() > 1 {
+        let _ = write!(
+            b,
+            "<h2>Triangulation</h2><p>{}</p><table class=\"triangulation\"><tr><th>request</th><th>label</th>",
+            esc(&triangulation_lines(s)[0])
+        );
+        for t in &s.targets {
+            let _ = write!(b, "<th>{}</th>", esc(t));
+        }
+        b.push_str("<th>why</th></tr>");
+        for row in &s.triangulation {
+            let _ = write!(
+                b,
+                "<tr data-label=\"{}\"><td>{}</td><td>{}</td>",
+                row.label.name(),
+                esc(&row.request),
+                row.label.name()
+            );
+            for side in &row.targets {
+                let _ = write!(
+                    b,
+                    "<td class=\"{}\" data-target=\"{}\">{}</td>",
+                    side.status.name(),
+                    esc(&side.target),
+                    side.status.name()
+                );
+            }
+            let _ = write!(b, "<td>{}</td></tr>", esc(&row.explain()));
+        }
+        b.push_str("</table>");
+    }
+    // The timeline is the first target's (slots are per engine).
+    let first = s.targets.first();
     b.push_str(
         "<h2>Timeline (slots &times; steps)</h2><table class=\"timeline\"><tr><th>slot</th>",
     );
@@ -127,7 +205,8 @@ pub fn html(s: &ServingRecord) -> String {
         let _ = write!(b, "<tr><th>{slot}</th>");
         for step in 0..s.steps {
             let held = s.requests.iter().find(|r| {
-                r.slot == Some(slot)
+                (first.is_none() || r.target.as_ref() == first)
+                    && r.slot == Some(slot)
                     && r.admitted_step.is_some_and(|a| a <= step)
                     && r.finished_step
                         .or(r.cancelled_step)
@@ -194,7 +273,7 @@ pub fn html(s: &ServingRecord) -> String {
             b,
             "<tr class=\"{}\"><td>{}</td><td>{} ({})</td><td>{}</td><td>{}..{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>",
             r.status.name(),
-            esc(&r.id),
+            esc(&id_at(r)),
             esc(&r.case),
             esc(&r.kind),
             opt(r.slot),

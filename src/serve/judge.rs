@@ -117,6 +117,7 @@ pub fn record_requests(scenario: &Scenario, g: &Gathered<'_>, record: &mut Servi
             refused: o.refused.clone(),
             error,
             verdicts,
+            target: None,
         });
     }
 }

@@ -16,10 +16,12 @@ pub mod oracle_only;
 pub mod scheduler;
 pub mod slots;
 pub mod target;
+mod targets;
 
 pub use error::ServeError;
 pub use execute::{execute, execute_on, TargetApi, TargetChoice};
 pub use target::{Observed, ServingTarget};
+pub use targets::execute_targets;
 
 use sha2::{Digest, Sha256};
 

@@ -34,6 +34,7 @@ pub mod samples;
 pub mod samples_more;
 pub mod samples_tokens;
 pub mod serving;
+pub mod serving_targets;
 pub mod shard;
 pub mod tokens;
 pub mod tokens_chain;
@@ -77,6 +78,7 @@ pub use run::{
     WeightTransformRecord, RUN_RECORD_SCHEMA,
 };
 pub use serving::{ServingRecord, ServingRequestRecord, ServingVerdict, SERVING_SCHEMA};
+pub use serving_targets::{triangulate_serving, ServingTargetSide, ServingTriangulationRow};
 pub use shard::{merge, MergeError, Shard, ShardRecord};
 pub use tokens::{
     DivergentToken, LayerVsF64, LogitsGate, NoiseMeasurement, NoiseSource, ReferenceNoise,

@@ -31,6 +31,7 @@ fn request(id: &str, slot: Option<u32>, status: Status) -> ServingRequestRecord 
         refused: None,
         error: None,
         verdicts: Vec::new(),
+        target: None,
     }
 }
 

@@ -44,6 +44,14 @@ pub struct ServingRecord {
     pub errors: Vec<ErrorRecord>,
     /// Warnings.
     pub warnings: Vec<String>,
+    /// The spec targets the scenario ran on, in order, in a run over
+    /// several (`--target a,b`); empty for one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
+    /// Each request failing or erroring on some target, labelled
+    /// (`triangulate_serving`); empty for one target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triangulation: Vec<crate::serving_targets::ServingTriangulationRow>,
 }
 
 /// One request.
@@ -98,6 +106,9 @@ pub struct ServingRequestRecord {
     pub error: Option<String>,
     /// Every check's verdict.
     pub verdicts: Vec<ServingVerdict>,
+    /// The spec target it ran on, in a run over several (`--target a,b`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// One check of one request.
@@ -137,6 +148,8 @@ impl ServingRecord {
             requests: Vec::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
+            targets: Vec::new(),
+            triangulation: Vec::new(),
         }
     }
 
