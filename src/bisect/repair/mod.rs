@@ -653,6 +653,10 @@ fn describe(e: &Edit, s: Option<f64>) -> String {
         }
         (EditKind::InsertScale, Some(s)) => format!("its result times {s:.4e} (a missing scale)"),
         (EditKind::InsertOffset, Some(s)) => format!("its result plus {s:.4e} (a missing add)"),
+        (EditKind::InsertSoftcap, Some(s)) => format!(
+            "its result capped: {c:.4e} * tanh(x / {c:.4e}) (a missing soft cap)",
+            c = s.abs()
+        ),
         _ => e.what.clone(),
     }
 }
@@ -698,15 +702,24 @@ fn candidates(
     plain
 }
 
-/// Edits of the wide catalogue at most (none fitted; every run of its
-/// module computes all of them, so the cost grows with their square).
+/// Edits of the wide catalogue at most (every run of its module computes
+/// all of them, so the cost grows with their square; a fitted one runs it
+/// about 64 times).
 pub const MAX_WIDE_EDITS: usize = 400;
 
+/// Fitted edits of the wide catalogue at most (missing soft caps, in
+/// program order), within [`MAX_WIDE_EDITS`].
+pub const MAX_WIDE_FITTED: usize = 16;
+
+/// The wide catalogue's soft caps come after its other edits.
+const SOFTCAP_RANK: u8 = 9;
+
 /// The wide catalogue's edits of the region, cheapest explanation first
-/// (another op of the same arity; a missing normaliser or max shift; a
-/// missing op with a value of the result's type; one broadcast to it), each
-/// group in program order, bounded by [`MAX_WIDE_EDITS`]; and how many were
-/// cut.
+/// (another op of the same arity, another activation, another conv layout,
+/// a mask band's edge; a missing normaliser or max shift; a missing op with
+/// a value of the result's type; one broadcast to it; last, fitted, a
+/// missing soft cap), each group in program order, bounded by
+/// [`MAX_WIDE_EDITS`] and [`MAX_WIDE_FITTED`]; and how many were cut.
 fn wide_candidates(
     func: &parity_mlir::Function,
     region: &[usize],
@@ -716,6 +729,7 @@ fn wide_candidates(
     let constant = edits::constant_ops(func);
     let in_region: BTreeSet<usize> = region.iter().copied().collect();
     let mut ranked: Vec<(u8, usize, Edit)> = Vec::new();
+    let mut softcaps: Vec<(u8, usize, Edit)> = Vec::new();
     for (pos, &(o, t)) in blocks.iter().enumerate() {
         if constant[o] {
             // A wrong integer constant, reported on its consumer in the region.
@@ -735,16 +749,25 @@ fn wide_candidates(
         for e in edits::reaxis_edits(func, blocks, pos)
             .into_iter()
             .chain(edits::swapped_slices(func, blocks, pos))
+            .chain(edits::activation_edits(func, o, t))
         {
             ranked.push((0, pos, e));
         }
         for (rank, e) in edits::combine_edits(func, blocks, pos, inputs, &constant) {
             ranked.push((rank + 1, pos, e));
         }
+        if let Some(e) = edits::softcap_edit(func, o) {
+            softcaps.push((SOFTCAP_RANK, pos, e));
+        }
     }
+    // Fitted edits cost a fit each (about 64 runs of the module): the
+    // fewest, last, each bound counted in what was cut.
+    let mut cut = softcaps.len().saturating_sub(MAX_WIDE_FITTED);
+    softcaps.truncate(MAX_WIDE_FITTED);
     ranked.sort_by_key(|(rank, pos, _)| (*rank, *pos));
-    let cut = ranked.len().saturating_sub(MAX_WIDE_EDITS);
-    ranked.truncate(MAX_WIDE_EDITS);
+    cut += ranked.len().saturating_sub(MAX_WIDE_EDITS - softcaps.len());
+    ranked.truncate(MAX_WIDE_EDITS - softcaps.len());
+    ranked.extend(softcaps);
     (ranked.into_iter().map(|(_, _, e)| e).collect(), cut)
 }
 
