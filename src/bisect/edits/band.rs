@@ -45,7 +45,7 @@ fn nested(values: &[bool], shape: &[usize]) -> String {
 pub fn band_of(values: &[bool], shape: &[usize]) -> Option<(i64, i64)> {
     let [.., r, c] = *shape else { return None };
     let plane = r * c;
-    if plane == 0 || values.len() % plane != 0 || values.len() != shape.iter().product::<usize>() {
+    if plane == 0 || values.len() != shape.iter().product::<usize>() {
         return None;
     }
     let first = &values[..plane];
