@@ -58,6 +58,9 @@ pub enum EditKind {
     /// A fitted soft cap `c * tanh(x / c)` inserted after the op (logits
     /// left uncapped).
     InsertSoftcap,
+    /// An operand pointed at another value of its type the region computes
+    /// before the op.
+    Redirect,
 }
 
 impl EditKind {
@@ -82,6 +85,7 @@ impl EditKind {
             EditKind::InsertOffset => "offset inserted",
             EditKind::InsertBinary => "binary op inserted",
             EditKind::InsertSoftcap => "soft cap inserted",
+            EditKind::Redirect => "operand redirected",
         }
     }
 
@@ -105,7 +109,10 @@ impl EditKind {
             EditKind::WrongBinary | EditKind::WrongUnary | EditKind::WrongActivation => 1,
             EditKind::SliceShift | EditKind::PadMove | EditKind::WrongDims => 2,
             EditKind::ConvertOffset | EditKind::ConstantOffset | EditKind::MaskBand => 3,
-            EditKind::Bypass | EditKind::InsertNegate | EditKind::InsertBinary => 4,
+            EditKind::Bypass
+            | EditKind::InsertNegate
+            | EditKind::InsertBinary
+            | EditKind::Redirect => 4,
             EditKind::ScaleConstant => 5,
             EditKind::InsertScale | EditKind::InsertOffset | EditKind::InsertSoftcap => 6,
         }
@@ -490,6 +497,9 @@ mod reaxis;
 pub use reaxis::{reaxis_edits, swapped_slices};
 
 mod band;
+
+mod redirect;
+pub use redirect::redirect_edits;
 
 mod activation;
 pub use activation::{activation_edits, softcap_edit};

@@ -727,7 +727,8 @@ pub const MAX_WIDE_FITTED: usize = 16;
 /// The wide catalogue's edits of the region, cheapest explanation first
 /// (another op of the same arity, another activation, another conv layout,
 /// a mask band's edge; a missing normaliser or max shift; a missing op with
-/// a value of the result's type; one broadcast to it), each group in
+/// a value of the result's type; one broadcast to it; an operand pointed at
+/// another value), each group in
 /// program order, bounded by [`MAX_WIDE_EDITS`]; its fitted edits apart
 /// (missing soft caps, bounded by [`MAX_WIDE_FITTED`]); and how many the
 /// bounds cut.
@@ -766,6 +767,10 @@ fn wide_candidates(
         }
         for (rank, e) in edits::combine_edits(func, blocks, pos, inputs, &constant) {
             ranked.push((rank + 1, pos, e));
+        }
+        // An operand that should be another value: many per op, so last.
+        for e in edits::redirect_edits(func, blocks, pos, &constant) {
+            ranked.push((4, pos, e));
         }
         if let Some(e) = edits::softcap_edit(func, o) {
             softcaps.push(e);
