@@ -860,18 +860,18 @@ fn repaired(program: &Program, found: &repair::RepairOutcome, report: &mut Bisec
             .collect::<Vec<_>>()
             .join("; ")
     };
+    let what_wide = "every elementwise op of the same arity, another activation, conv \
+                     layouts, mask band edges, a missing binary op with a value the region \
+                     computes, an operand pointed at another value, fitted soft caps";
     let wide = if !found.wide {
         String::new()
     } else if found.cut > 0 {
         format!(
-            "; then the wide catalogue (every elementwise op of the same arity, a missing \
-             binary op with a value the region computes), {} more over its bound not tried",
+            "; then the wide catalogue ({what_wide}), {} more over its bounds not tried",
             found.cut
         )
     } else {
-        "; then the wide catalogue (every elementwise op of the same arity, a missing \
-         binary op with a value the region computes)"
-            .to_string()
+        format!("; then the wide catalogue ({what_wide})")
     };
     if found.repairs.is_empty() {
         report.notes.push(format!(

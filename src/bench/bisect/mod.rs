@@ -425,16 +425,13 @@ pub fn judge(answers: &[usize], record: &bisect::BisectRecord) -> Judged {
         }
         None => Outcome::Region,
     };
-    j.said = format!(
-        "{} ({} ops){}",
-        j.outcome.name(),
-        record.region.as_ref().map_or(0, |r| r.ops),
-        match j.equivalent {
-            Some(true) => ", the repairs are one function",
-            Some(false) => ", the repairs are not shown equivalent",
-            None => "",
-        }
-    );
+    let region = record.region.as_ref().map_or(0, |r| r.ops);
+    // An ambiguous answer says which ops it is one of and where an oracle
+    // tensor would decide, as the record's own summary does.
+    j.said = match listed.and_then(crate::report::localised::ambiguity) {
+        Some(a) => format!("{a} (region of {region} ops)"),
+        None => format!("{} ({region} ops)", j.outcome.name()),
+    };
     j
 }
 

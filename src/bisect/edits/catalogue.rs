@@ -72,9 +72,22 @@ pub fn edits_of(
                 });
             }
         }
+        if let (true, Some(n)) = (constant[o], named) {
+            consts.extend(super::band::band_edits(o, op_text, &rty, n));
+        }
         if !constant[o] {
             for (kind, what, l) in wrong_ops(func, o, line, float, width) {
                 push(kind, what, rewrite(l));
+            }
+            // A convolution's input or kernel read in another layout of the
+            // same type (a square kernel's height and width swapped).
+            if short == "convolution" {
+                let shape = |i: usize| op.operands.get(i).and_then(|&v| func.values[v].ty.shape());
+                for (i, s) in [(0, shape(0)), (1, shape(1))] {
+                    for (l, what) in s.map_or_else(Vec::new, |s| dims::convs(line, i, &s)) {
+                        push(EditKind::WrongDims, what, rewrite(l));
+                    }
+                }
             }
         }
         out.extend(consts);

@@ -164,6 +164,70 @@ pub fn dots(
     out
 }
 
+/// The three layouts of a convolution's `#stablehlo.conv<[lhs]x[rhs]->[out]>`
+/// dimension numbers, as their tokens (`b`, `f`, `i`, `o`, spatial digits).
+pub fn conv_layouts(line: &str) -> Option<[Vec<String>; 3]> {
+    let rest = &line[line.find("#stablehlo.conv<")? + "#stablehlo.conv<".len()..];
+    let body = &rest[..rest.find(">,").or_else(|| rest.find(">}"))?];
+    let (lhs, rest) = body.split_once("]x[")?;
+    let (rhs, out) = rest.split_once("]->[")?;
+    let toks = |s: &str| -> Vec<String> {
+        s.trim_matches(['[', ']'])
+            .split(',')
+            .map(|t| t.trim().to_string())
+            .collect()
+    };
+    Some([toks(lhs), toks(rhs), toks(out)])
+}
+
+/// Other layouts of one convolution operand (`which` 0: the input, 1: the
+/// kernel) that read it with the same result type: its tokens permuted among
+/// positions of equal size (a kernel's height and width swapped when it is
+/// square, its in and out channels when they are equal). Each is the op's new
+/// line and what changed.
+pub fn convs(line: &str, which: usize, shape: &[usize]) -> Vec<(String, String)> {
+    let Some(layouts) = conv_layouts(line) else {
+        return Vec::new();
+    };
+    let cur = &layouts[which];
+    if cur.len() != shape.len() {
+        return Vec::new();
+    }
+    let old = format!(
+        "[{}]x[{}]->[{}]",
+        layouts[0].join(", "),
+        layouts[1].join(", "),
+        layouts[2].join(", ")
+    );
+    if !line.contains(&old) {
+        return Vec::new();
+    }
+    permutations(cur.len())
+        .into_iter()
+        .filter(|p| p.iter().enumerate().any(|(k, &d)| d != k))
+        .filter(|p| p.iter().enumerate().all(|(k, &d)| shape[k] == shape[d]))
+        // Unit dims read the same wherever they go.
+        .filter(|p| p.iter().enumerate().all(|(k, &d)| shape[k] > 1 || d == k))
+        .map(|p| {
+            let mut l = layouts.clone();
+            l[which] = p.iter().map(|&d| cur[d].clone()).collect();
+            let new = format!(
+                "[{}]x[{}]->[{}]",
+                l[0].join(", "),
+                l[1].join(", "),
+                l[2].join(", ")
+            );
+            let what = format!(
+                "{} layout [{}] -> [{}]",
+                ["input", "kernel"][which],
+                cur.join(", "),
+                l[which].join(", ")
+            );
+            (line.replacen(&old, &new, 1), what)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +263,22 @@ mod tests {
             dots(&[2, 4, 4], &[2, 4, 4], &[2, 4, 4], &d),
             vec![(vec![1], vec![1]), (vec![1], vec![2]), (vec![2], vec![1])]
         );
+    }
+    #[test]
+    fn a_square_kernel_may_have_been_read_with_height_and_width_swapped() {
+        let line = "%3 = \"stablehlo.convolution\"(%1, %2) <{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[o, i, 0, 1]->[b, 0, 1, f]>, feature_group_count = 1 : i64}> : (tensor<1x8x8x1xf32>, tensor<4x1x3x3xf32>) -> tensor<1x6x6x4xf32>";
+        let alts = convs(line, 1, &[4, 1, 3, 3]);
+        assert_eq!(alts.len(), 1, "{alts:?}");
+        assert!(alts[0]
+            .0
+            .contains("[b, 0, 1, f]x[o, i, 1, 0]->[b, 0, 1, f]>,"));
+        assert_eq!(alts[0].1, "kernel layout [o, i, 0, 1] -> [o, i, 1, 0]");
+        // A 3x5 kernel: no swap keeps the type; channels 4 and 4 may swap.
+        assert!(convs(line, 1, &[4, 1, 3, 5]).is_empty());
+        assert_eq!(convs(line, 1, &[4, 4, 3, 5]).len(), 1);
+        // The input's 8x8 spatial dims swapped (a transposed image).
+        let input = convs(line, 0, &[1, 8, 8, 1]);
+        assert_eq!(input.len(), 1, "{input:?}");
+        assert!(input[0].0.contains("[b, 1, 0, f]x[o, i, 0, 1]"));
     }
 }

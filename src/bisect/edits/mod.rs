@@ -25,6 +25,9 @@ pub enum EditKind {
     WrongBinary,
     /// Another elementwise unary op (exp/log, tanh/logistic, sqrt/rsqrt, abs/negate, ...).
     WrongUnary,
+    /// Another activation of the same value (SiLU written ReLU: `max(x, 0)`
+    /// for `x * logistic(x)`).
+    WrongActivation,
     /// Other transpose / broadcast / reduce / dot_general dimensions, same result type.
     WrongDims,
     /// A slice window shifted by one along a dimension.
@@ -36,6 +39,9 @@ pub enum EditKind {
     /// A splat integer constant offset by -4..4 (a position or length off
     /// by a few; reported on its first consumer).
     ConstantOffset,
+    /// A banded boolean mask constant with an edge moved by one (a window
+    /// one too wide; reported on its first consumer).
+    MaskBand,
     /// The op bypassed: one of its operands (same type) used instead of its result.
     Bypass,
     /// A negate inserted after the op.
@@ -49,6 +55,12 @@ pub enum EditKind {
     /// A binary op inserted after the op, its other operand a value the
     /// region computes (or a sum / max of the op's result over an axis).
     InsertBinary,
+    /// A fitted soft cap `c * tanh(x / c)` inserted after the op (logits
+    /// left uncapped).
+    InsertSoftcap,
+    /// An operand pointed at another value of its type the region computes
+    /// before the op.
+    Redirect,
 }
 
 impl EditKind {
@@ -59,17 +71,21 @@ impl EditKind {
             EditKind::Comparison => "comparison direction",
             EditKind::WrongBinary => "wrong binary op",
             EditKind::WrongUnary => "wrong unary op",
+            EditKind::WrongActivation => "wrong activation",
             EditKind::WrongDims => "wrong dimensions",
             EditKind::SliceShift => "slice shifted",
             EditKind::PadMove => "pad moved",
             EditKind::ConvertOffset => "convert offset",
             EditKind::ConstantOffset => "integer constant offset",
+            EditKind::MaskBand => "mask band edge",
             EditKind::Bypass => "op bypassed",
             EditKind::InsertNegate => "negate inserted",
             EditKind::ScaleConstant => "constant fitted",
             EditKind::InsertScale => "scale inserted",
             EditKind::InsertOffset => "offset inserted",
             EditKind::InsertBinary => "binary op inserted",
+            EditKind::InsertSoftcap => "soft cap inserted",
+            EditKind::Redirect => "operand redirected",
         }
     }
 
@@ -77,7 +93,10 @@ impl EditKind {
     pub fn fitted(self) -> bool {
         matches!(
             self,
-            EditKind::ScaleConstant | EditKind::InsertScale | EditKind::InsertOffset
+            EditKind::ScaleConstant
+                | EditKind::InsertScale
+                | EditKind::InsertOffset
+                | EditKind::InsertSoftcap
         )
     }
 
@@ -87,12 +106,15 @@ impl EditKind {
     pub fn simplicity(self) -> u8 {
         match self {
             EditKind::SwapOperands | EditKind::Comparison => 0,
-            EditKind::WrongBinary | EditKind::WrongUnary => 1,
+            EditKind::WrongBinary | EditKind::WrongUnary | EditKind::WrongActivation => 1,
             EditKind::SliceShift | EditKind::PadMove | EditKind::WrongDims => 2,
-            EditKind::ConvertOffset | EditKind::ConstantOffset => 3,
-            EditKind::Bypass | EditKind::InsertNegate | EditKind::InsertBinary => 4,
+            EditKind::ConvertOffset | EditKind::ConstantOffset | EditKind::MaskBand => 3,
+            EditKind::Bypass
+            | EditKind::InsertNegate
+            | EditKind::InsertBinary
+            | EditKind::Redirect => 4,
             EditKind::ScaleConstant => 5,
-            EditKind::InsertScale | EditKind::InsertOffset => 6,
+            EditKind::InsertScale | EditKind::InsertOffset | EditKind::InsertSoftcap => 6,
         }
     }
 }
@@ -151,6 +173,8 @@ pub enum AfterOp {
     Scale,
     /// `x + s`.
     Offset,
+    /// `s * tanh(x / s)`: a soft cap.
+    Softcap,
     /// `x` rounded to bf16 and back (`reduce_precision` e8m7): a rounding
     /// fault, for the injector only (the f64 shadow finds these).
     RoundBf16,
@@ -220,7 +244,7 @@ impl Edit {
             }
             Change::After(after) => {
                 let elem = text::element(ty);
-                let s = if matches!(after, AfterOp::Scale | AfterOp::Offset) {
+                let s = if matches!(after, AfterOp::Scale | AfterOp::Offset | AfterOp::Softcap) {
                     let mut s = scale.to_string();
                     if elem != "f32" {
                         s = format!("{stem}_sc");
@@ -249,6 +273,16 @@ impl Edit {
                     AfterOp::Offset => format!(
                         "{result} = \"stablehlo.add\"({orig}, {s}) : ({ty}, {ty}) -> {ty} {loc}"
                     ),
+                    AfterOp::Softcap => {
+                        let (d, t) = (format!("{stem}_d"), format!("{stem}_t"));
+                        lines.push_str(&format!(
+                            "{indent}{d} = \"stablehlo.divide\"({orig}, {s}) : ({ty}, {ty}) -> {ty} {loc}\n\
+                             {indent}{t} = \"stablehlo.tanh\"({d}) : ({ty}) -> {ty} {loc}\n"
+                        ));
+                        format!(
+                            "{result} = \"stablehlo.multiply\"({t}, {s}) : ({ty}, {ty}) -> {ty} {loc}"
+                        )
+                    }
                     AfterOp::RoundBf16 => format!(
                         "{result} = \"stablehlo.reduce_precision\"({orig}) <{{exponent_bits = 8 : i32, mantissa_bits = 7 : i32}}> : ({ty}) -> {ty} {loc}"
                     ),
@@ -461,3 +495,11 @@ pub use combine::combine_edits;
 
 mod reaxis;
 pub use reaxis::{reaxis_edits, swapped_slices};
+
+mod band;
+
+mod redirect;
+pub use redirect::redirect_edits;
+
+mod activation;
+pub use activation::{activation_edits, softcap_edit};

@@ -188,7 +188,7 @@ pub fn search(
             .map(|&(_, v)| v)
             .filter(|&v| !func.values[v].name.contains('#'))
             .collect();
-        let (wide, cut) = wide_candidates(func, region, &blocks, &inputs);
+        let (wide, fitted, cut) = wide_candidates(func, region, &blocks, &inputs);
         outcome.tried += wide.len();
         outcome.cut = cut;
         outcome.wide = true;
@@ -200,6 +200,19 @@ pub fn search(
             "repair search, wide catalogue",
             &mut outcome,
         )?;
+        // Its fitted edits (a fit of about 64 runs each) only when the
+        // others find nothing, in a module of their own: one more probe.
+        if outcome.repairs.is_empty() && !fitted.is_empty() {
+            outcome.tried += fitted.len();
+            tier = run_tier(
+                program,
+                prober,
+                &region_slice,
+                &fitted,
+                "repair search, wide catalogue, fitted",
+                &mut outcome,
+            )?;
+        }
     }
     // Best first: residual (to the ULP), then the simpler edit.
     outcome.repairs.sort_by(|a, b| {
@@ -653,6 +666,10 @@ fn describe(e: &Edit, s: Option<f64>) -> String {
         }
         (EditKind::InsertScale, Some(s)) => format!("its result times {s:.4e} (a missing scale)"),
         (EditKind::InsertOffset, Some(s)) => format!("its result plus {s:.4e} (a missing add)"),
+        (EditKind::InsertSoftcap, Some(s)) => format!(
+            "its result capped: {c:.4e} * tanh(x / {c:.4e}) (a missing soft cap)",
+            c = s.abs()
+        ),
         _ => e.what.clone(),
     }
 }
@@ -698,24 +715,33 @@ fn candidates(
     plain
 }
 
-/// Edits of the wide catalogue at most (none fitted; every run of its
-/// module computes all of them, so the cost grows with their square).
+/// Edits of the wide catalogue at most (every run of its module computes
+/// all of them, so the cost grows with their square; a fitted one runs it
+/// about 64 times).
 pub const MAX_WIDE_EDITS: usize = 400;
 
+/// Fitted edits of the wide catalogue at most (missing soft caps, in
+/// program order), tried only when its other edits find nothing.
+pub const MAX_WIDE_FITTED: usize = 16;
+
 /// The wide catalogue's edits of the region, cheapest explanation first
-/// (another op of the same arity; a missing normaliser or max shift; a
-/// missing op with a value of the result's type; one broadcast to it), each
-/// group in program order, bounded by [`MAX_WIDE_EDITS`]; and how many were
-/// cut.
+/// (another op of the same arity, another activation, another conv layout,
+/// a mask band's edge; a missing normaliser or max shift; a missing op with
+/// a value of the result's type; one broadcast to it; an operand pointed at
+/// another value), each group in
+/// program order, bounded by [`MAX_WIDE_EDITS`]; its fitted edits apart
+/// (missing soft caps, bounded by [`MAX_WIDE_FITTED`]); and how many the
+/// bounds cut.
 fn wide_candidates(
     func: &parity_mlir::Function,
     region: &[usize],
     blocks: &[(usize, &str)],
     inputs: &[ValueId],
-) -> (Vec<Edit>, usize) {
+) -> (Vec<Edit>, Vec<Edit>, usize) {
     let constant = edits::constant_ops(func);
     let in_region: BTreeSet<usize> = region.iter().copied().collect();
     let mut ranked: Vec<(u8, usize, Edit)> = Vec::new();
+    let mut softcaps: Vec<Edit> = Vec::new();
     for (pos, &(o, t)) in blocks.iter().enumerate() {
         if constant[o] {
             // A wrong integer constant, reported on its consumer in the region.
@@ -735,17 +761,33 @@ fn wide_candidates(
         for e in edits::reaxis_edits(func, blocks, pos)
             .into_iter()
             .chain(edits::swapped_slices(func, blocks, pos))
+            .chain(edits::activation_edits(func, o, t))
         {
             ranked.push((0, pos, e));
         }
         for (rank, e) in edits::combine_edits(func, blocks, pos, inputs, &constant) {
             ranked.push((rank + 1, pos, e));
         }
+        // An operand that should be another value: many per op, so last.
+        for e in edits::redirect_edits(func, blocks, pos, &constant) {
+            ranked.push((4, pos, e));
+        }
+        if let Some(e) = edits::softcap_edit(func, o) {
+            softcaps.push(e);
+        }
     }
+    // Fitted edits cost a fit each (about 64 runs of the module): the
+    // fewest, in a tier of their own, each bound counted in what was cut.
+    let mut cut = softcaps.len().saturating_sub(MAX_WIDE_FITTED);
+    softcaps.truncate(MAX_WIDE_FITTED);
     ranked.sort_by_key(|(rank, pos, _)| (*rank, *pos));
-    let cut = ranked.len().saturating_sub(MAX_WIDE_EDITS);
+    cut += ranked.len().saturating_sub(MAX_WIDE_EDITS);
     ranked.truncate(MAX_WIDE_EDITS);
-    (ranked.into_iter().map(|(_, _, e)| e).collect(), cut)
+    (
+        ranked.into_iter().map(|(_, _, e)| e).collect(),
+        softcaps,
+        cut,
+    )
 }
 
 /// Minimises `f` over scales: a signed log grid (1e-4 .. 1e4, half a decade
