@@ -61,12 +61,16 @@ pub struct Edit {
 }
 
 /// Times the gate on `spec` three times (cold, warm, one function edited),
-/// with its artifact cache and the edited module under `work`.
+/// with its artifact cache and the edited module under `work`, on
+/// `targets` (all in one run; none: the spec's first). With two or more,
+/// each target's warm gate alone follows (`warm, TARGET only`), so the
+/// run over all can be set against the runs one after the other.
 pub fn measure(
     spec: &Spec,
     work: &Path,
     function: Option<&str>,
     compiler_lib: Option<PathBuf>,
+    targets: &[String],
 ) -> Result<(Edit, Vec<GateRow>), GateBenchError> {
     let cache_dir = work.join("cache");
     let options = RunOptions {
@@ -81,18 +85,29 @@ pub fn measure(
     let (edited, edit) = edit_one_function(spec, work, function)?;
     let mut rows = Vec::new();
     let mut known = 0;
-    for (label, s) in [
-        ("cold", spec),
-        ("warm", spec),
-        ("one function edited", &edited),
-    ] {
+    let alone: Vec<(String, &[String])> = if targets.len() > 1 {
+        targets
+            .iter()
+            .map(|t| (format!("warm, {t} only"), std::slice::from_ref(t)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let runs = [
+        ("cold".to_string(), spec, targets),
+        ("warm".to_string(), spec, targets),
+        ("one function edited".to_string(), &edited, targets),
+    ]
+    .into_iter()
+    .chain(alone.into_iter().map(|(label, t)| (label, spec, t)));
+    for (label, s, on) in runs {
         let t = Instant::now();
         let cpu = super::process_and_children_cpu();
-        let record = run::execute(s, &options, &mut |_| {});
+        let record = run::execute_targets(s, &options, on, &mut |_| {});
         let wall = t.elapsed();
         let now = count_entries(&cache_dir)?;
         rows.push(GateRow {
-            run: label.to_string(),
+            run: label,
             wall,
             status: record.derived_status(),
             cpu: super::process_and_children_cpu().saturating_sub(cpu),

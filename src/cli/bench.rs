@@ -18,6 +18,11 @@ pub struct BenchArgs {
     /// Also time the gate on this stages.yaml: cold, warm, one function edited.
     #[arg(long)]
     spec: Option<PathBuf>,
+    /// With --spec: the gate on these spec targets in one run (`cpu,vulkan`),
+    /// then each target's warm gate alone, to set one run over several
+    /// targets against the runs one after the other.
+    #[arg(long, value_delimiter = ',')]
+    target: Vec<String>,
     /// The public function to edit for the third gate run (default: the first one).
     #[arg(long)]
     function: Option<String>,
@@ -130,6 +135,7 @@ fn after_throughput(args: &BenchArgs, out: &mut impl Write) -> anyhow::Result<i3
         &work,
         args.function.as_deref(),
         args.iree_compiler_lib.clone(),
+        &args.target,
     )?;
     writeln!(
         out,
@@ -158,6 +164,16 @@ fn after_throughput(args: &BenchArgs, out: &mut impl Write) -> anyhow::Result<i3
             r.entries,
             r.load.map_or("?".to_string(), |l| format!("{l:.1}")),
             r.status
+        )?;
+    }
+    if args.target.len() > 1 {
+        let warm = gate_rows.get(1).map_or(0.0, |r| r.wall.as_secs_f64());
+        let apart: f64 = gate_rows[3..].iter().map(|r| r.wall.as_secs_f64()).sum();
+        writeln!(
+            out,
+            "targets {} in one run, warm: {warm:.2} s; one after the other: {apart:.2} s ({:.2}x)",
+            args.target.join(","),
+            warm / apart.max(1e-9)
         )?;
     }
     Ok(0)
