@@ -46,6 +46,8 @@ from safetensors.numpy import save_file
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python/parity_mlx_recorder/src"))
 from parity_mlx_recorder import Recorder  # noqa: E402
 
+import text_layers  # noqa: E402  (tools/scale, next to this file)
+
 SEED = 20261205
 CONFIGS = {
     # hidden, feed-forward width, layers, default frames after subsampling
@@ -55,6 +57,11 @@ CONFIGS = {
 }
 EPS = 1e-6
 CLIP = 1e10  # gradient_clipping of the released checkpoint: never triggers
+# A text layer's output against mlx-vlm's f32 layer: bf16 storage after every op
+# (the bundled subject's bf16 policy) moves the AltUp stack by about 2% rms;
+# a dropped or doubled branch (laurel, per-layer input, attention) moves it by
+# tens of percent (docs/performance.md, "Real size").
+TEXT_TOLERANCE = "[{rms: 0.1}, {allclose: {atol: 0.5, rtol: 0.1}}]"
 
 
 def rng(name):
@@ -176,32 +183,41 @@ class Layer(nn.Module):
 
 
 class Stack(nn.Module):
-    def __init__(self, w, layers):
+    """The audio layers (`layers.L`) and mlx-vlm's text decoder layers (`text_layers.L`)."""
+
+    def __init__(self, w, layers, text_cfg, text_w, text_count):
         super().__init__()
         self.layers = [Layer(w, i) for i in range(layers)]
+        self.text_layers = text_layers.mlx_layers(text_cfg, text_w, text_count)
 
-    def __call__(self, h):
+    def __call__(self, h, hidden, pli):
         for layer in self.layers:
             h = layer(h)
-        return h
+        for i, layer in enumerate(self.text_layers):
+            hidden = layer(hidden, "causal", None, pli[:, :, i, :])
+        return h, hidden
 
 
-def record_oracle(w, layers, x, out):
-    """Records every layer's output (`default/layers.L`) and the input."""
-    model = Stack(w, layers)
+def record_oracle(w, layers, x, text, out):
+    """Records every layer's output (`default/layers.L`, `default/text_layers.L`) and the inputs."""
+    text_cfg, text_w, text_count, hidden, pli = text
+    model = Stack(w, layers, text_cfg, text_w, text_count)
     rec = Recorder(model, depth=1)
     with rec.case("default"):
-        mx.eval(model(mx.array(x)))
+        mx.eval(model(mx.array(x), mx.array(hidden), mx.array(pli)))
     rec.record_input("default", "x", mx.array(x))
+    rec.record_input("default", "text_hidden", mx.array(hidden))
+    rec.record_input("default", "text_pli", mx.array(pli))
     rec.save(str(out), provenance={"producer": "tools/scale/make_scale.py (MLX)", "seed": SEED})
 
 
-def stages_yaml(layers):
+def stages_yaml(layers, text_count):
+    modules = "".join(f"\n    text_{i}: {{mlir: text_{i}.mlir}}" for i in range(text_count))
     lines = [
         "version: 1",
         "subject:",
         "  modules:",
-        "    scale: {mlir: model.mlir}",
+        "    scale: {mlir: model.mlir}" + modules,
         "  target_backend: llvm-cpu",
         "  driver: local-task",
         '  flags: ["--iree-input-type=stablehlo"]',
@@ -222,6 +238,15 @@ def stages_yaml(layers):
             f"    args: [{arg}]",
             f'    outputs: [{{name: y, oracle: "{{case}}/layers.{layer}"}}]',
         ]
+    for i in range(text_count):
+        arg = '{oracle: "{case}/text_hidden"}' if i == 0 else f"{{stage: text_{i - 1}.y}}"
+        lines += [
+            f"  - name: text_{i}",
+            f"    module: text_{i}",
+            f"    function: text_{i}",
+            f'    args: [{arg}, {{oracle: "{{case}}/text_pli"}}]',
+            f'    outputs: [{{name: y, oracle: "{{case}}/text_layers.{i}", tolerance: {TEXT_TOLERANCE}}}]',
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -235,14 +260,27 @@ def main():
     frames = a.frames or frames
     a.out.mkdir(parents=True, exist_ok=True)
     w = weights(hidden, ff, layers)
-    save_file(w, str(a.out / "weights.safetensors"))
+    text_cfg, text_count, tokens = text_layers.TEXT[a.config]
+    text_w = text_layers.weights(SEED, text_cfg, text_count)
+    save_file(w | {f"text.{k}": v for k, v in text_w.items()}, str(a.out / "weights.safetensors"))
     (a.out / "model.mlir").write_text(mlir(hidden, ff, layers, frames))
-    (a.out / "stages.yaml").write_text(stages_yaml(layers))
+    for name, text in text_layers.mlir(text_cfg, text_w, text_count, tokens).items():
+        (a.out / f"{name}.mlir").write_text(text)
+    (a.out / "stages.yaml").write_text(stages_yaml(layers, text_count))
     x = rng("x").standard_normal((frames, hidden)).astype(np.float32)
-    record_oracle(w, layers, x, a.out / "oracle")
-    weight_bytes = sum(v.nbytes for v in w.values())
+    text_hidden, pli = text_layers.inputs(SEED, text_cfg, tokens)
+    record_oracle(w, layers, x, (text_cfg, text_w, text_count, text_hidden, pli), a.out / "oracle")
+    weight_bytes = sum(v.nbytes for v in w.values()) + sum(v.nbytes for v in text_w.values())
+    audio_live = 4 * (2 * frames * hidden + frames * ff)
+    # Every stage's argument shapes (f32), for the floor's resident inputs.
+    stage_args = {f"layer_{i}": [[frames, hidden]] for i in range(layers)}
+    stage_args |= {f"text_{i}": [list(text_hidden.shape), list(pli.shape)] for i in range(text_count)}
     summary = {"config": a.config, "hidden": hidden, "ff": ff, "layers": layers,
-               "frames": frames, "weight_bytes": weight_bytes, "seed": SEED}
+               "frames": frames, "text_hidden": text_cfg["hidden_size"],
+               "text_ff": text_cfg["intermediate_size"][0], "text_layers": text_count,
+               "tokens": tokens, "weight_bytes": weight_bytes,
+               "live_bytes": max(audio_live, text_layers.live_bytes(text_cfg, tokens)),
+               "stage_args": stage_args, "seed": SEED}
     (a.out / "scale.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps(summary))
 
