@@ -6,12 +6,13 @@
 //! - [`gate`]: wall time of the gate (`parity check`'s run) on a spec:
 //!   cold (empty artifact cache), warm, and after one public function of a
 //!   module was edited, with the cache entries each run added.
-//! - [`scale`]: the gate at the Gemma3n audio tower's real widths against
+//! - [`scale`]: the gate at the Gemma3n audio tower's and E2B/E4B text layers' real widths against
 //!   the raw IREE floor, peak RSS against the weights, bytes uploaded.
 
 pub mod bisect;
 pub mod gate;
 pub mod scale;
+pub mod scale_table;
 pub mod throughput;
 
 use std::time::Duration;
