@@ -58,10 +58,11 @@ CONFIGS = {
 EPS = 1e-6
 CLIP = 1e10  # gradient_clipping of the released checkpoint: never triggers
 # A text layer's output against mlx-vlm's f32 layer: bf16 storage after every op
-# (the bundled subject's bf16 policy) moves the AltUp stack by about 2% rms;
-# a dropped or doubled branch (laurel, per-layer input, attention) moves it by
-# tens of percent (docs/performance.md, "Real size").
-TEXT_TOLERANCE = "[{rms: 0.1}, {allclose: {atol: 0.5, rtol: 0.1}}]"
+# (the bundled subject's bf16 policy) leaves about 1.5% relative L2 in isolated
+# mode and compounds in chained mode (8.3% after 4 E2B layers); a dropped
+# branch (laurel, per-layer input) moves the AltUp stack by tens of percent
+# (43-56% relative L2 at E2B width; docs/performance.md, "Real size").
+TEXT_TOLERANCE = "[{rel_l2: 0.15}, {cosine_min: 0.99}]"
 
 
 def rng(name):
