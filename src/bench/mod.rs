@@ -101,6 +101,14 @@ pub fn peak_rss() -> u64 {
     usage.ru_maxrss.max(0) as u64 * 1024
 }
 
+/// Resets this process's peak resident set to its current size (Linux:
+/// `5` into /proc/self/clear_refs resets VmHWM, which `getrusage` reads),
+/// so the next [`peak_rss`] is the peak of what ran since; false where the
+/// kernel refused it (the peak then still counts everything before).
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 /// The 1-minute load average, so a table says how busy the machine was.
 pub fn load_average() -> Option<f64> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;

@@ -37,8 +37,14 @@ pub struct ScaleRow {
     /// on the device (the least of `floor_runs` runs of each), summed over
     /// the gate's stage runs (both modes).
     pub floor: Duration,
-    /// This process's peak resident set so far, in bytes.
+    /// The warm gate's own peak resident set, in bytes: the process's
+    /// peak is reset after the cold gate (the compile, the first loads and
+    /// the rows before this one no longer count).
     pub peak_rss: u64,
+    /// This process's peak resident set up to the end of the cold gate.
+    pub cold_peak_rss: u64,
+    /// Whether the peak could be reset (else `peak_rss` is the process's so far).
+    pub peak_reset: bool,
     /// The weights plus the largest stage's live tensors (input, widest
     /// intermediate, output; make_scale.py's `live_bytes`), in bytes.
     pub needed: u64,
@@ -175,7 +181,10 @@ pub fn measure(
     };
     let args = stage_args(&summary).map_err(subject)?;
     let (cold, _) = gate();
+    let cold_peak_rss = super::peak_rss();
+    let peak_reset = super::reset_peak_rss();
     let (warm, record) = gate();
+    let peak_rss = super::peak_rss();
     let floor = floor(&spec, &options, &record, floor_runs, &args).map_err(subject)? * 2; // both modes run every stage
     Ok(ScaleRow {
         config: config.to_string(),
@@ -191,7 +200,9 @@ pub fn measure(
         cold,
         warm,
         floor,
-        peak_rss: super::peak_rss(),
+        peak_rss,
+        cold_peak_rss,
+        peak_reset,
         needed: field("weight_bytes") + field("live_bytes"),
         uploads: record
             .provenance

@@ -9,7 +9,7 @@ pub fn table(rows: &[ScaleRow]) -> String {
     let mb = |b: u64| b as f64 / 1e6;
     let s = |d: Duration| d.as_secs_f64();
     let mut out = format!(
-        "{:<6} {:>22} {:>22} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7} {:>10} {:>10}  status\n",
+        "{:<6} {:>22} {:>22} {:>9} {:>8} {:>8} {:>8} {:>9} {:>10} {:>9} {:>9} {:>7} {:>10} {:>10}  status\n",
         "config",
         "audio hidden/ff/L/T",
         "text hidden/ff/L/T",
@@ -18,6 +18,7 @@ pub fn table(rows: &[ScaleRow]) -> String {
         "warm s",
         "floor s",
         "overhead",
+        "cold pk MB",
         "peak MB",
         "need MB",
         "x need",
@@ -28,7 +29,7 @@ pub fn table(rows: &[ScaleRow]) -> String {
         let (h, f, l, t) = r.shape;
         let (th, tf, tl, tt) = r.text;
         out.push_str(&format!(
-            "{:<6} {:>22} {:>22} {:>9.1} {:>8.3} {:>8.3} {:>8.3} {:>8.0}% {:>9.1} {:>9.1} {:>7.2} {:>10.2} {:>10}  {}\n",
+            "{:<6} {:>22} {:>22} {:>9.1} {:>8.3} {:>8.3} {:>8.3} {:>8.0}% {:>10.1} {:>8.1}{} {:>9.1} {:>7.2} {:>10.2} {:>10}  {}\n",
             r.config,
             format!("{h}/{f}/{l}/{t}"),
             format!("{th}/{tf}/{tl}/{tt}"),
@@ -37,7 +38,10 @@ pub fn table(rows: &[ScaleRow]) -> String {
             s(r.warm),
             s(r.floor),
             (s(r.warm) / s(r.floor).max(1e-9) - 1.0) * 100.0,
+            mb(r.cold_peak_rss),
             mb(r.peak_rss),
+            // `*`: the peak could not be reset, so it counts the cold gate too.
+            if r.peak_reset { " " } else { "*" },
             mb(r.needed),
             r.peak_rss as f64 / r.needed.max(1) as f64,
             mb(r.uploads.weight_bytes + r.uploads.other_bytes),
@@ -79,6 +83,8 @@ mod tests {
             warm: Duration::from_secs_f64(1.1 * secs),
             floor: Duration::from_secs_f64(secs),
             peak_rss: rss,
+            cold_peak_rss: 3 * rss,
+            peak_reset: true,
             needed: weights,
             uploads: UploadRecord {
                 weight_bytes: 1_000_000,
@@ -109,6 +115,7 @@ mod tests {
                 "1.100",
                 "1.000",
                 "10%",
+                "6.0",
                 "2.0",
                 "1.0",
                 "2.00",
@@ -124,5 +131,14 @@ mod tests {
             "e2b    weights x900, cold x10.0, warm x10.0, floor x10.0, peak RSS x600.0"
         );
         assert_eq!(lines.len(), 5);
+    }
+
+    #[test]
+    fn a_peak_that_could_not_be_reset_is_marked() {
+        let mut r = row("small", 1_000_000, 1.0, 2_000_000);
+        r.peak_reset = false;
+        let text = table(&[r]);
+        let cells: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(&cells[8..10], ["6.0", "2.0*"], "{text}");
     }
 }
