@@ -1,7 +1,9 @@
-"""Seeded Gemma3n-width Conformer feed-forward stack for `parity` at scale.
+"""Seeded Gemma3n-width Conformer feed-forward stack and text decoder layers
+for `parity` at scale.
 
 Writes, into OUT_DIR, a subject whose weights are IREE parameters at the
-real widths of the Gemma3n audio tower (nothing is downloaded):
+real widths of the Gemma3n audio tower and of the first text decoder layers
+of E2B or E4B (text_layers.py; nothing is downloaded):
 
   model.mlir          one public function per Conformer layer, `layer_L(x)`:
                       the layer's two macaron feed-forward blocks (HF
@@ -10,21 +12,28 @@ real widths of the Gemma3n audio tower (nothing is downloaded):
                       residual x 0.5), weights read from
                       `#flow.parameter.named<"model"::...>` globals stored
                       bf16, matmuls accumulated in f32 (bf16 x bf16 -> f32)
-  weights.safetensors the parameters (bf16 projections, f32 norm gains)
+  text_L.mlir         decoder layer L of the text model (text_layers.py):
+                      `text_L(hidden, per_layer_inputs) -> hidden`
+  weights.safetensors the parameters (audio: bf16 projections, f32 norm
+                      gains; text, under `text.`: bf16)
   oracle/             the MLX oracle, recorded by the repo's recorder
                       (python/parity_mlx_recorder): the same stack as
                       mlx.nn modules on the same weights (the bf16 values
                       widened to f32, f32 matmuls), every layer's output
-                      `default/layers.L` and the input `default/x`
-  stages.yaml         one stage per layer, chained (layer L reads L-1's output)
+                      `default/layers.L` and the input `default/x`;
+                      mlx-vlm's decoder layers, `default/text_layers.L`,
+                      inputs `default/text_hidden` and `default/text_pli`
+  stages.yaml         one stage per layer, chained (layer L reads L-1's
+                      output), audio `layer_L` then text `text_L`
 
 Usage (the repo's MLX Python: tools/fixtures/.venv, PARITY_TENSOR_PYTHON):
 
     python make_scale.py CONFIG OUT_DIR [--frames N]
 
-CONFIG: small (hidden 64, 2 layers: a CI-sized check of the same code),
-e2b or e4b (hidden 1536, feed-forward 6144, 12 layers: the audio tower of
-both Gemma3n E2B and E4B, which share it). `--frames` is the number of
+CONFIG: small (hidden 64, 2 layers, 2 tiny text layers: a CI-sized check
+of the same code), e2b or e4b (audio hidden 1536, feed-forward 6144, 12
+layers: the audio tower both Gemma3n E2B and E4B share; text hidden 2048,
+4 layers, feed-forward 8192 for E2B and 16384 for E4B). `--frames` is the number of
 frames after the 4x subsampling (default: 128 for e2b/e4b, i.e. 512 mel
 frames; 8 for small). Deterministic: the same bytes for the same arguments.
 """
@@ -60,8 +69,8 @@ CLIP = 1e10  # gradient_clipping of the released checkpoint: never triggers
 # A text layer's output against mlx-vlm's f32 layer: bf16 storage after every op
 # (the bundled subject's bf16 policy) leaves about 1.5% relative L2 in isolated
 # mode and compounds in chained mode (8.3% after 4 E2B layers); a dropped
-# branch (laurel, per-layer input) moves the AltUp stack by tens of percent
-# (43-56% relative L2 at E2B width; docs/performance.md, "Real size").
+# branch (attention, MLP, per-layer input) moves the AltUp stack by 43-56%
+# relative L2 at E2B width (docs/performance.md, "Real size").
 TEXT_TOLERANCE = "[{rel_l2: 0.15}, {cosine_min: 0.99}]"
 
 
