@@ -1,9 +1,11 @@
 //! `parity bench --scale CONFIG`: the gate on a subject at the real widths
 //! of the Gemma3n audio tower and a few text decoder layers of E2B / E4B,
-//! against the raw IREE floor of the same functions. The subject is generated, seeded, by tools/scale/make_scale.py
+//! against the raw IREE floor of the same functions. The subject is
+//! generated, seeded, by tools/scale/make_scale.py and text_layers.py
 //! (weights as IREE parameters, bf16 storage, f32 accumulation; the MLX
-//! oracle recorded by python/parity_mlx_recorder) and converted to an .irpa by tools/scale/to_irpa.py, into a
-//! work dir (never into git, nothing downloaded); see docs/performance.md.
+//! oracle recorded by python/parity_mlx_recorder) and converted to an .irpa
+//! by tools/scale/to_irpa.py, into a work dir (never into git, nothing
+//! downloaded); see docs/performance.md.
 
 use crate::run::{self, record::UploadRecord, RunOptions};
 use crate::target::Target;
