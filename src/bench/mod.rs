@@ -6,12 +6,13 @@
 //! - [`gate`]: wall time of the gate (`parity check`'s run) on a spec:
 //!   cold (empty artifact cache), warm, and after one public function of a
 //!   module was edited, with the cache entries each run added.
-//! - [`scale`]: the gate at the Gemma3n audio tower's real widths against
+//! - [`scale`]: the gate at the Gemma3n audio tower's and E2B/E4B text layers' real widths against
 //!   the raw IREE floor, peak RSS against the weights, bytes uploaded.
 
 pub mod bisect;
 pub mod gate;
 pub mod scale;
+pub mod scale_table;
 pub mod throughput;
 
 use std::time::Duration;
@@ -98,6 +99,14 @@ pub fn peak_rss() -> u64 {
     }
     // Linux reports kilobytes.
     usage.ru_maxrss.max(0) as u64 * 1024
+}
+
+/// Resets this process's peak resident set to its current size (Linux:
+/// `5` into /proc/self/clear_refs resets VmHWM, which `getrusage` reads),
+/// so the next [`peak_rss`] is the peak of what ran since; false where the
+/// kernel refused it (the peak then still counts everything before).
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// The 1-minute load average, so a table says how busy the machine was.

@@ -1,9 +1,11 @@
 //! `parity bench --scale CONFIG`: the gate on a subject at the real widths
-//! of the Gemma3n audio tower, against the raw IREE floor of the same
-//! functions. The subject is generated, seeded, by tools/scale/make_scale.py
+//! of the Gemma3n audio tower and a few text decoder layers of E2B / E4B,
+//! against the raw IREE floor of the same functions. The subject is
+//! generated, seeded, by tools/scale/make_scale.py and text_layers.py
 //! (weights as IREE parameters, bf16 storage, f32 accumulation; the MLX
-//! oracle recorded by python/parity_mlx_recorder) and converted to an .irpa by tools/scale/to_irpa.py, into a
-//! work dir (never into git, nothing downloaded); see docs/performance.md.
+//! oracle recorded by python/parity_mlx_recorder) and converted to an .irpa
+//! by tools/scale/to_irpa.py, into a work dir (never into git, nothing
+//! downloaded); see docs/performance.md.
 
 use crate::run::{self, record::UploadRecord, RunOptions};
 use crate::target::Target;
@@ -21,9 +23,11 @@ pub const CONFIGS: &[&str] = &["small", "e2b", "e4b"];
 pub struct ScaleRow {
     /// The config name.
     pub config: String,
-    /// Model width, feed-forward width, layers, frames (after subsampling).
+    /// Audio width, feed-forward width, layers, frames (after subsampling).
     pub shape: (usize, usize, usize, usize),
-    /// Bytes of the parameters (bf16 projections, f32 gains).
+    /// Text width, feed-forward width, decoder layers generated, tokens.
+    pub text: (usize, usize, usize, usize),
+    /// Bytes of the parameters (audio: bf16 projections, f32 gains; text: bf16).
     pub weight_bytes: u64,
     /// Generating the subject (zero when the work dir already had it).
     pub generate: Duration,
@@ -35,10 +39,16 @@ pub struct ScaleRow {
     /// on the device (the least of `floor_runs` runs of each), summed over
     /// the gate's stage runs (both modes).
     pub floor: Duration,
-    /// This process's peak resident set so far, in bytes.
+    /// The warm gate's own peak resident set, in bytes: the process's
+    /// peak is reset after the cold gate (the compile, the first loads and
+    /// the rows before this one no longer count).
     pub peak_rss: u64,
+    /// This process's peak resident set up to the end of the cold gate.
+    pub cold_peak_rss: u64,
+    /// Whether the peak could be reset (else `peak_rss` is the process's so far).
+    pub peak_reset: bool,
     /// The weights plus the largest stage's live tensors (input, widest
-    /// intermediate, output), in bytes.
+    /// intermediate, output; make_scale.py's `live_bytes`), in bytes.
     pub needed: u64,
     /// What the warm gate uploaded.
     pub uploads: UploadRecord,
@@ -110,7 +120,9 @@ pub fn prepare(
     }
     let name = frames.map_or(config.to_string(), |f| format!("{config}-{f}"));
     let dir = work.join(name);
-    if dir.join("oracle/manifest.json").is_file() && dir.join("weights.irpa").is_file() {
+    // text_0.mlir: a dir from before the text layers is made again.
+    let made = ["oracle/manifest.json", "weights.irpa", "text_0.mlir"];
+    if made.iter().all(|f| dir.join(f).is_file()) {
         return Ok((dir, Duration::ZERO));
     }
     let t = Instant::now();
@@ -169,20 +181,31 @@ pub fn measure(
         let record = run::execute(&spec, &options, &mut |_| {});
         (t.elapsed(), record)
     };
+    let args = stage_args(&summary).map_err(subject)?;
     let (cold, _) = gate();
+    let cold_peak_rss = super::peak_rss();
+    let peak_reset = super::reset_peak_rss();
     let (warm, record) = gate();
-    let floor = floor(&spec, &options, &record, floor_runs, frames, hidden).map_err(subject)? * 2; // both modes run every stage
-    let f32s = |n: usize| (n * 4) as u64;
+    let peak_rss = super::peak_rss();
+    let floor = floor(&spec, &options, &record, floor_runs, &args).map_err(subject)? * 2; // both modes run every stage
     Ok(ScaleRow {
         config: config.to_string(),
         shape: (hidden, ff, layers, frames),
+        text: (
+            field("text_hidden") as usize,
+            field("text_ff") as usize,
+            field("text_layers") as usize,
+            field("tokens") as usize,
+        ),
         weight_bytes: field("weight_bytes"),
         generate,
         cold,
         warm,
         floor,
-        peak_rss: super::peak_rss(),
-        needed: field("weight_bytes") + f32s(frames * hidden) * 2 + f32s(frames * ff),
+        peak_rss,
+        cold_peak_rss,
+        peak_reset,
+        needed: field("weight_bytes") + field("live_bytes"),
         uploads: record
             .provenance
             .uploads
@@ -193,16 +216,37 @@ pub fn measure(
     })
 }
 
+/// Every stage's argument shapes (`stage_args` in scale.json), by stage name.
+pub fn stage_args(
+    summary: &serde_json::Value,
+) -> Result<std::collections::BTreeMap<String, Vec<Vec<usize>>>, String> {
+    let bad = || "scale.json: `stage_args` is not {stage: [[dims...]...]}".to_string();
+    let map = summary["stage_args"].as_object().ok_or_else(bad)?;
+    let shape = |v: &serde_json::Value| -> Option<Vec<usize>> {
+        v.as_array()?
+            .iter()
+            .map(|d| d.as_u64().map(|d| d as usize))
+            .collect()
+    };
+    map.iter()
+        .map(|(stage, args)| {
+            let args = args.as_array().ok_or_else(bad)?;
+            let shapes = args.iter().map(shape).collect::<Option<Vec<_>>>();
+            Ok((stage.clone(), shapes.ok_or_else(bad)?))
+        })
+        .collect()
+}
+
 /// The least time of `runs` calls of every stage's function, summed, with
-/// the input uploaded once before (a resident key) and the same artifacts
-/// the gate ran (the warm cache), on a runtime of the target's own.
+/// its inputs (`args`: f32 of these shapes) uploaded once before (resident
+/// keys) and the same artifacts the gate ran (the warm cache), on a runtime
+/// of the target's own.
 fn floor(
     spec: &parity_spec::Spec,
     options: &RunOptions,
     record: &RunRecord,
     runs: usize,
-    frames: usize,
-    hidden: usize,
+    args: &std::collections::BTreeMap<String, Vec<Vec<usize>>>,
 ) -> Result<Duration, String> {
     let target = Target::ready(spec, None).map_err(|e| e.to_string())?;
     let mut scratch = RunRecord::new(String::new(), "", String::new());
@@ -212,19 +256,20 @@ fn floor(
         return Err(e.message.clone());
     }
     let modules = target.load(&compiled);
-    let x = Tensor::from_f32(vec![frames, hidden], &vec![0.5; frames * hidden])
-        .map_err(|e| e.to_string())?;
-    let keys = [Some("bench.floor.x".to_string())];
     let mut total = Duration::ZERO;
     for stage in &spec.stages {
-        let call = || {
-            modules.invoke_keyed(
-                &stage.module,
-                &stage.function,
-                std::slice::from_ref(&x),
-                &keys,
-            )
-        };
+        let shapes = args
+            .get(&stage.name)
+            .ok_or_else(|| format!("scale.json: no `stage_args` for stage `{}`", stage.name))?;
+        let inputs = shapes
+            .iter()
+            .map(|s| Tensor::from_f32(s.clone(), &vec![0.5; s.iter().product()]))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        let keys: Vec<Option<String>> = (0..inputs.len())
+            .map(|i| Some(format!("bench.floor.{}.{i}", stage.name)))
+            .collect();
+        let call = || modules.invoke_keyed(&stage.module, &stage.function, &inputs, &keys);
         call().map_err(|e| e.to_string())?; // uploads the input; loads the artifact
         let mut best = Duration::MAX;
         for _ in 0..runs.max(1) {
@@ -237,122 +282,9 @@ fn floor(
     Ok(total)
 }
 
-/// The table `parity bench --scale` prints: one row per config, then how
-/// each figure grows from the first config's.
-pub fn table(rows: &[ScaleRow]) -> String {
-    let mb = |b: u64| b as f64 / 1e6;
-    let s = |d: Duration| d.as_secs_f64();
-    let mut out = format!(
-        "{:<6} {:>22} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7} {:>10} {:>10}  status\n",
-        "config",
-        "hidden/ff/layers/T",
-        "weights",
-        "cold s",
-        "warm s",
-        "floor s",
-        "overhead",
-        "peak MB",
-        "need MB",
-        "x need",
-        "upload MB",
-        "param ld"
-    );
-    for r in rows {
-        let (h, f, l, t) = r.shape;
-        out.push_str(&format!(
-            "{:<6} {:>22} {:>9.1} {:>8.3} {:>8.3} {:>8.3} {:>8.0}% {:>9.1} {:>9.1} {:>7.2} {:>10.2} {:>10}  {}\n",
-            r.config,
-            format!("{h}/{f}/{l}/{t}"),
-            mb(r.weight_bytes),
-            s(r.cold),
-            s(r.warm),
-            s(r.floor),
-            (s(r.warm) / s(r.floor).max(1e-9) - 1.0) * 100.0,
-            mb(r.peak_rss),
-            mb(r.needed),
-            r.peak_rss as f64 / r.needed.max(1) as f64,
-            mb(r.uploads.weight_bytes + r.uploads.other_bytes),
-            r.uploads.parameter_loads,
-            r.status
-        ));
-    }
-    if let (Some(first), true) = (rows.first(), rows.len() > 1) {
-        out.push_str(&format!("growth from {}:\n", first.config));
-        for r in &rows[1..] {
-            let x = |a: f64, b: f64| a / b.max(1e-12);
-            out.push_str(&format!(
-                "{:<6} weights x{:.0}, cold x{:.1}, warm x{:.1}, floor x{:.1}, peak RSS x{:.1}\n",
-                r.config,
-                x(mb(r.weight_bytes), mb(first.weight_bytes)),
-                x(s(r.cold), s(first.cold)),
-                x(s(r.warm), s(first.warm)),
-                x(s(r.floor), s(first.floor)),
-                x(mb(r.peak_rss), mb(first.peak_rss)),
-            ));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(config: &str, weights: u64, secs: f64, rss: u64) -> ScaleRow {
-        ScaleRow {
-            config: config.to_string(),
-            shape: (64, 256, 2, 8),
-            weight_bytes: weights,
-            generate: Duration::ZERO,
-            cold: Duration::from_secs_f64(2.0 * secs),
-            warm: Duration::from_secs_f64(1.1 * secs),
-            floor: Duration::from_secs_f64(secs),
-            peak_rss: rss,
-            needed: weights,
-            uploads: UploadRecord {
-                weight_bytes: 1_000_000,
-                other_bytes: 500_000,
-                parameter_loads: 2,
-                ..UploadRecord::default()
-            },
-            status: "Pass".to_string(),
-        }
-    }
-
-    #[test]
-    fn the_table_has_overhead_rss_ratio_uploads_and_growth() {
-        let text = table(&[
-            row("small", 1_000_000, 1.0, 2_000_000),
-            row("e2b", 900_000_000, 10.0, 1_200_000_000),
-        ]);
-        let lines: Vec<&str> = text.lines().collect();
-        let small: Vec<&str> = lines[1].split_whitespace().collect();
-        assert_eq!(
-            small,
-            [
-                "small",
-                "64/256/2/8",
-                "1.0",
-                "2.000",
-                "1.100",
-                "1.000",
-                "10%",
-                "2.0",
-                "1.0",
-                "2.00",
-                "1.50",
-                "2",
-                "Pass"
-            ]
-        );
-        assert!(lines[2].starts_with("e2b "), "{text}");
-        assert_eq!(lines[3], "growth from small:");
-        assert_eq!(
-            lines[4],
-            "e2b    weights x900, cold x10.0, warm x10.0, floor x10.0, peak RSS x600.0"
-        );
-        assert_eq!(lines.len(), 5);
-    }
 
     #[test]
     fn an_unknown_config_is_refused_before_anything_runs() {
@@ -363,5 +295,26 @@ mod tests {
             "unknown --scale config `e9b` (known: small, e2b, e4b)"
         );
         assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn stage_args_are_read_per_stage_and_a_malformed_entry_is_refused() {
+        let ok = serde_json::json!({"stage_args": {
+            "layer_0": [[8, 64]],
+            "text_0": [[4, 1, 8, 64], [1, 8, 6, 16]]
+        }});
+        let args = stage_args(&ok).unwrap();
+        assert_eq!(args["layer_0"], vec![vec![8, 64]]);
+        assert_eq!(args["text_0"], vec![vec![4, 1, 8, 64], vec![1, 8, 6, 16]]);
+        for bad in [
+            serde_json::json!({}),
+            serde_json::json!({"stage_args": {"text_0": [[4, -1]]}}),
+            serde_json::json!({"stage_args": {"text_0": 3}}),
+        ] {
+            assert_eq!(
+                stage_args(&bad).unwrap_err(),
+                "scale.json: `stage_args` is not {stage: [[dims...]...]}"
+            );
+        }
     }
 }

@@ -201,12 +201,12 @@ fn scale(args: &BenchArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let load = load_average().map_or("unknown".to_string(), |l| format!("{l:.2}"));
     writeln!(
         out,
-        "\nscale: the Conformer feed-forward stack as IREE parameters (bf16, f32 accumulation), \
-         isolated and chained, {} under {}, load {load}",
+        "\nscale: the Conformer feed-forward stack and the first text decoder layers as IREE \
+         parameters (bf16, f32 accumulation), isolated and chained, {} under {}, load {load}",
         args.scale.join(","),
         work.display()
     )?;
-    write!(out, "{}", scale::table(&rows))?;
+    write!(out, "{}", crate::bench::scale_table::table(&rows))?;
     Ok(())
 }
 

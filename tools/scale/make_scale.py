@@ -1,7 +1,9 @@
-"""Seeded Gemma3n-width Conformer feed-forward stack for `parity` at scale.
+"""Seeded Gemma3n-width Conformer feed-forward stack and text decoder layers
+for `parity` at scale.
 
 Writes, into OUT_DIR, a subject whose weights are IREE parameters at the
-real widths of the Gemma3n audio tower (nothing is downloaded):
+real widths of the Gemma3n audio tower and of the first text decoder layers
+of E2B or E4B (text_layers.py; nothing is downloaded):
 
   model.mlir          one public function per Conformer layer, `layer_L(x)`:
                       the layer's two macaron feed-forward blocks (HF
@@ -10,21 +12,28 @@ real widths of the Gemma3n audio tower (nothing is downloaded):
                       residual x 0.5), weights read from
                       `#flow.parameter.named<"model"::...>` globals stored
                       bf16, matmuls accumulated in f32 (bf16 x bf16 -> f32)
-  weights.safetensors the parameters (bf16 projections, f32 norm gains)
+  text_L.mlir         decoder layer L of the text model (text_layers.py):
+                      `text_L(hidden, per_layer_inputs) -> hidden`
+  weights.safetensors the parameters (audio: bf16 projections, f32 norm
+                      gains; text, under `text.`: bf16)
   oracle/             the MLX oracle, recorded by the repo's recorder
                       (python/parity_mlx_recorder): the same stack as
                       mlx.nn modules on the same weights (the bf16 values
                       widened to f32, f32 matmuls), every layer's output
-                      `default/layers.L` and the input `default/x`
-  stages.yaml         one stage per layer, chained (layer L reads L-1's output)
+                      `default/layers.L` and the input `default/x`;
+                      mlx-vlm's decoder layers, `default/text_layers.L`,
+                      inputs `default/text_hidden` and `default/text_pli`
+  stages.yaml         one stage per layer, chained (layer L reads L-1's
+                      output), audio `layer_L` then text `text_L`
 
 Usage (the repo's MLX Python: tools/fixtures/.venv, PARITY_TENSOR_PYTHON):
 
     python make_scale.py CONFIG OUT_DIR [--frames N]
 
-CONFIG: small (hidden 64, 2 layers: a CI-sized check of the same code),
-e2b or e4b (hidden 1536, feed-forward 6144, 12 layers: the audio tower of
-both Gemma3n E2B and E4B, which share it). `--frames` is the number of
+CONFIG: small (hidden 64, 2 layers, 2 tiny text layers: a CI-sized check
+of the same code), e2b or e4b (audio hidden 1536, feed-forward 6144, 12
+layers: the audio tower both Gemma3n E2B and E4B share; text hidden 2048,
+4 layers, feed-forward 8192 for E2B and 16384 for E4B). `--frames` is the number of
 frames after the 4x subsampling (default: 128 for e2b/e4b, i.e. 512 mel
 frames; 8 for small). Deterministic: the same bytes for the same arguments.
 """
@@ -46,6 +55,8 @@ from safetensors.numpy import save_file
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python/parity_mlx_recorder/src"))
 from parity_mlx_recorder import Recorder  # noqa: E402
 
+import text_layers  # noqa: E402  (tools/scale, next to this file)
+
 SEED = 20261205
 CONFIGS = {
     # hidden, feed-forward width, layers, default frames after subsampling
@@ -55,6 +66,12 @@ CONFIGS = {
 }
 EPS = 1e-6
 CLIP = 1e10  # gradient_clipping of the released checkpoint: never triggers
+# A text layer's output against mlx-vlm's f32 layer: bf16 storage after every op
+# (the bundled subject's bf16 policy) leaves about 1.5% relative L2 in isolated
+# mode and compounds in chained mode (8.3% after 4 E2B layers); a dropped
+# branch (attention, MLP, per-layer input) moves the AltUp stack by 43-56%
+# relative L2 at E2B width (docs/performance.md, "Real size").
+TEXT_TOLERANCE = "[{rel_l2: 0.15}, {cosine_min: 0.99}]"
 
 
 def rng(name):
@@ -176,32 +193,41 @@ class Layer(nn.Module):
 
 
 class Stack(nn.Module):
-    def __init__(self, w, layers):
+    """The audio layers (`layers.L`) and mlx-vlm's text decoder layers (`text_layers.L`)."""
+
+    def __init__(self, w, layers, text_cfg, text_w, text_count):
         super().__init__()
         self.layers = [Layer(w, i) for i in range(layers)]
+        self.text_layers = text_layers.mlx_layers(text_cfg, text_w, text_count)
 
-    def __call__(self, h):
+    def __call__(self, h, hidden, pli):
         for layer in self.layers:
             h = layer(h)
-        return h
+        for i, layer in enumerate(self.text_layers):
+            hidden = layer(hidden, "causal", None, pli[:, :, i, :])
+        return h, hidden
 
 
-def record_oracle(w, layers, x, out):
-    """Records every layer's output (`default/layers.L`) and the input."""
-    model = Stack(w, layers)
+def record_oracle(w, layers, x, text, out):
+    """Records every layer's output (`default/layers.L`, `default/text_layers.L`) and the inputs."""
+    text_cfg, text_w, text_count, hidden, pli = text
+    model = Stack(w, layers, text_cfg, text_w, text_count)
     rec = Recorder(model, depth=1)
     with rec.case("default"):
-        mx.eval(model(mx.array(x)))
+        mx.eval(model(mx.array(x), mx.array(hidden), mx.array(pli)))
     rec.record_input("default", "x", mx.array(x))
+    rec.record_input("default", "text_hidden", mx.array(hidden))
+    rec.record_input("default", "text_pli", mx.array(pli))
     rec.save(str(out), provenance={"producer": "tools/scale/make_scale.py (MLX)", "seed": SEED})
 
 
-def stages_yaml(layers):
+def stages_yaml(layers, text_count):
+    modules = "".join(f"\n    text_{i}: {{mlir: text_{i}.mlir}}" for i in range(text_count))
     lines = [
         "version: 1",
         "subject:",
         "  modules:",
-        "    scale: {mlir: model.mlir}",
+        "    scale: {mlir: model.mlir}" + modules,
         "  target_backend: llvm-cpu",
         "  driver: local-task",
         '  flags: ["--iree-input-type=stablehlo"]',
@@ -222,6 +248,15 @@ def stages_yaml(layers):
             f"    args: [{arg}]",
             f'    outputs: [{{name: y, oracle: "{{case}}/layers.{layer}"}}]',
         ]
+    for i in range(text_count):
+        arg = '{oracle: "{case}/text_hidden"}' if i == 0 else f"{{stage: text_{i - 1}.y}}"
+        lines += [
+            f"  - name: text_{i}",
+            f"    module: text_{i}",
+            f"    function: text_{i}",
+            f'    args: [{arg}, {{oracle: "{{case}}/text_pli"}}]',
+            f'    outputs: [{{name: y, oracle: "{{case}}/text_layers.{i}", tolerance: {TEXT_TOLERANCE}}}]',
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -235,14 +270,27 @@ def main():
     frames = a.frames or frames
     a.out.mkdir(parents=True, exist_ok=True)
     w = weights(hidden, ff, layers)
-    save_file(w, str(a.out / "weights.safetensors"))
+    text_cfg, text_count, tokens = text_layers.TEXT[a.config]
+    text_w = text_layers.weights(SEED, text_cfg, text_count)
+    save_file(w | {f"text.{k}": v for k, v in text_w.items()}, str(a.out / "weights.safetensors"))
     (a.out / "model.mlir").write_text(mlir(hidden, ff, layers, frames))
-    (a.out / "stages.yaml").write_text(stages_yaml(layers))
+    for name, text in text_layers.mlir(text_cfg, text_w, text_count, tokens).items():
+        (a.out / f"{name}.mlir").write_text(text)
+    (a.out / "stages.yaml").write_text(stages_yaml(layers, text_count))
     x = rng("x").standard_normal((frames, hidden)).astype(np.float32)
-    record_oracle(w, layers, x, a.out / "oracle")
-    weight_bytes = sum(v.nbytes for v in w.values())
+    text_hidden, pli = text_layers.inputs(SEED, text_cfg, tokens)
+    record_oracle(w, layers, x, (text_cfg, text_w, text_count, text_hidden, pli), a.out / "oracle")
+    weight_bytes = sum(v.nbytes for v in w.values()) + sum(v.nbytes for v in text_w.values())
+    audio_live = 4 * (2 * frames * hidden + frames * ff)
+    # Every stage's argument shapes (f32), for the floor's resident inputs.
+    stage_args = {f"layer_{i}": [[frames, hidden]] for i in range(layers)}
+    stage_args |= {f"text_{i}": [list(text_hidden.shape), list(pli.shape)] for i in range(text_count)}
     summary = {"config": a.config, "hidden": hidden, "ff": ff, "layers": layers,
-               "frames": frames, "weight_bytes": weight_bytes, "seed": SEED}
+               "frames": frames, "text_hidden": text_cfg["hidden_size"],
+               "text_ff": text_cfg["intermediate_size"][0], "text_layers": text_count,
+               "tokens": tokens, "weight_bytes": weight_bytes,
+               "live_bytes": max(audio_live, text_layers.live_bytes(text_cfg, tokens)),
+               "stage_args": stage_args, "seed": SEED}
     (a.out / "scale.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps(summary))
 
