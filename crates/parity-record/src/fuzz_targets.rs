@@ -66,12 +66,7 @@ impl FuzzTriangulationRow {
     /// One sentence: what the label rests on.
     pub fn explain(&self) -> String {
         let names = |pick: &dyn Fn(&FuzzTargetSide) -> bool| {
-            self.targets
-                .iter()
-                .filter(|t| pick(t))
-                .map(|t| t.target.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            crate::triangulation::names_where(&self.targets, |t| t.target.as_str(), pick)
         };
         let all = names(&|_| true);
         match self.label {

@@ -5,7 +5,7 @@
 
 use crate::common::Status;
 use crate::serving::ServingRecord;
-use crate::triangulation::TriangulationLabel;
+use crate::triangulation::{label_by_status, names_where, TriangulationLabel};
 use serde::{Deserialize, Serialize};
 
 /// One target's side of a request.
@@ -36,12 +36,7 @@ impl ServingTriangulationRow {
     /// One sentence: what the label rests on.
     pub fn explain(&self) -> String {
         let with = |status: Status| {
-            self.targets
-                .iter()
-                .filter(|t| t.status == status)
-                .map(|t| t.target.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            names_where(&self.targets, |t| t.target.as_str(), |t| t.status == status)
         };
         match self.label {
             TriangulationLabel::BackendSpecific => format!(
@@ -68,12 +63,11 @@ impl ServingTriangulationRow {
             }
             TriangulationLabel::Incomplete => format!(
                 "{} errored or did not run it: nothing to triangulate",
-                self.targets
-                    .iter()
-                    .filter(|t| matches!(t.status, Status::Error | Status::Skipped))
-                    .map(|t| t.target.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                names_where(
+                    &self.targets,
+                    |t| t.target.as_str(),
+                    |t| { matches!(t.status, Status::Error | Status::Skipped) }
+                )
             ),
             // Serving has no f64 truth to side with.
             TriangulationLabel::Oracle => "the oracle".to_string(),
@@ -126,18 +120,10 @@ pub fn triangulate_serving(r: &ServingRecord) -> Vec<ServingTriangulationRow> {
         if off.is_empty() {
             continue;
         }
-        let label = if targets
-            .iter()
-            .any(|s| matches!(s.status, Status::Error | Status::Skipped))
-        {
-            TriangulationLabel::Incomplete
-        } else if targets.iter().any(|s| s.status == Status::Pass) {
-            TriangulationLabel::BackendSpecific
-        } else if targets.iter().all(|s| s.same_tokens_as_first) {
-            TriangulationLabel::Port
-        } else {
-            TriangulationLabel::Undetermined
-        };
+        let statuses: Vec<Status> = targets.iter().map(|s| s.status).collect();
+        // Serving has no f64 truth: never `oracle`.
+        let agree = targets.iter().all(|s| s.same_tokens_as_first);
+        let label = label_by_status(&statuses, agree, false);
         rows.push(ServingTriangulationRow {
             request: id.to_string(),
             label,

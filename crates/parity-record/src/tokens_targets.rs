@@ -40,12 +40,11 @@ impl TokenTriangulationRow {
     /// One sentence: what the label rests on.
     pub fn explain(&self) -> String {
         let names = |status: Status| {
-            self.targets
-                .iter()
-                .filter(|t| t.status == status)
-                .map(|t| t.target.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            crate::triangulation::names_where(
+                &self.targets,
+                |t| t.target.as_str(),
+                |t| t.status == status,
+            )
         };
         match self.label {
             TriangulationLabel::BackendSpecific => format!(
@@ -122,24 +121,17 @@ pub fn triangulate_tokens(record: &TokensRecord) -> Vec<TokenTriangulationRow> {
             continue;
         }
         let cases: Vec<&TokenCaseRecord> = on.iter().filter_map(|(_, c)| *c).collect();
-        let label = if sides
-            .iter()
-            .any(|s| matches!(s.status, Status::Error | Status::Skipped))
-        {
-            TriangulationLabel::Incomplete
-        } else if sides.iter().any(|s| s.status == Status::Pass) {
-            TriangulationLabel::BackendSpecific
-        } else if !agree(&cases) {
-            TriangulationLabel::Undetermined
-        } else if cases.iter().all(|c| {
+        let statuses: Vec<Status> = sides.iter().map(|s| s.status).collect();
+        let truth_sides_with_production = cases.iter().all(|c| {
             c.first_divergent_token
                 .as_ref()
                 .is_some_and(|d| d.truth_token == Some(d.production_token))
-        }) {
-            TriangulationLabel::Oracle
-        } else {
-            TriangulationLabel::Port
-        };
+        });
+        let label = crate::triangulation::label_by_status(
+            &statuses,
+            agree(&cases),
+            truth_sides_with_production,
+        );
         rows.push(TokenTriangulationRow {
             case: name.to_string(),
             label,

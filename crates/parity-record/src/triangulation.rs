@@ -51,6 +51,43 @@ pub enum TriangulationLabel {
     Incomplete,
 }
 
+/// The label of one item (a token case, a served request) over several
+/// targets: `incomplete` when some target errored or did not run it,
+/// `backend-specific` when some target passes, else `undetermined` when the
+/// targets disagree with each other, `oracle` when a truth sides with
+/// production on every target, `port` otherwise.
+pub fn label_by_status(
+    statuses: &[Status],
+    targets_agree: bool,
+    truth_sides_with_production: bool,
+) -> TriangulationLabel {
+    if statuses
+        .iter()
+        .any(|s| matches!(s, Status::Error | Status::Skipped))
+    {
+        TriangulationLabel::Incomplete
+    } else if statuses.contains(&Status::Pass) {
+        TriangulationLabel::BackendSpecific
+    } else if !targets_agree {
+        TriangulationLabel::Undetermined
+    } else if truth_sides_with_production {
+        TriangulationLabel::Oracle
+    } else {
+        TriangulationLabel::Port
+    }
+}
+
+/// The names of the `sides` that `pick` keeps, comma-separated, for the
+/// labels' one-line explanations.
+pub fn names_where<T>(sides: &[T], name: impl Fn(&T) -> &str, pick: impl Fn(&T) -> bool) -> String {
+    sides
+        .iter()
+        .filter(|t| pick(t))
+        .map(name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl TriangulationLabel {
     /// The name used in reports.
     pub fn name(self) -> &'static str {
@@ -106,12 +143,7 @@ impl TriangulationRow {
     /// One sentence: what the label rests on.
     pub fn explain(&self) -> String {
         let names = |pick: &dyn Fn(&TriangulationTarget) -> bool| {
-            self.targets
-                .iter()
-                .filter(|t| pick(t))
-                .map(|t| t.target.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            names_where(&self.targets, |t| t.target.as_str(), pick)
         };
         match self.label {
             TriangulationLabel::BackendSpecific => format!(
