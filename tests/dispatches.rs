@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{basic_copy, parity};
+use common::{basic_copy, parity, parity_with_record};
 use serde_json::Value;
 use std::path::Path;
 
@@ -256,7 +256,7 @@ fn a_substituted_dispatch_on_lavapipe_is_named_and_labelled_backend_specific() {
 
     // The dispatch diff names the substituted dispatch, local, with its ops.
     let json = dir.path().join("d.json");
-    let out = parity(
+    let (code, text_out, r) = parity_with_record(
         dir.path(),
         &[
             "dispatches",
@@ -268,10 +268,9 @@ fn a_substituted_dispatch_on_lavapipe_is_named_and_labelled_backend_specific() {
             "--json",
             json.to_str().unwrap(),
         ],
+        &json,
     );
-    let text_out = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{text_out}");
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(code, 1, "{text_out}");
     let s = &r["stages"][0];
     let first = s["first_divergent"].as_u64().expect("a dispatch is named") as usize;
     let d = &s["dispatches"][first];
@@ -338,7 +337,7 @@ fn a_lavapipe_softmax_ulp_is_local_ints_are_exact_and_an_inexact_op_set_is_not_e
     assert!(text.contains(loose), "masked_softmax's tolerance changed");
     std::fs::write(&spec, text.replacen(loose, "          - {max_ulp: 0}\n", 1)).unwrap();
     let json = dir.path().join("d.json");
-    let out = parity(
+    let (code, stdout, r) = parity_with_record(
         dir.path(),
         &[
             "dispatches",
@@ -350,10 +349,9 @@ fn a_lavapipe_softmax_ulp_is_local_ints_are_exact_and_an_inexact_op_set_is_not_e
             "--json",
             json.to_str().unwrap(),
         ],
+        &json,
     );
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(code, 1, "{stdout}");
     let s = &r["stages"][0];
     let rows = s["dispatches"].as_array().unwrap();
     // The first dispatch reads the stage's arguments: equal on both.
@@ -408,7 +406,7 @@ fn inside_a_lavapipe_elementwise_dispatch_the_first_differing_op_is_named_and_ch
     let stage = "stages:\n  - name: act\n    module: basic\n    function: act\n    args:\n      - {oracle: x}\n    outputs:\n      - name: y\n        oracle: normed\n        tolerance: [{max_ulp: 0}]\n";
     std::fs::write(&spec, text.replacen("stages:\n", stage, 1)).unwrap();
     let json = dir.path().join("d.json");
-    let out = parity(
+    let (code, stdout, r) = parity_with_record(
         dir.path(),
         &[
             "dispatches",
@@ -420,10 +418,9 @@ fn inside_a_lavapipe_elementwise_dispatch_the_first_differing_op_is_named_and_ch
             "--json",
             json.to_str().unwrap(),
         ],
+        &json,
     );
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(code, 1, "{stdout}");
     let s = &r["stages"][0];
     assert_eq!(s["first_divergent"], 0, "{s}");
     assert_eq!(s["dispatches"][0]["inputs_differ"], false);

@@ -6,25 +6,12 @@
 
 mod common;
 
-use common::{example_copy, parity};
+use common::{example_copy, parity, with_targets};
 use serde_json::Value;
 use std::path::Path;
 
-const LEGACY: &str = "  target_backend: llvm-cpu\n  driver: local-task\n";
 const CPU: &str = "    cpu: {backend: llvm-cpu, device: local-task}\n";
 const VULKAN: &str = "    vulkan: {backend: vulkan-spirv, device: vulkan}\n";
-
-/// examples/masked's `spec` with `targets` in place of its backend / driver pair.
-fn with_targets(dir: &Path, spec: &str, targets: &str) {
-    let path = dir.join(spec);
-    let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains(LEGACY), "examples/masked/{spec} changed");
-    std::fs::write(
-        &path,
-        text.replacen(LEGACY, &format!("  targets:\n{targets}"), 1),
-    )
-    .unwrap();
-}
 
 /// `parity fuzz SPEC --target cpu,vulkan --no-persist EXTRA`: exit code, text, record.
 fn fuzz(dir: &Path, spec: &str, extra: &[&str]) -> (i32, String, Value) {

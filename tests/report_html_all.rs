@@ -182,6 +182,7 @@ fn serving_record() -> ServingRecord {
         refused: None,
         error: None,
         verdicts,
+        target: None,
     };
     s.requests = vec![
         request("r0", 0, Status::Pass, Vec::new()),

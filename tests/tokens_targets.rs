@@ -5,24 +5,11 @@
 
 mod common;
 
-use common::{example_copy, parity};
+use common::{example_copy, parity, with_targets};
 use serde_json::Value;
 use std::path::Path;
 
-const LEGACY: &str = "  target_backend: llvm-cpu\n  driver: local-task\n";
 const CPU: &str = "    cpu: {backend: llvm-cpu, device: local-task}\n";
-
-/// examples/tokens' `spec` with `targets` in place of its backend / driver pair.
-fn with_targets(dir: &Path, spec: &str, targets: &str) {
-    let path = dir.join(spec);
-    let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains(LEGACY), "examples/tokens/{spec} changed");
-    std::fs::write(
-        &path,
-        text.replacen(LEGACY, &format!("  targets:\n{targets}"), 1),
-    )
-    .unwrap();
-}
 
 /// `parity tokens SPEC --target cpu,vulkan --no-localise EXTRA`: exit code, stdout, record.
 fn tokens(dir: &Path, spec: &str, extra: &[&str]) -> (i32, String, Value) {

@@ -249,3 +249,19 @@ pub fn parity_with_record(
         .unwrap_or(serde_json::Value::Null);
     (o.status.code().unwrap_or(-1), text, record)
 }
+
+/// The older single-target pair of the examples' specs.
+pub const LEGACY_TARGET: &str = "  target_backend: llvm-cpu\n  driver: local-task\n";
+
+/// `dir/spec` with `targets:` (the YAML lines under it) in place of its
+/// `target_backend` / `driver` pair.
+pub fn with_targets(dir: &Path, spec: &str, targets: &str) {
+    let path = dir.join(spec);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(LEGACY_TARGET), "{} changed", path.display());
+    std::fs::write(
+        &path,
+        text.replacen(LEGACY_TARGET, &format!("  targets:\n{targets}"), 1),
+    )
+    .unwrap();
+}
