@@ -40,23 +40,31 @@ fn scenario_on_two_cpus(dir: &Path) -> std::path::PathBuf {
     scenario
 }
 
+/// `parity serve SCENARIO --target cpu,cpu2 --out-dir DIR EXTRA` from the
+/// repository root: (exit code, stdout).
+fn serve(dir: &Path, scenario: &Path, extra: &[&str]) -> (i32, String) {
+    let mut args = vec![
+        "serve",
+        scenario.to_str().unwrap(),
+        "--target",
+        "cpu,cpu2",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = parity(&repo(), &args);
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}
+
 #[test]
 fn a_scenario_served_on_two_targets_names_each_requests_target() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = scenario_on_two_cpus(dir.path());
-    let o = parity(
-        &repo(),
-        &[
-            "serve",
-            scenario.to_str().unwrap(),
-            "--target",
-            "cpu,cpu2",
-            "--out-dir",
-            dir.path().to_str().unwrap(),
-        ],
-    );
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    let (code, out) = serve(dir.path(), &scenario, &[]);
+    assert_eq!(code, 0, "{out}");
     let r: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("serving.json")).unwrap())
             .unwrap();
@@ -88,21 +96,8 @@ fn a_scenario_served_on_two_targets_names_each_requests_target() {
 fn a_server_under_test_takes_no_target_list() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = scenario_on_two_cpus(dir.path());
-    let o = parity(
-        &repo(),
-        &[
-            "serve",
-            scenario.to_str().unwrap(),
-            "--target",
-            "cpu,cpu2",
-            "--server",
-            "http://127.0.0.1:9",
-            "--out-dir",
-            dir.path().to_str().unwrap(),
-        ],
-    );
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert_eq!(o.status.code(), Some(2), "{out}");
+    let (code, out) = serve(dir.path(), &scenario, &["--server", "http://127.0.0.1:9"]);
+    assert_eq!(code, 2, "{out}");
     assert!(
         out.contains("several targets are served by parity's in-process engine"),
         "{out}"

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{example_copy, parity, with_targets};
+use common::{example_copy, parity_with_record, with_targets};
 use serde_json::Value;
 use std::path::Path;
 
@@ -24,18 +24,7 @@ fn tokens(dir: &Path, spec: &str, extra: &[&str]) -> (i32, String, Value) {
         out.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let o = parity(dir, &args);
-    let text = std::fs::read_to_string(out.join("tokens.json")).expect("tokens.json written");
-    let stdout = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    (
-        o.status.code().unwrap_or(-1),
-        stdout,
-        serde_json::from_str(&text).unwrap(),
-    )
+    parity_with_record(dir, &args, &out.join("tokens.json"))
 }
 
 /// The case record of `name` on `target`.

@@ -17,19 +17,11 @@ use std::path::Path;
 
 /// The guard over `cases` generated breakages (invariant `malformed`).
 pub fn guard_check(exec: &Exec<'_>, run_seed: u64, cases: usize) -> InvariantRecord {
-    let mut rec = InvariantRecord {
-        name: "malformed".into(),
-        status: Status::Pass,
-        description: "batches breaking the contract in one way (hole, all padded, length mismatch/over bucket/negative, mask dtype, mel shape, too many clips) are refused before IREE, naming it".into(),
-        tolerance: "refused".into(),
-        cases_run: 0,
-        cases_failed: 0,
-        max_diff: None,
-        control: None,
-        note: None,
-        target: None,
-        vs_first: None,
-    };
+    let mut rec = InvariantRecord::new(
+        "malformed",
+        "batches breaking the contract in one way (hole, all padded, length mismatch/over bucket/negative, mask dtype, mel shape, too many clips) are refused before IREE, naming it",
+        "refused",
+    );
     let s = strategy::malformed(exec.fuzz, &exec.sources);
     let mut accepted_ok = true;
     let mut failures = Vec::new();
@@ -151,19 +143,12 @@ pub fn check_file(exec: &Exec<'_>, path: &Path, checked: Checked, record: &mut F
         Ok(r) => r,
         Err(e) => return record.errors.push(e.to_record(&case)),
     };
-    let mut rec = InvariantRecord {
-        name: "pad_content".into(),
-        status: Status::Pass,
-        description: format!("{case}: NaN, +inf and garbage written into every padded frame"),
-        tolerance: super::run_one::tolerance_text(tol),
-        cases_run: 0,
-        cases_failed: 0,
-        max_diff: Some(0.0),
-        control: None,
-        note: None,
-        target: None,
-        vs_first: None,
-    };
+    let mut rec = InvariantRecord::new(
+        "pad_content",
+        format!("{case}: NaN, +inf and garbage written into every padded frame"),
+        super::run_one::tolerance_text(tol),
+    );
+    rec.max_diff = Some(0.0);
     let (b, t) = (shape.clips, shape.bucket);
     // The mask decides which frames are padded (a prefix or, if the contract allows, with holes).
     let padded_value = if exec.fuzz.mask.padded { 1.0 } else { 0.0 };

@@ -27,19 +27,7 @@ pub(super) fn run_invariant(
     } else {
         exec.fuzz.tolerance_of(inv.name)
     };
-    let mut rec = InvariantRecord {
-        name: inv.name.to_string(),
-        status: Status::Pass,
-        description: inv.description.to_string(),
-        tolerance: tolerance_text(tol),
-        cases_run: 0,
-        cases_failed: 0,
-        max_diff: None,
-        control: None,
-        note: None,
-        target: None,
-        vs_first: None,
-    };
+    let mut rec = InvariantRecord::new(inv.name, inv.description, tolerance_text(tol));
     if let Some(why) = &inv.skip {
         rec.status = Status::Skipped;
         rec.note = Some(why.clone());

@@ -99,6 +99,29 @@ pub struct InvariantRecord {
     pub vs_first: Option<crate::fuzz_targets::FuzzCross>,
 }
 
+impl InvariantRecord {
+    /// An invariant about to run: passing, no case run yet, on no named target.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        tolerance: impl Into<String>,
+    ) -> Self {
+        InvariantRecord {
+            name: name.into(),
+            status: Status::Pass,
+            description: description.into(),
+            tolerance: tolerance.into(),
+            cases_run: 0,
+            cases_failed: 0,
+            max_diff: None,
+            control: None,
+            note: None,
+            target: None,
+            vs_first: None,
+        }
+    }
+}
+
 /// A negative control: proof that the comparison of an invariant can fail.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ControlRecord {
