@@ -2,8 +2,9 @@
 # The bundled subject on a CUDA GPU: `parity check --target cpu,gpu` (every
 # stage, isolated and chained, on the GPU and on the CPU of the same machine,
 # each against the MLX oracle and the GPU against the CPU, failing outputs
-# labelled backend-specific / port / oracle) and `parity tokens --target
-# cpu,gpu` (every token case on each, labelled the same way), of the
+# labelled backend-specific / port / oracle), `parity tokens --target
+# cpu,gpu` (every token case on each, labelled the same way) and `parity
+# serve --target cpu,gpu` (the mixed serving scenario on each), of the
 # embedded default (stages.yaml). Reports go to $OUT (default
 # reports/gpu-check/).
 #
@@ -19,7 +20,7 @@
 # CUDA ones as the GPU target's own (`targets.gpu.modules`), so the run needs neither the
 # compiler nor Python.
 #
-# Exit code: the worst of the cpu,gpu check's and tokens run's codes by parity's
+# Exit code: the worst of the cpu,gpu check's, tokens run's and serve run's codes by parity's
 # precedence (2 > 3 > 1 > 0).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -51,6 +52,15 @@ modules() {
             --iree-llvmcpu-target-cpu=generic -o "$dir/$m.cpu.vmfb"
         rm -f "$mlir"
     done
+    # The serving module (slot entry points), both ways, with its calling convention beside it.
+    gzip -dc subject/gemma3n/serving/gemma3n_serving_f32.mlir.gz >"$dir/serving.mlir"
+    echo "ci/gpu-check.sh: compiling serving for cuda ($SM) and llvm-cpu" >&2
+    iree-compile "$dir/serving.mlir" "${flags[@]}" --iree-hal-target-backends=cuda \
+        "--iree-cuda-target=$SM" -o "$dir/serving.cuda.vmfb"
+    iree-compile "$dir/serving.mlir" "${flags[@]}" --iree-hal-target-backends=llvm-cpu \
+        --iree-llvmcpu-target-cpu=generic -o "$dir/serving.cpu.vmfb"
+    rm -f "$dir/serving.mlir"
+    cp subject/gemma3n/serving/serving-functions.json "$dir/"
     # A module for another GPU than the one the run finds (sm_121, a GB10): what loading it says.
     gzip -dc subject/gemma3n/gemma3n_audio_f32.mlir.gz >"$dir/audio.mlir"
     iree-compile "$dir/audio.mlir" "${flags[@]}" --iree-hal-target-backends=cuda \
@@ -81,6 +91,11 @@ subject = (
 rest = rest.replace("\noracle: subject/", "\noracle: ../subject/", 1)
 print(head + subject + "\nweights:" + rest.replace("[subject/", "[../subject/", 1), end="")
 PY
+    # The mixed serving scenario (five requests, two slots) with the serving module prebuilt
+    # per target (`vmfb:`), so serving needs no compiler either.
+    sed -e 's|^spec: .*|spec: stages-gpu.yaml|' \
+        -e 's|^module: .*|vmfb: {cpu: serving.cpu.vmfb, gpu: serving.cuda.vmfb}|' \
+        subject/gemma3n/serving/mixed-scenario.yaml >"$dir/serve-gpu-scenario.yaml"
     ls -la "$dir" >&2
 }
 
@@ -119,6 +134,16 @@ run() {
         --no-localise >"$OUT/tokens.txt" 2>&1 || rc=$?
     tail -n 40 "$OUT/tokens.txt"
     echo "ci/gpu-check.sh: tokens on cpu,gpu: exit $rc" >&2
+    keep "$rc"
+    # The mixed serving scenario on both targets: each request's tokens, logits, slot
+    # isolation and batch invariance against the oracle on each; a request failing on one
+    # target labelled backend-specific, port, undetermined or incomplete.
+    echo "== parity serve --target cpu,gpu" >&2
+    rc=0
+    "$parity" serve "$dir/serve-gpu-scenario.yaml" --target cpu,gpu --out-dir "$OUT/serve" \
+        >"$OUT/serve.txt" 2>&1 || rc=$?
+    tail -n 40 "$OUT/serve.txt"
+    echo "ci/gpu-check.sh: serve on cpu,gpu: exit $rc" >&2
     keep "$rc"
     # The preflight compares the module's PTX (.target sm_121, .version) with the device's
     # compute capability and driver from libcuda: on any GPU but a GB10 it refuses (exit 2)

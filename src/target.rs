@@ -17,6 +17,7 @@ pub mod cuda;
 pub mod module_check;
 mod parameters;
 mod prebuilt;
+pub use prebuilt::PrebuiltFile;
 pub mod vmfb;
 
 use crate::run::{Compiled, ModuleSet};

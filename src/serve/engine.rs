@@ -13,9 +13,11 @@ use super::slots::{self, SlotCaches, SlotModule};
 use super::target::{Observed, ServingTarget};
 use crate::run::inputs::InputSources;
 use crate::run::{self, ModuleSet, RunOptions};
+use crate::target::PrebuiltFile;
 use parity_record::RunRecord;
-use parity_spec::{Module, ModuleSource, Request, Scenario, ScenarioSource, Spec};
+use parity_spec::{Module, ModuleSource, PrebuiltServing, Request, Scenario, ScenarioSource, Spec};
 use parity_tensor::Tensor;
+use std::collections::BTreeMap;
 
 /// The module name the serving module is loaded under.
 pub const SERVING: &str = "serving";
@@ -32,6 +34,9 @@ pub struct InProcess {
     pub modules: ModuleSet,
     /// The serving module's slot functions and calling convention.
     pub slot_module: SlotModule,
+    /// The serving module this target runs: the scenario's `module:` (MLIR,
+    /// compiled) or its `vmfb:` entry for the target.
+    pub serving_path: std::path::PathBuf,
     /// Slots S.
     pub slots: u32,
     /// Context per slot.
@@ -51,6 +56,7 @@ impl InProcess {
         let ScenarioSource::Production {
             spec: spec_path,
             module,
+            prebuilt,
         } = &scenario.source
         else {
             return Err(ServeError::Convention(format!(
@@ -59,13 +65,19 @@ impl InProcess {
             )));
         };
         let spec = Spec::load(spec_path)?;
-        let functions = Functions::load(module)?;
+        let target = crate::target::Target::ready(&spec, options.target.as_deref())
+            .map_err(|e| ServeError::Convention(e.to_string()))?;
+        let serving = serving_module(scenario, &spec, &target, module.as_deref(), prebuilt)?;
+        let serving_path = match &serving.source {
+            ModuleSource::Mlir(p) | ModuleSource::Vmfb(p) => p.clone(),
+        };
+        let functions = Functions::load(&serving_path)?;
         if functions.slots != scenario.slots {
             return Err(ServeError::Convention(format!(
                 "{}: the scenario asks for {} slots but {} is exported for {} (slot_decode_s{})",
                 scenario.path.display(),
                 scenario.slots,
-                module.display(),
+                serving_path.display(),
                 functions.slots,
                 functions.slots
             )));
@@ -73,18 +85,15 @@ impl InProcess {
         let sources = InputSources::open(&spec)?;
         let mut only = spec.clone();
         only.subject.modules.retain(|name, _| name == AUDIO);
-        only.subject.modules.insert(
-            SERVING.to_string(),
-            Module {
-                source: ModuleSource::Mlir(module.clone()),
-                flags: Vec::new(),
-                location: scenario.location,
-            },
-        );
-        let target = crate::target::Target::ready(&spec, options.target.as_deref())
-            .map_err(|e| ServeError::Convention(e.to_string()))?;
+        only.subject.modules.insert(SERVING.to_string(), serving);
         let mut scratch = RunRecord::new("", "", String::new());
-        let compiler = run::load_compiler(options, true, &mut scratch);
+        // No compiler when every module is prebuilt (a GPU machine's run).
+        let needed = only
+            .subject
+            .modules
+            .iter()
+            .any(|(name, m)| matches!(target.module(name, m).source, ModuleSource::Mlir(_)));
+        let compiler = run::load_compiler(options, needed, &mut scratch);
         let compiled = run::compile_all(&only, &target, options, &compiler, &mut scratch);
         drop(compiler);
         if let Some(e) = scratch.errors.first() {
@@ -102,6 +111,7 @@ impl InProcess {
             sources,
             modules,
             slot_module: SlotModule::new(SERVING, functions),
+            serving_path,
             slots: scenario.slots,
             context: scenario.context,
             max_steps: scenario.max_steps,
@@ -226,5 +236,73 @@ impl ServingTarget for InProcess {
                 request.id
             ))
         })
+    }
+}
+
+/// The serving module the target runs: the scenario's prebuilt vmfb for it
+/// (`vmfb: {TARGET: FILE}`, checked against the target's device here, before
+/// anything runs), else its `module:` to compile. `vmfb:` names spec targets
+/// only, and a target with neither is refused: both input errors, naming the
+/// scenario and the target.
+fn serving_module(
+    scenario: &Scenario,
+    spec: &Spec,
+    target: &crate::target::Target,
+    module: Option<&std::path::Path>,
+    prebuilt: &BTreeMap<String, PrebuiltServing>,
+) -> Result<Module, ServeError> {
+    let names: Vec<&str> = spec
+        .subject
+        .targets
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    if let Some((unknown, p)) = prebuilt.iter().find(|(n, _)| !names.contains(&n.as_str())) {
+        return Err(ServeError::Convention(format!(
+            "{}:{}:{}: `vmfb.{unknown}`: the spec {} has no target `{unknown}` (targets: {})",
+            scenario.path.display(),
+            p.location.line,
+            p.location.col,
+            spec.path.display(),
+            names.join(", ")
+        )));
+    }
+    if let Some(p) = prebuilt.get(target.name()) {
+        let file = PrebuiltFile {
+            name: SERVING,
+            path: &p.path,
+            at: format!(
+                "{}:{}:{}: serving module `vmfb.{}` ({})",
+                scenario.path.display(),
+                p.location.line,
+                p.location.col,
+                target.name(),
+                p.path.display()
+            ),
+        };
+        target
+            .preflight_files(&[file])
+            .map_err(|e| ServeError::Convention(e.to_string()))?;
+        return Ok(Module {
+            source: ModuleSource::Vmfb(p.path.clone()),
+            flags: Vec::new(),
+            location: p.location,
+        });
+    }
+    match module {
+        Some(m) => Ok(Module {
+            source: ModuleSource::Mlir(m.to_path_buf()),
+            flags: Vec::new(),
+            location: scenario.location,
+        }),
+        None => {
+            Err(ServeError::Convention(format!(
+            "{}: target `{}` has no serving module: `vmfb:` names {} and there is no `module:` \
+             to compile for it",
+            scenario.path.display(),
+            target.name(),
+            prebuilt.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        )))
+        }
     }
 }

@@ -99,7 +99,9 @@ pub fn execute_on(
     };
     let result = match (&scenario.source, black_box) {
         (ScenarioSource::Production { module, .. }, black_box) => {
-            record.module = module.display().to_string();
+            if let Some(module) = module {
+                record.module = module.display().to_string();
+            }
             let mut target = match InProcess::open(&scenario, options) {
                 Ok(t) => t,
                 Err(e) => {
@@ -107,6 +109,7 @@ pub fn execute_on(
                     return finish(record);
                 }
             };
+            record.module = target.serving_path.display().to_string();
             record.compiler_revision = target.compiler_revision.clone();
             match black_box {
                 None => serve(&scenario, &mut target, None, &mut record),

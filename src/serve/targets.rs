@@ -45,7 +45,12 @@ pub fn execute_targets(
     } else {
         for name in targets {
             let part = execute_on(path, &on(Some(name)), choice, request_timeout);
-            merged.module = part.module;
+            // Each target's serving module (one per target when `vmfb:` names them).
+            if merged.module.is_empty() {
+                merged.module = part.module;
+            } else if !merged.module.split(", ").any(|m| m == part.module) {
+                merged.module = format!("{}, {}", merged.module, part.module);
+            }
             merged.slots = part.slots;
             merged.context = part.context;
             merged.steps = merged.steps.max(part.steps);

@@ -28,10 +28,27 @@ impl Target {
             .iter()
             .map(|(name, m)| (name, self.module(name, m)))
             .filter_map(|(name, m)| match &m.source {
-                parity_spec::ModuleSource::Vmfb(path) => Some((name, m, path)),
+                parity_spec::ModuleSource::Vmfb(path) => Some(PrebuiltFile {
+                    name,
+                    path,
+                    at: format!(
+                        "{}:{}:{}: module `{name}` ({})",
+                        self.spec_path.display(),
+                        m.location.line,
+                        m.location.col,
+                        path.display()
+                    ),
+                }),
                 parity_spec::ModuleSource::Mlir(_) => None,
             })
             .collect();
+        self.preflight_files(&prebuilt)
+    }
+
+    /// [`Target::preflight_modules`] for prebuilt module files named
+    /// anywhere (a serving scenario's `vmfb:` too): one input error naming
+    /// each file that cannot run on this target's device, at its `at`.
+    pub fn preflight_files(&self, prebuilt: &[PrebuiltFile<'_>]) -> Result<(), TargetError> {
         if prebuilt.is_empty() {
             return Ok(());
         }
@@ -43,17 +60,10 @@ impl Target {
             .flatten();
         let runtime = self.runtime().ok(); // preflight() reports a missing device
         let mut modules = Vec::new();
-        for (name, module, path) in prebuilt {
+        for PrebuiltFile { name, path, at } in prebuilt {
             let Ok(bytes) = parity_tensor::read_module_bytes(path) else {
                 continue; // the run reports an unreadable file, naming it
             };
-            let at = format!(
-                "{}:{}:{}: module `{name}` ({})",
-                self.spec_path.display(),
-                module.location.line,
-                module.location.col,
-                path.display()
-            );
             let problem = executables(&bytes)
                 .and_then(|e| module_problem(&e, device, host_arch(), cuda.as_ref()));
             if let Some(problem) = problem {
@@ -79,6 +89,17 @@ impl Target {
             modules,
         })
     }
+}
+
+/// One prebuilt module file to check: the name it loads under, its path,
+/// and where it is declared (`FILE:LINE:COL: module `NAME` (PATH)`).
+pub struct PrebuiltFile<'a> {
+    /// The module name it is loaded under.
+    pub name: &'a str,
+    /// The vmfb.
+    pub path: &'a std::path::Path,
+    /// Where it is declared, for the message.
+    pub at: String,
 }
 
 /// What an `INCOMPATIBLE` load message says a module is built for: its

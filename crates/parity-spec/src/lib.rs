@@ -46,7 +46,9 @@ pub use model::{
 pub use parity_compare::Criterion;
 pub use parity_tensor::DType;
 pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET, DEFAULT_TARGET_BACKEND};
-pub use serving::{Cancel, Request, RequestInput, Scenario, ScenarioSource, SERVING_CONTEXT};
+pub use serving::{
+    Cancel, PrebuiltServing, Request, RequestInput, Scenario, ScenarioSource, SERVING_CONTEXT,
+};
 pub use stage::MAX_LITERAL_ELEMENTS;
 pub use tokens::{
     LogitsTolerance, TokenArg, TokenBind, TokenBindInput, TokenCall, TokenOracle, TokenVerdictSpec,

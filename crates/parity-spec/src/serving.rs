@@ -4,6 +4,7 @@
 //! `parity::serve`. Documented in docs/serving.md.
 
 use crate::model::Location;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The context length the serving modules are exported for (KV positions per slot).
@@ -35,19 +36,33 @@ pub struct Scenario {
 /// What a scenario serves and judges its requests with.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ScenarioSource {
-    /// `spec:` and `module:`: the in-process engine can run it, and the
-    /// spec's `tokens:` section names the oracle's tensors.
+    /// `spec:` with `module:` and/or `vmfb:`: the in-process engine can run
+    /// it, and the spec's `tokens:` section names the oracle's tensors.
     Production {
         /// The spec (`stages.yaml`) whose weights, oracle store and audio module
         /// the scenario serves with, resolved against the scenario's directory.
         spec: PathBuf,
-        /// The serving module (slot entry points), resolved against the scenario's directory.
-        module: PathBuf,
+        /// The serving module (slot entry points) as MLIR, compiled for each
+        /// target that `prebuilt` does not name; resolved against the
+        /// scenario's directory. None when `vmfb:` names every target served.
+        module: Option<PathBuf>,
+        /// `vmfb:`: the serving module prebuilt for a spec target, by target
+        /// name (loaded as is, no compiler needed: a GPU machine's run).
+        prebuilt: BTreeMap<String, PrebuiltServing>,
     },
     /// `oracle:` alone: a model parity has no production modules for, served
     /// only by a black box; the store holds `<case>/prompt` [1, P],
     /// `<case>/tokens` [N] and `<case>/logits` [N, V].
     Oracle(PathBuf),
+}
+
+/// A serving module prebuilt for one spec target (`vmfb: {TARGET: FILE}`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrebuiltServing {
+    /// The vmfb, resolved against the scenario's directory (it exists).
+    pub path: PathBuf,
+    /// Where the entry is in the scenario file.
+    pub location: Location,
 }
 
 /// One request of a scenario.

@@ -3,16 +3,19 @@
 use crate::error::{Scope, SpecError, SpecErrorKind};
 use crate::parse::base_dir;
 use crate::reader::Cx;
-use crate::serving::{Cancel, Request, RequestInput, Scenario, ScenarioSource, SERVING_CONTEXT};
+use crate::serving::{
+    Cancel, PrebuiltServing, Request, RequestInput, Scenario, ScenarioSource, SERVING_CONTEXT,
+};
 use crate::stage::location;
 use crate::yaml::{parse_document, Node};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 const TOP_KEYS: &[&str] = &[
     "version",
     "spec",
     "module",
+    "vmfb",
     "oracle",
     "tokenizer",
     "slots",
@@ -80,18 +83,63 @@ impl Scenario {
                 }
                 Ok(p)
             };
-        let source = match (top.opt("oracle"), top.opt("spec"), top.opt("module")) {
-            (Some(o), None, None) => ScenarioSource::Oracle(path_of(o, "oracle", true)?),
-            (Some(o), _, _) => {
+        let source = match (
+            top.opt("oracle"),
+            top.opt("spec"),
+            top.opt("module"),
+            top.opt("vmfb"),
+        ) {
+            (Some(o), None, None, None) => ScenarioSource::Oracle(path_of(o, "oracle", true)?),
+            (Some(o), _, _, _) => {
                 return Err(cx.invalid(
                     o,
-                    "`oracle` (a black-box-only scenario) excludes `spec` and `module`".into(),
+                    "`oracle` (a black-box-only scenario) excludes `spec`, `module` and `vmfb`"
+                        .into(),
                 ))
             }
-            (None, _, _) => ScenarioSource::Production {
-                spec: path_of(top.req(&cx, "spec")?, "spec", false)?,
-                module: path_of(top.req(&cx, "module")?, "module", false)?,
-            },
+            (None, _, module, vmfb) => {
+                let spec = path_of(top.req(&cx, "spec")?, "spec", false)?;
+                let prebuilt = match vmfb {
+                    Some(v) => {
+                        let map = cx.free_map(
+                            v,
+                            "vmfb",
+                            "`vmfb:` (spec target -> prebuilt serving module)",
+                        )?;
+                        let mut prebuilt = BTreeMap::new();
+                        for (key, value) in map.entries() {
+                            let target = cx.name(key, "target name")?;
+                            let path = path_of(value, &format!("vmfb.{target}"), false)?;
+                            prebuilt.insert(
+                                target,
+                                PrebuiltServing {
+                                    path,
+                                    location: location(key),
+                                },
+                            );
+                        }
+                        if prebuilt.is_empty() {
+                            return Err(cx.invalid(v, "`vmfb:` is empty: name a spec target and its prebuilt serving module, or leave `vmfb:` out".into()));
+                        }
+                        prebuilt
+                    }
+                    None => BTreeMap::new(),
+                };
+                let module = match module {
+                    Some(m) => Some(path_of(m, "module", false)?),
+                    None if prebuilt.is_empty() => {
+                        // The usual message for a missing key, naming `module`.
+                        top.req(&cx, "module")?;
+                        None
+                    }
+                    None => None,
+                };
+                ScenarioSource::Production {
+                    spec,
+                    module,
+                    prebuilt,
+                }
+            }
         };
         let tokenizer = match top.opt("tokenizer") {
             Some(n) => Some(path_of(n, "tokenizer", false)?),

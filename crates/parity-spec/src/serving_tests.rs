@@ -81,7 +81,7 @@ fn an_oracle_only_scenario_names_a_store_and_excludes_spec_and_module() {
     for (top, want) in [
         (
             "oracle: oracle\nspec: stages.yaml\n",
-            "s.yaml:2:9: `oracle` (a black-box-only scenario) excludes `spec` and `module`",
+            "s.yaml:2:9: `oracle` (a black-box-only scenario) excludes `spec`, `module` and `vmfb`",
         ),
         ("oracle: stages.yaml\n", "s.yaml:2:9: `oracle`: directory"),
         (
@@ -96,6 +96,54 @@ fn an_oracle_only_scenario_names_a_store_and_excludes_spec_and_module() {
         )
         .unwrap_err()
         .to_string();
+        assert!(e.contains(want), "{top}: {e}");
+    }
+}
+
+#[test]
+fn vmfb_names_a_prebuilt_serving_module_per_target_and_module_becomes_optional() {
+    let d = dir();
+    std::fs::write(d.path().join("s.cpu.vmfb"), "x").unwrap();
+    std::fs::write(d.path().join("s.gpu.vmfb"), "x").unwrap();
+    let req = "requests:\n  - {id: a, case: short, max_new_tokens: 4, arrive: 0}\n";
+    let load = |top: &str| {
+        Scenario::parse_str(
+            &format!("version: 1\nspec: stages.yaml\n{top}slots: 2\n{req}"),
+            d.path().join("s.yaml"),
+        )
+        .map_err(|e| e.to_string())
+    };
+    let s = load("vmfb:\n  cpu: s.cpu.vmfb\n  gpu: s.gpu.vmfb\n").unwrap();
+    let ScenarioSource::Production {
+        module, prebuilt, ..
+    } = &s.source
+    else {
+        panic!("{:?}", s.source)
+    };
+    assert_eq!(module, &None);
+    let names: Vec<&str> = prebuilt.keys().map(String::as_str).collect();
+    assert_eq!(names, ["cpu", "gpu"]);
+    assert_eq!(prebuilt["gpu"].path, d.path().join("s.gpu.vmfb"));
+    assert_eq!(
+        (prebuilt["gpu"].location.line, prebuilt["gpu"].location.col),
+        (5, 3)
+    );
+    let s = load("module: m.mlir\nvmfb: {gpu: s.gpu.vmfb}\n").unwrap();
+    let ScenarioSource::Production {
+        module, prebuilt, ..
+    } = &s.source
+    else {
+        panic!("{:?}", s.source)
+    };
+    assert_eq!(module.as_deref(), Some(d.path().join("m.mlir").as_path()));
+    assert_eq!(prebuilt.len(), 1);
+    for (top, want) in [
+        ("vmfb: {gpu: nope.vmfb}\n", "s.yaml:3:13: `vmfb.gpu`: file"),
+        ("vmfb: {}\n", "s.yaml:3:7: `vmfb:` is empty"),
+        ("vmfb: [s.gpu.vmfb]\n", "s.yaml:3:7:"),
+        ("", "`module`"),
+    ] {
+        let e = load(top).unwrap_err();
         assert!(e.contains(want), "{top}: {e}");
     }
 }
