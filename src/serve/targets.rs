@@ -48,7 +48,9 @@ pub fn execute_targets(
             // Each target's serving module (one per target when `vmfb:` names them).
             if merged.module.is_empty() {
                 merged.module = part.module;
-            } else if !merged.module.split(", ").any(|m| m == part.module) {
+            } else if !part.module.is_empty()
+                && !merged.module.split(", ").any(|m| m == part.module)
+            {
                 merged.module = format!("{}, {}", merged.module, part.module);
             }
             merged.slots = part.slots;
