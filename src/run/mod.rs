@@ -9,9 +9,11 @@ pub mod divergence;
 pub mod error_map;
 pub(crate) mod inputs;
 mod measure_error;
+mod modes;
 mod module_error;
 mod module_set;
 mod modules;
+mod prepare;
 mod provenance;
 pub mod slices;
 mod stage;
@@ -23,11 +25,9 @@ pub mod transform;
 pub use parity_record as record;
 
 use crate::run::cross::CrossTargets;
-use crate::run::inputs::InputSources;
 use crate::target::Target;
-use parity_record::{ErrorRecord, Mode, RunRecord, Shard, ShardRecord, StageRecord, Status};
+use parity_record::{ErrorRecord, Mode, RunRecord, Shard, ShardRecord, StageRecord};
 use parity_spec::Spec;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -207,310 +207,74 @@ fn execute_on(
     progress: &mut dyn FnMut(Progress),
     cross: CrossTargets,
 ) -> RunRecord {
-    let started = now_rfc3339();
     let clock = Instant::now();
     let mut record = RunRecord::new(
         spec.path.display().to_string(),
         env!("CARGO_PKG_VERSION"),
-        started,
+        now_rfc3339(),
     );
-
-    let target = match Target::ready(spec, options.target.as_deref()) {
-        Ok(t) => {
-            record.targets.push(cross::target_record(&t));
-            t
-        }
-        Err(e) => {
-            record.errors.push(ErrorRecord::input(e.to_string()));
-            return finish(record, clock);
-        }
-    };
-    let sources = match InputSources::open(spec) {
-        Ok(s) => s,
-        Err(e) => {
-            record.errors.push(ErrorRecord::input(e.to_string()));
-            return finish(record, clock);
-        }
-    };
-    // A selection that matches nothing is a typo, not an empty success.
-    for (kind, wanted, known) in [
-        (
-            "case",
-            &options.cases,
-            spec.cases
-                .iter()
-                .map(|c| c.name.as_str())
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "stage",
-            &options.stages,
-            spec.stages.iter().map(|s| s.name.as_str()).collect(),
-        ),
-    ] {
-        for name in wanted.iter().filter(|w| !known.contains(&w.as_str())) {
-            record.errors.push(ErrorRecord::input(format!(
-                "{}: no {kind} named `{name}` (known: {})",
-                spec.path.display(),
-                known.join(", ")
-            )));
-        }
-    }
-    if spec.stages.is_empty() {
-        record.errors.push(ErrorRecord::input(format!(
-            "{}: the spec has no `stages:` (only a `tokens:` or `fuzz:` section); run it with `parity tokens` or `parity fuzz`",
-            spec.path.display()
-        )));
-    }
-    if !record.errors.is_empty() {
+    let Some((target, sources)) = prepare::open(spec, options, &mut record) else {
         return finish(record, clock);
-    }
-    let order = spec.topo_order();
-    let cases: Vec<_> = spec
-        .cases
-        .iter()
-        .filter(|c| options.cases.is_empty() || options.cases.contains(&c.name))
-        .collect();
-    let mut instantiated = Vec::new();
-    for case in &cases {
-        match spec.instantiate(case) {
-            Ok(stages) => instantiated.push((case.name.as_str(), stages)),
-            Err(e) => record.errors.push(ErrorRecord::input(e.to_string())),
-        }
-    }
-    let selected: Vec<usize> = order
-        .iter()
-        .copied()
-        .filter(|&i| options.stages.is_empty() || options.stages.contains(&spec.stages[i].name))
-        .collect();
-    let owns = |mode: Mode, case: usize, rank: usize| {
-        options
-            .shard
-            .is_none_or(|s| s.owns(mode, case, rank, selected.len()))
     };
-    let total = options
-        .modes
-        .iter()
-        .flat_map(|&m| (0..instantiated.len()).map(move |c| (m, c)))
-        .flat_map(|(m, c)| (0..selected.len()).map(move |r| (m, c, r)))
-        .filter(|&(m, c, r)| owns(m, c, r))
-        .count();
-
-    // `slice:` stages run generated functions, cut from their module's MLIR
-    // and compiled into an extra module per cut function (see `slices`).
-    let has_slices = selected.iter().any(|&i| spec.stages[i].slice.is_some());
-    let has_bind = selected.iter().any(|&i| spec.stages[i].bind.is_some());
-    let needs_compiler = has_slices
-        || has_bind
-        || spec.subject.modules.iter().any(|(n, m)| {
-            matches!(
-                target.module(n, m).source,
-                parity_spec::ModuleSource::Mlir(_)
-            )
-        });
-    let compiler = modules::load_compiler(options, needs_compiler, &mut record);
-    // A flag the compiler rejects for this target is one input error, before
-    // any stage compiles (not one compile error per stage).
-    if let Ok(c) = &compiler {
-        if let Err(e) = target.preflight_compile(c, &options.cache_dir) {
-            record.errors.push(ErrorRecord::input(e.to_string()));
-            return finish(record, clock);
-        }
-    }
-    // Only the functions the selected stages call are compiled (per-function artifacts).
-    let mut used = modules::Used::new();
-    for (_, stages) in &instantiated {
-        for &i in &selected {
-            let stage = &stages[i];
-            used.entry(stage.module.clone())
-                .or_default()
-                .insert(stage.function.clone());
-        }
-    }
-    let mut compiled =
-        modules::compile_for(spec, &target, options, &compiler, Some(&used), &mut record);
-    // `bind:` stages get their argument lists from the modules' argument names.
-    let bind_errors = if has_bind {
-        bind::bind_all(spec, compiler.as_ref(), &mut instantiated, &selected)
-    } else {
-        HashMap::new()
+    let Some(mut selection) = prepare::Selection::of(spec, options, &mut record) else {
+        return finish(record, clock);
     };
-    let slice_plan = if has_slices {
-        let plan = slices::plan(spec, compiler.as_ref(), &instantiated, &selected);
-        modules::compile_slices(
-            spec,
-            &target,
-            options,
-            &compiler,
-            &plan.modules,
-            &mut compiled,
-            &mut record,
-        );
-        plan.retarget(&mut instantiated);
-        record.errors.extend(plan.run_errors.iter().cloned());
-        plan
-    } else {
-        slices::SlicePlan::default()
-    };
-    record.provenance = provenance::collect(
+    let Some(prepared) = prepare::modules(
         spec,
         &target,
         options,
-        &compiler,
-        &slice_plan.modules,
         &sources,
-    );
-    record.provenance.weight_transforms = transform::records(spec, &instantiated, &selected);
-    drop(compiler);
-
-    // One worker thread per mode, all on one IREE runtime of this target
-    // (one device, each weight and parameter uploaded once, each module
-    // loaded once), sharing the compiled artifacts and the memory-mapped
-    // inputs. Records stream back to this thread, which reports progress.
-    let modules = ModuleSet::on(ModuleSet::runtime_for(&target), &compiled);
-    let mut stage_errors = slice_plan.errors.clone();
-    stage_errors.extend(bind_errors);
-    let work = ModeWork {
+        &mut selection,
+        &mut record,
+    ) else {
+        return finish(record, clock);
+    };
+    let selected = selection.selected.len();
+    let owns = |mode: Mode, case: usize, rank: usize| {
+        options
+            .shard
+            .is_none_or(|s| s.owns(mode, case, rank, selected))
+    };
+    // One runtime of this target (one device, each weight and parameter
+    // uploaded once, each module loaded once) for every mode's worker.
+    let modules = ModuleSet::on(ModuleSet::runtime_for(&target), &prepared.compiled);
+    let work = modes::ModeWork {
         spec,
         target: &target,
         sources: &sources,
         modules: &modules,
-        cases: &instantiated,
-        order: &selected,
-        stage_errors: &stage_errors,
+        cases: &selection.instantiated,
+        order: &selection.selected,
+        stage_errors: &prepared.stage_errors,
         owns: &owns,
         cross,
     };
-    let mut per_mode: Vec<Vec<StageRecord>> = vec![Vec::new(); options.modes.len()];
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, StageRecord)>();
-    let load_errors = std::thread::scope(|scope| {
-        let handles: Vec<_> = options
-            .modes
-            .iter()
-            .enumerate()
-            .map(|(m, &mode)| {
-                let tx = tx.clone();
-                let work = &work;
-                scope.spawn(move || {
-                    work.run(mode, &mut |rec| {
-                        let _ = tx.send((m, rec));
-                    })
-                })
-            })
-            .collect();
-        drop(tx);
-        for (i, (m, rec)) in rx.into_iter().enumerate() {
-            progress(Progress {
-                done: i + 1,
-                total,
-                stage: &rec,
-            });
-            per_mode[m].push(rec);
-        }
-        let mut errors = Vec::new();
-        for h in handles {
-            if h.join().is_err() {
-                errors.push(ErrorRecord::execution("a worker thread panicked"));
-            }
-        }
-        errors
-    });
-    let up = modules.upload_stats();
-    record.provenance.uploads = vec![parity_record::UploadRecord {
-        target: target.name().to_string(),
-        runtimes: 1,
-        weight_uploads: up.resident_uploads,
-        weight_bytes: up.resident_bytes,
-        weight_reuses: up.resident_reuses,
-        weight_bytes_saved: up.resident_bytes_saved,
-        other_uploads: up.other_uploads,
-        other_bytes: up.other_bytes,
-        parameter_loads: up.parameter_loads,
-    }];
+    let total = selection.total(options);
+    let (stages, thread_errors) = modes::run_all(&work, &options.modes, total, progress);
+    record.provenance.uploads = vec![modes::upload_record(&target, &modules)];
     let module_errors = modules.load_errors().into_iter().map(|e| ErrorRecord {
         kind: e.kind(),
         message: e.to_string(),
         location: None,
     });
-    for error in load_errors.into_iter().chain(module_errors) {
+    for error in thread_errors.into_iter().chain(module_errors) {
         if !record.errors.iter().any(|e| e.message == error.message) {
             record.errors.push(error);
         }
     }
-    record.stages = per_mode.into_iter().flatten().collect();
-    let plan = divergence::plan(spec, &options.modes, &cases, &selected, &slice_plan.extents);
+    record.stages = stages;
+    let plan = divergence::plan(
+        spec,
+        &options.modes,
+        &selection.cases,
+        &selection.selected,
+        &prepared.slice_plan.extents,
+    );
     divergence::locate(&plan, &mut record);
     if let Some(shard) = options.shard {
         record.shard = Some(shard_record(spec, shard, plan));
     }
     finish(record, clock)
-}
-
-/// What every mode's worker thread shares.
-struct ModeWork<'a> {
-    spec: &'a Spec,
-    target: &'a Target,
-    sources: &'a InputSources,
-    /// The target's modules, loaded once into its one runtime.
-    modules: &'a ModuleSet,
-    cases: &'a [(&'a str, Vec<parity_spec::Stage>)],
-    order: &'a [usize],
-    /// Slice and `bind:` stages that cannot run, by (case, stage): why.
-    stage_errors: &'a HashMap<slices::StageKey, ErrorRecord>,
-    /// Whether this run's shard holds (mode, case index, stage rank).
-    owns: &'a (dyn Fn(Mode, usize, usize) -> bool + Sync),
-    /// In a run over several targets: keep the outputs, or compare with the first target's.
-    cross: CrossTargets<'a>,
-}
-
-impl ModeWork<'_> {
-    /// Runs every case in one mode on the target's shared modules, sending
-    /// each stage record to `emit`.
-    fn run(&self, mode: Mode, emit: &mut dyn FnMut(StageRecord)) {
-        let modules = self.modules;
-        for (c, (case, stages)) in self.cases.iter().enumerate() {
-            let mut produced = HashMap::new();
-            let mut unavailable: HashMap<String, String> = HashMap::new();
-            for (rank, &i) in self.order.iter().enumerate() {
-                if !(self.owns)(mode, c, rank) {
-                    continue;
-                }
-                let stage = &stages[i];
-                let ctx = stage::StageContext {
-                    spec: self.spec,
-                    stages,
-                    case,
-                    mode,
-                    sources: self.sources,
-                    modules,
-                    target: self.target.name(),
-                    cross: self.cross,
-                };
-                let rec = match self
-                    .stage_errors
-                    .get(&(case.to_string(), stage.name.clone()))
-                {
-                    Some(error) => StageRecord {
-                        name: stage.name.clone(),
-                        target: self.target.name().to_string(),
-                        case: case.to_string(),
-                        mode,
-                        function: format!("{}.{}", stage.module, stage.function),
-                        status: Status::Error,
-                        error: Some(error.clone()),
-                        skipped_because: None,
-                        invoke_ms: 0.0,
-                        outputs: Vec::new(),
-                    },
-                    None => ctx.run(stage, &mut produced, &unavailable),
-                };
-                if matches!(rec.status, Status::Error | Status::Skipped) {
-                    unavailable.insert(stage.name.clone(), rec.status.name().to_string());
-                }
-                emit(rec);
-            }
-        }
-    }
 }
 
 /// The `shard` of a shard's record: which shard, the spec's hash, the whole run's plan.
