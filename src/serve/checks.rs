@@ -84,76 +84,9 @@ pub fn check_request(
     let id = &ev.request.id;
     let slot = o.slot;
     let sl = show(slot);
-    let mut out = Vec::new();
-    // Admission.
-    match (ev.expected_refusal, &o.refused) {
-        (Some(_), Some(text)) => {
-            let ran = o.slot.is_some() || !o.tokens.is_empty();
-            out.push(verdict(
-                "admission",
-                !ran,
-                if ran {
-                    format!(
-                        "request `{id}` was refused but still ran (slot {sl}, {} tokens)",
-                        o.tokens.len()
-                    )
-                } else {
-                    format!("refused at admission, before anything ran: {text}")
-                },
-                Some(ev.request.arrive),
-                None,
-            ));
-            return out;
-        }
-        (Some(why), None) => {
-            out.push(verdict(
-                "admission",
-                false,
-                format!(
-                    "request `{id}` must be refused at admission ({why}) but ran (slot {sl}, admitted at step {})",
-                    show(o.admitted_step)
-                ),
-                o.admitted_step,
-                slot,
-            ));
-            return out;
-        }
-        (None, Some(text)) => {
-            out.push(verdict(
-                "admission",
-                false,
-                format!("request `{id}` was refused: {text}"),
-                Some(ev.request.arrive),
-                None,
-            ));
-            return out;
-        }
-        // A black box reports no step (and maybe no slot): it was admitted when it gave tokens.
-        (None, None) if o.admitted_step.is_none() && !o.tokens.is_empty() => out.push(verdict(
-            "admission",
-            true,
-            match o.slot {
-                Some(s) => format!(
-                    "admitted into slot {s} ({} tokens; the target reports no step)",
-                    o.tokens.len()
-                ),
-                None => format!(
-                    "admitted ({} tokens; the target reports no step or slot)",
-                    o.tokens.len()
-                ),
-            },
-            None,
-            slot,
-        )),
-        (None, None) => out.push(verdict(
-            "admission",
-            o.admitted_step.is_some() || o.error.is_some(),
-            format!("admitted at step {} into slot {sl}", show(o.admitted_step)),
-            o.admitted_step,
-            slot,
-        )),
-    }
-    if o.error.is_some() {
+    let (admission, refused) = admission_check(ev);
+    let mut out = vec![admission];
+    if refused || o.error.is_some() {
         return out;
     }
     out.push(oracle_check(ev, session));
@@ -183,8 +116,111 @@ pub fn check_request(
         ));
         return out;
     }
-    // Batch invariance: tokens (and logits, where claimed) equal the solo
-    // run's, over the shared prefix; an uncancelled request gives as many as alone.
+    let inv = batch_invariance(ev, solo);
+    let inv_ok = inv.status == Status::Pass;
+    out.push(inv);
+    let (state, state_ok) = slot_state(ev, solo);
+    out.extend(state);
+    if let Some((prev, left)) = ev.previous {
+        let ok = inv_ok && state_ok;
+        out.push(verdict(
+            "slot_reuse",
+            ok,
+            if ok {
+                format!("slot {sl} reused after `{prev}` left it at step {left}: the solo result")
+            } else {
+                format!("request `{id}` in slot {sl}, reused after `{prev}` left it at step {left}: state survived the reuse (see batch_invariance / effective_length)")
+            },
+            (!ok).then_some(o.admitted_step).flatten(),
+            slot,
+        ));
+    }
+    out
+}
+
+/// The admission verdict, and whether the request was refused (or must
+/// have been): then nothing else about it is judged.
+fn admission_check(ev: &RequestEvidence<'_>) -> (ServingVerdict, bool) {
+    let o = ev.observed;
+    let id = &ev.request.id;
+    let slot = o.slot;
+    let sl = show(slot);
+    match (ev.expected_refusal, &o.refused) {
+        (Some(_), Some(text)) => {
+            let ran = o.slot.is_some() || !o.tokens.is_empty();
+            let v = verdict(
+                "admission",
+                !ran,
+                if ran {
+                    format!(
+                        "request `{id}` was refused but still ran (slot {sl}, {} tokens)",
+                        o.tokens.len()
+                    )
+                } else {
+                    format!("refused at admission, before anything ran: {text}")
+                },
+                Some(ev.request.arrive),
+                None,
+            );
+            (v, true)
+        }
+        (Some(why), None) => (
+            verdict(
+                "admission",
+                false,
+                format!(
+                    "request `{id}` must be refused at admission ({why}) but ran (slot {sl}, admitted at step {})",
+                    show(o.admitted_step)
+                ),
+                o.admitted_step,
+                slot,
+            ),
+            true,
+        ),
+        (None, Some(text)) => (
+            verdict(
+                "admission",
+                false,
+                format!("request `{id}` was refused: {text}"),
+                Some(ev.request.arrive),
+                None,
+            ),
+            true,
+        ),
+        // A black box reports no step (and maybe no slot): it was admitted when it gave tokens.
+        (None, None) if o.admitted_step.is_none() && !o.tokens.is_empty() => (verdict(
+            "admission",
+            true,
+            match o.slot {
+                Some(s) => format!(
+                    "admitted into slot {s} ({} tokens; the target reports no step)",
+                    o.tokens.len()
+                ),
+                None => format!(
+                    "admitted ({} tokens; the target reports no step or slot)",
+                    o.tokens.len()
+                ),
+            },
+            None,
+            slot,
+        ), false),
+        (None, None) => (verdict(
+            "admission",
+            o.admitted_step.is_some() || o.error.is_some(),
+            format!("admitted at step {} into slot {sl}", show(o.admitted_step)),
+            o.admitted_step,
+            slot,
+        ), false),
+    }
+}
+
+/// Batch invariance: tokens (and logits, where claimed) equal the solo
+/// run's, over the shared prefix; an uncancelled request gives as many as alone.
+fn batch_invariance(ev: &RequestEvidence<'_>, solo: &Observed) -> ServingVerdict {
+    let o = ev.observed;
+    let id = &ev.request.id;
+    let slot = o.slot;
+    let sl = show(slot);
     let n = o.tokens.len().min(solo.tokens.len());
     let first_token = (0..n).find(|&k| o.tokens[k] != solo.tokens[k]);
     let cut = ev.request.cancel.is_some() || o.cancelled_step.is_some() || o.token_flood;
@@ -194,7 +230,7 @@ pub fn check_request(
     let first_bits = bitwise
         .then(|| (0..n).find(|&k| o.logits_sha256[k] != solo.logits_sha256[k]))
         .flatten();
-    let inv = match (first_token, first_bits) {
+    match (first_token, first_bits) {
         (Some(k), _) => verdict(
             "batch_invariance",
             false,
@@ -244,9 +280,18 @@ pub fn check_request(
             None,
             slot,
         ),
-    };
-    let inv_ok = inv.status == Status::Pass;
-    out.push(inv);
+    }
+}
+
+/// The slot state the request left against its solo run's: its effective
+/// length and dense PLE (each skipped when the target does not report it),
+/// and whether both held.
+fn slot_state(ev: &RequestEvidence<'_>, solo: &Observed) -> (Vec<ServingVerdict>, bool) {
+    let o = ev.observed;
+    let id = &ev.request.id;
+    let slot = o.slot;
+    let sl = show(slot);
+    let mut out = Vec::new();
     let mut state_ok = true;
     match (o.effective_length, solo.effective_length) {
         (Some(a), Some(b)) => {
@@ -285,21 +330,7 @@ pub fn check_request(
         }
         _ => out.push(skipped("dense_ple", "the target does not report it".into())),
     }
-    if let Some((prev, left)) = ev.previous {
-        let ok = inv_ok && state_ok;
-        out.push(verdict(
-            "slot_reuse",
-            ok,
-            if ok {
-                format!("slot {sl} reused after `{prev}` left it at step {left}: the solo result")
-            } else {
-                format!("request `{id}` in slot {sl}, reused after `{prev}` left it at step {left}: state survived the reuse (see batch_invariance / effective_length)")
-            },
-            (!ok).then_some(o.admitted_step).flatten(),
-            slot,
-        ));
-    }
-    out
+    (out, state_ok)
 }
 
 /// Tokens against the oracle's greedy tokens; a mismatch is judged with the
