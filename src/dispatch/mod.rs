@@ -19,6 +19,7 @@ pub mod evidence;
 pub mod flow_ops;
 mod inside;
 mod inside_f64;
+mod rows;
 mod stage;
 pub mod trace;
 

@@ -8,9 +8,7 @@ use crate::run::inputs::InputSources;
 use crate::target::Target;
 use parity_iree::{ArtifactCache, IreeCompiler, TracedArtifact};
 use parity_mlir::{Function, SliceArg, SliceRequest};
-use parity_record::{
-    DispatchOp, DispatchRow, DispatchStage, Status, TraceFidelity, TracedDiff, UnalignedDispatch,
-};
+use parity_record::{DispatchStage, Status, TraceFidelity, TracedDiff};
 use parity_spec::{ModuleSource, Spec, Stage};
 use parity_tensor::Tensor;
 use std::cell::RefCell;
@@ -50,7 +48,7 @@ struct Side {
 }
 
 /// A dispatch's (inputs, outputs) comparisons, each when made.
-type Diffs = (Option<Vec<TracedDiff>>, Option<Vec<TracedDiff>>);
+pub(super) type Diffs = (Option<Vec<TracedDiff>>, Option<Vec<TracedDiff>>);
 
 /// Streaming state of the tested target's run.
 struct Stream {
@@ -199,29 +197,23 @@ pub fn trace_stage(
         &ref_ops,
         &tested_ops,
     );
-    let mut rows = Vec::with_capacity(pairs.len());
-    for p in &pairs {
-        let r = &reference_trace.dispatches[p.reference];
-        let t = &stream.trace.dispatches[p.target];
-        let streamed = (p.reference == p.target)
-            .then(|| stream.streamed.get(&p.target))
-            .flatten();
-        let pick = |streamed: Option<&Option<Vec<TracedDiff>>>,
-                    tv: &Option<Vec<Tensor>>,
-                    rv: &Option<Vec<Tensor>>| {
-            streamed.cloned().flatten().or_else(|| match (tv, rv) {
-                (Some(t), Some(r)) => Some(judge.diff(t, r)),
-                _ => None,
-            })
-        };
-        let ins = pick(streamed.map(|s| &s.0), &t.inputs, &r.inputs);
-        let outs = pick(streamed.map(|s| &s.1), &t.outputs, &r.outputs);
-        rows.push(row(p, &r.key, func, &ref_ops[p.reference].0, ins, outs));
-    }
+    let rows = super::rows::rows(
+        &pairs,
+        &reference_trace,
+        &stream.trace,
+        &stream.streamed,
+        &judge,
+        func,
+        &ref_ops,
+    );
     let paired_r: BTreeSet<usize> = pairs.iter().map(|p| p.reference).collect();
     let paired_t: BTreeSet<usize> = pairs.iter().map(|p| p.target).collect();
-    let unaligned = unaligned(env.reference.name(), &reference_trace, &paired_r)
-        .chain(unaligned(env.target.name(), &stream.trace, &paired_t))
+    let unaligned = super::rows::unaligned(env.reference.name(), &reference_trace, &paired_r)
+        .chain(super::rows::unaligned(
+            env.target.name(),
+            &stream.trace,
+            &paired_t,
+        ))
         .collect();
     let first_failing = rows.iter().position(|r| r.status == Status::Fail);
     let skipped = rows.iter().any(|r| r.status == Status::Skipped);
@@ -230,37 +222,7 @@ pub fn trace_stage(
     // intermediate that differs beyond it (a reduction's order) while the
     // results agree is absorbed, not a divergence. A divergence no aligned
     // dispatch shows is still a divergence.
-    // Each result under its own output's criteria.
-    let results: Vec<TracedDiff> = (0..tested.results.len().max(reference.results.len()))
-        .map(|i| {
-            let own = Judge {
-                spec: env.spec.clone(),
-                output: stage.outputs.get(i).unwrap_or(first).clone(),
-            };
-            let mut d = own.diff(
-                tested
-                    .results
-                    .get(i)
-                    .map(std::slice::from_ref)
-                    .unwrap_or_default(),
-                reference
-                    .results
-                    .get(i)
-                    .map(std::slice::from_ref)
-                    .unwrap_or_default(),
-            );
-            let mut one = d.pop().unwrap_or(TracedDiff {
-                index: i,
-                ty: String::new(),
-                status: Status::Fail,
-                max_abs: None,
-                max_ulp: None,
-                mismatched: 0,
-            });
-            one.index = i;
-            one
-        })
-        .collect();
+    let results = super::rows::results(env.spec, &stage, &tested.results, &reference.results);
     let results_differ = results.iter().any(|d| d.status == Status::Fail);
     let (first_divergent, absorbed) = if results_differ {
         (first_failing, None)
@@ -438,62 +400,4 @@ fn ops_per_dispatch(
             (held, d.output_shapes.clone())
         })
         .collect()
-}
-
-fn row(
-    p: &align::Pair,
-    key: &str,
-    func: &Function,
-    ops: &BTreeSet<usize>,
-    inputs: Option<Vec<TracedDiff>>,
-    outputs: Option<Vec<TracedDiff>>,
-) -> DispatchRow {
-    let inputs_differ = inputs
-        .as_ref()
-        .is_some_and(|d| d.iter().any(|x| x.status == Status::Fail));
-    let inputs_max_abs = inputs
-        .iter()
-        .flatten()
-        .filter_map(|x| x.max_abs)
-        .fold(0.0, f64::max);
-    let status = match &outputs {
-        None => Status::Skipped,
-        Some(o) if o.iter().any(|x| x.status == Status::Fail) => Status::Fail,
-        Some(_) => Status::Pass,
-    };
-    DispatchRow {
-        ordinal: p.reference,
-        target_ordinal: p.target,
-        key: key.to_string(),
-        aligned_by: if p.by_ops { "ops" } else { "key" }.to_string(),
-        ops: ops
-            .iter()
-            .map(|&o| DispatchOp {
-                index: o,
-                name: func.ops[o].name.clone(),
-                loc: bisect::loc_label(&func.ops[o].loc),
-            })
-            .collect(),
-        status,
-        inputs_differ,
-        inputs_max_abs,
-        outputs: outputs.unwrap_or_default(),
-    }
-}
-
-fn unaligned<'a>(
-    target: &'a str,
-    trace: &'a Trace,
-    paired: &'a BTreeSet<usize>,
-) -> impl Iterator<Item = UnalignedDispatch> + 'a {
-    trace
-        .dispatches
-        .iter()
-        .enumerate()
-        .filter(move |(i, _)| !paired.contains(i))
-        .map(move |(i, d)| UnalignedDispatch {
-            target: target.to_string(),
-            ordinal: i,
-            key: d.key.clone(),
-        })
 }
