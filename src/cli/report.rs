@@ -173,80 +173,23 @@ pub fn run(args: ReportArgs) -> anyhow::Result<i32> {
             failures.push(e.to_string());
         }
     }
-    let runs: Vec<RunRecord> = records
-        .iter()
-        .filter_map(|r| match r {
-            AnyRecord::Run(r) => Some(r.clone()),
-            _ => None,
-        })
-        .collect();
-    let bisects: Vec<_> = records
-        .iter()
-        .filter_map(|r| match r {
-            AnyRecord::Bisect(b) => Some(b.clone()),
-            _ => None,
-        })
-        .collect();
-    let tokens: Vec<_> = records
-        .iter()
-        .filter_map(|r| match r {
-            AnyRecord::Tokens(t) => Some((**t).clone()),
-            _ => None,
-        })
-        .collect();
-    let baselines: Vec<BaselineRecord> = records
-        .iter()
-        .chain(baseline.as_ref())
-        .filter_map(|r| match r {
-            AnyRecord::Baseline(b) => Some(b.clone()),
-            _ => None,
-        })
-        .collect();
-    let servings: Vec<_> = records
-        .iter()
-        .filter_map(|r| match r {
-            AnyRecord::Serving(s) => Some((**s).clone()),
-            _ => None,
-        })
-        .collect();
-    let fuzzes: Vec<_> = records
-        .iter()
-        .filter_map(|r| match r {
-            AnyRecord::Fuzz(f) => Some((**f).clone()),
-            _ => None,
-        })
-        .collect();
-    let dispatches: Vec<_> = records
-        .iter()
-        .filter_map(|r| match r {
-            AnyRecord::Dispatches(d) => Some((**d).clone()),
-            _ => None,
-        })
-        .collect();
+    // Every record on one page (the baseline comparison made here too).
+    let set = report::html::RecordSet::of(records.iter().chain(baseline.as_ref()));
     if let Some(dest) = &exports.html {
-        let page = report::html::render(&report::html::HtmlInput {
-            runs: &runs,
-            bisects: &bisects,
-            tokens: &tokens,
-            baselines: &baselines,
-            servings: &servings,
-            fuzzes: &fuzzes,
-            histories: &[],
-            dispatches: &dispatches,
-        });
+        let page = report::html::render(&set.input());
         if let Err(e) = dest.deliver(page.as_bytes()) {
             failures.push(e);
         }
     }
     if let Some(path) = &args.node_data {
-        let text = match (bisects.as_slice(), runs.as_slice()) {
+        let text = match (set.bisects.as_slice(), set.runs.as_slice()) {
             ([b], []) => report::node_data::render(b)
                 .ok_or("the bisect record names no function with node ids".to_string()),
             ([], [r]) => run_node_data(r),
             _ => Err(format!(
                 "--node-data needs exactly one bisect record or one run record ({} bisect, {} run given)",
-                bisects.len(),
-                runs.len()
+                set.bisects.len(),
+                set.runs.len()
             )),
         };
         let text = match text {

@@ -19,6 +19,8 @@ pub mod esc;
 mod fuzz;
 mod history;
 mod overview;
+mod set;
+pub use set::RecordSet;
 mod table;
 mod tokens;
 mod triangulation;
