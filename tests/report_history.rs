@@ -193,6 +193,14 @@ fn three_saved_runs_one_of_which_grew_are_drawn_and_flagged() {
     let (code, stdout, _) = history(d, &["report", "--history", "hist", "--html", "-"]);
     assert_eq!(code, 0);
     assert!(stdout.starts_with("<!DOCTYPE html>") && !stdout.contains('┌'));
+    // The saved history as a page has the same history section as the
+    // directory's page (it was an empty page before the records were sorted
+    // by kind in the report layer).
+    let (code, saved, _) = history(d, &["report", "h.json", "--html", "-"]);
+    assert_eq!(code, 0);
+    let section = |page: &str| page.matches("class=\"history").count();
+    assert!(section(&stdout) > 0, "{stdout}");
+    assert_eq!(section(&saved), section(&stdout), "{saved}");
 
     bad_directories(d);
 }
