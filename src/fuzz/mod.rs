@@ -139,42 +139,9 @@ fn execute_body(
         },
         None => None,
     };
-    let sources = match InputSources::open(spec) {
-        Ok(s) => s,
-        Err(m) => {
-            record.errors.push(ErrorRecord::input(m.to_string()));
-            return finish(record, clock);
-        }
-    };
-    let mut only = spec.clone();
-    only.subject.modules.retain(|name, _| name == &fuzz.module);
-    let target = match Target::ready(spec, options.run.target.as_deref()) {
-        Ok(t) => t,
-        Err(e) => {
-            record.errors.push(ErrorRecord::input(e.to_string()));
-            return finish(record, clock);
-        }
-    };
-    let mut scratch = RunRecord::new("", "", String::new());
-    let compiler = run::load_compiler(&options.run, true, &mut scratch);
-    let compiled = run::compile_all(&only, &target, &options.run, &compiler, &mut scratch);
-    drop(compiler);
-    record.compiler_revision = scratch.compiler_revision.take();
-    record.warnings.append(&mut scratch.warnings);
-    record.errors.append(&mut scratch.errors);
-    if !record.errors.is_empty() {
+    let Some((sources, modules)) = open_modules(spec, fuzz, options, &mut record) else {
         return finish(record, clock);
-    }
-    let modules = target.load(&compiled);
-    record.errors.extend(
-        modules
-            .load_errors()
-            .into_iter()
-            .map(|e| ErrorRecord::execution(e.to_string())),
-    );
-    if !record.errors.is_empty() {
-        return finish(record, clock);
-    }
+    };
     let exec = match Exec::new(spec, fuzz, &sources, &modules) {
         Ok(e) => e,
         Err(e) => {
@@ -201,7 +168,82 @@ fn execute_body(
             .invariants
             .push(input::guard_check(&exec, record.seed, record.cases));
     }
-    let mut lengths = invariants::plan(&exec);
+    run_invariants(
+        &exec,
+        fuzz,
+        options,
+        &persisted,
+        regressions.as_deref(),
+        &wanted,
+        &mut record,
+    );
+    invariant_errors(&mut record);
+    *kept = exec.kept.borrow_mut().take().unwrap_or_default();
+    drop(exec);
+    drop(modules);
+    finish(record, clock)
+}
+
+/// The spec's inputs, and the fuzz module compiled and loaded on the
+/// target `options` names; None (the errors recorded) when any step fails.
+fn open_modules(
+    spec: &Spec,
+    fuzz: &parity_spec::FuzzSpec,
+    options: &FuzzOptions,
+    record: &mut FuzzRecord,
+) -> Option<(InputSources, run::ModuleSet)> {
+    let sources = match InputSources::open(spec) {
+        Ok(s) => s,
+        Err(m) => {
+            record.errors.push(ErrorRecord::input(m.to_string()));
+            return None;
+        }
+    };
+    let mut only = spec.clone();
+    only.subject.modules.retain(|name, _| name == &fuzz.module);
+    let target = match Target::ready(spec, options.run.target.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            record.errors.push(ErrorRecord::input(e.to_string()));
+            return None;
+        }
+    };
+    let mut scratch = RunRecord::new("", "", String::new());
+    let compiler = run::load_compiler(&options.run, true, &mut scratch);
+    let compiled = run::compile_all(&only, &target, &options.run, &compiler, &mut scratch);
+    drop(compiler);
+    record.compiler_revision = scratch.compiler_revision.take();
+    record.warnings.append(&mut scratch.warnings);
+    record.errors.append(&mut scratch.errors);
+    if !record.errors.is_empty() {
+        return None;
+    }
+    let modules = target.load(&compiled);
+    record.errors.extend(
+        modules
+            .load_errors()
+            .into_iter()
+            .map(|e| ErrorRecord::execution(e.to_string())),
+    );
+    if !record.errors.is_empty() {
+        return None;
+    }
+    Some((sources, modules))
+}
+
+/// Runs each wanted invariant (and the `lengths` rule) over its seeds: the
+/// persisted regressions first, then the run's generated cases, or the
+/// replayed seeds alone; a violation's seed is persisted when asked.
+fn run_invariants(
+    exec: &Exec<'_>,
+    fuzz: &parity_spec::FuzzSpec,
+    options: &FuzzOptions,
+    persisted: &[regress::Entry],
+    regressions: Option<&std::path::Path>,
+    wanted: &dyn Fn(&str) -> bool,
+    record: &mut FuzzRecord,
+) {
+    let mut lengths = invariants::plan(exec);
     lengths.push(invariants::Invariant {
         name: "lengths",
         description: "every `lengths_rule` output equals ceil(valid frames / n) per clip",
@@ -228,11 +270,11 @@ fn execute_body(
                 .map(|r| (r.1, true))
                 .collect()
         };
-        let (rec, violation) = run_invariant(&exec, inv, &seeds, &mut record.replayed);
+        let (rec, violation) = run_invariant(exec, inv, &seeds, &mut record.replayed);
         record.invariants.push(rec);
         if let Some(v) = violation {
             if options.persist {
-                if let Some(path) = &regressions {
+                if let Some(path) = regressions {
                     let entry = regress::Entry {
                         invariant: v.invariant.clone(),
                         seed: v.seed,
@@ -247,6 +289,11 @@ fn execute_body(
             record.violations.push(v);
         }
     }
+}
+
+/// An input error or an execution error for each invariant that errored,
+/// by what its note says.
+fn invariant_errors(record: &mut FuzzRecord) {
     for inv in &record.invariants {
         if inv.status == Status::Error {
             if let Some(n) = &inv.note {
@@ -260,10 +307,6 @@ fn execute_body(
             }
         }
     }
-    *kept = exec.kept.borrow_mut().take().unwrap_or_default();
-    drop(exec);
-    drop(modules);
-    finish(record, clock)
 }
 
 fn finish(mut record: FuzzRecord, clock: Instant) -> FuzzRecord {
