@@ -1,5 +1,6 @@
 //! Tolerance criteria: each is one condition that a comparison must satisfy.
 
+use parity_tensor::DType;
 use serde::{Deserialize, Serialize};
 
 /// One pass/fail condition on a comparison. A tolerance is a list of
@@ -48,4 +49,15 @@ pub enum Criterion {
         #[serde(default)]
         tol: f64,
     },
+}
+
+/// PyTorch `assert_close` defaults as (rtol, atol); (0, 0) for integers and bool.
+pub fn default_rtol_atol(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F16 => (1e-3, 1e-5),
+        DType::Bf16 => (1.6e-2, 1e-5),
+        DType::F32 => (1.3e-6, 1e-5),
+        DType::F64 => (1e-7, 1e-7),
+        DType::Bool | DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => (0.0, 0.0),
+    }
 }

@@ -2,8 +2,8 @@
 //! counters, folded into the run's [`crate::UlpHistogram`] once at its end,
 //! and the vector paths' queue of groups with a large distance.
 
+use crate::acc::{Acc, CHUNK};
 use crate::histogram::{slot, EXACT_MAX, LOG_MIN, SLOTS};
-use crate::kernel::{Acc, CHUNK};
 
 /// Counters per copy: [`SLOTS`] rounded up to a power of two, so an index
 /// masked with `WIDTH - 1` needs no bounds check.

@@ -24,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+mod acc;
 pub mod baseline;
 pub mod criterion;
 mod elem;
@@ -40,6 +41,8 @@ mod kernel_reference;
 pub mod mask;
 pub mod metrics;
 mod nonfinite;
+mod result;
+mod simd;
 mod topk;
 pub mod ulp;
 pub mod verdict;

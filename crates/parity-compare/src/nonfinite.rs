@@ -4,7 +4,7 @@
 
 use crate::criterion::Criterion;
 use crate::metrics::Metrics;
-use crate::verdict::{CriterionResult, TruthErrors};
+use crate::result::{CriterionResult, TruthErrors};
 
 /// `vs_f64` from the truth errors; `value` applies the NaN/Inf placement of
 /// the production-vs-oracle comparison.

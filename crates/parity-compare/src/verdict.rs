@@ -1,29 +1,14 @@
 //! Verdicts: applying tolerance criteria to measured metrics, with the
 //! smallest threshold that would have passed each one.
 
+pub use crate::criterion::default_rtol_atol;
 use crate::criterion::Criterion;
 use crate::histogram::EXACT_MAX;
 use crate::metrics::Metrics;
 use crate::nonfinite::{empty, nan_note, nothing_passes, vs_f64, NO_THRESHOLD};
+pub use crate::result::{CriterionResult, TruthErrors};
 use parity_tensor::DType;
 use serde::{Deserialize, Serialize};
-
-/// RMS errors of both sides against an f64 ground truth, for `vs_f64`.
-/// The truth itself must be finite (a caller rejects it otherwise), so a
-/// non-finite element on either side is an error against it, counted apart.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TruthErrors {
-    /// RMS of (actual - truth) over the elements where actual is finite.
-    pub actual_vs_truth: f64,
-    /// RMS of (expected - truth) over the elements where expected is finite.
-    pub expected_vs_truth: f64,
-    /// Compared elements where actual is NaN or infinite.
-    #[serde(default)]
-    pub actual_nonfinite: u64,
-    /// Compared elements where expected is NaN or infinite.
-    #[serde(default)]
-    pub expected_nonfinite: u64,
-}
 
 /// What a spec accepts beyond its criteria's thresholds (NaN handling is a
 /// comparison option, [`crate::CompareOptions::equal_nan`], since it also
@@ -35,31 +20,6 @@ pub struct VerdictOptions {
     pub allow_empty: bool,
 }
 
-/// The outcome of one criterion.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CriterionResult {
-    /// The criterion evaluated.
-    pub criterion: Criterion,
-    /// Whether it held.
-    pub passed: bool,
-    /// The measured quantity (max_abs, rms, rel_l2, cosine, violating
-    /// fraction for allclose, ULPs, mismatch count for exact, err(actual, truth) for vs_f64).
-    pub observed: f64,
-    /// The bound `observed` was held to.
-    pub threshold: f64,
-    /// The loosest setting of the criterion's own knob that would have
-    /// passed: the observed value for max_abs/rms/rel_l2/max_ulp/ulp_quantile,
-    /// the largest passing minimum for cosine_min, the smallest atol (at the
-    /// given rtol and max_fraction) for allclose, the smallest factor (at the
-    /// given tol) for vs_f64, the mismatch count for exact. +inf when no
-    /// setting passes (non-finite mismatches, NaN in both without
-    /// `equal_nan`, nothing compared; `note` says which); NaN when it cannot
-    /// be computed, and for cosine_min when no setting passes.
-    pub min_passing: f64,
-    /// Why a result is approximate, vacuous or failed for a reason other than its threshold.
-    pub note: Option<String>,
-}
-
 /// All criteria results; passed when every one passed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
@@ -67,17 +27,6 @@ pub struct Verdict {
     pub passed: bool,
     /// One result per criterion, in order.
     pub results: Vec<CriterionResult>,
-}
-
-/// PyTorch `assert_close` defaults as (rtol, atol); (0, 0) for integers and bool.
-pub fn default_rtol_atol(dtype: DType) -> (f64, f64) {
-    match dtype {
-        DType::F16 => (1e-3, 1e-5),
-        DType::Bf16 => (1.6e-2, 1e-5),
-        DType::F32 => (1.3e-6, 1e-5),
-        DType::F64 => (1e-7, 1e-7),
-        DType::Bool | DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => (0.0, 0.0),
-    }
 }
 
 /// The built-in tolerance for a dtype: allclose with the PyTorch assert_close
