@@ -11,7 +11,7 @@
 use crate::dtype::DType;
 use crate::error::TensorError;
 use crate::fsio::{map_file, write_all, write_atomic};
-use crate::safetensors_header::{Header, RawEntry};
+use crate::safetensors_header::{Header, RawEntry, METADATA_KEY};
 use crate::tensor::Tensor;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -19,9 +19,6 @@ use std::sync::Arc;
 
 /// Largest header accepted, as in the reference implementation.
 const MAX_HEADER_LEN: u64 = 100_000_000;
-
-/// The header key that holds free-form string metadata.
-pub(crate) const METADATA_KEY: &str = "__metadata__";
 
 /// A validated tensor entry.
 #[derive(Debug, Clone)]

@@ -6,11 +6,13 @@
 //! nothing else is kept, so memory stays a small multiple of the header size
 //! (tests/header_memory.rs asserts the bound with a counting allocator).
 
-use crate::safetensors::METADATA_KEY;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
+
+/// The header key that holds free-form string metadata.
+pub(crate) const METADATA_KEY: &str = "__metadata__";
 
 /// Most dimensions a shape may have (numpy's limit, NPY_MAXDIMS, is 64).
 pub(crate) const MAX_RANK: usize = 64;
