@@ -1,5 +1,6 @@
 //! Types every record shares: statuses, modes, and errors with a location.
 
+pub use crate::exit::ErrorKind;
 use crate::exit::ExitCode;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -46,26 +47,6 @@ impl Status {
             Status::Fail => "fail",
             Status::Error => "error",
             Status::Skipped => "skipped",
-        }
-    }
-}
-
-/// What kind of problem an error is; decides the exit code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ErrorKind {
-    /// Invalid input: spec, missing or malformed tensor, shape/dtype mismatch, bad mask (exit 2).
-    Input,
-    /// IREE compile, load or invocation failure (exit 3).
-    Execution,
-}
-
-impl ErrorKind {
-    /// The lowercase name used in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorKind::Input => "input",
-            ErrorKind::Execution => "execution",
         }
     }
 }

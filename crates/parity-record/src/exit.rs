@@ -11,7 +11,25 @@
 //! a run with bad input says nothing trustworthy about execution, and a run
 //! that failed to execute says nothing trustworthy about parity.
 
-use crate::common::ErrorKind;
+/// What kind of problem an error is; decides the exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorKind {
+    /// Invalid input: spec, missing or malformed tensor, shape/dtype mismatch, bad mask (exit 2).
+    Input,
+    /// IREE compile, load or invocation failure (exit 3).
+    Execution,
+}
+
+impl ErrorKind {
+    /// The lowercase name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Input => "input",
+            ErrorKind::Execution => "execution",
+        }
+    }
+}
 
 /// A process exit code of parity, ordered by precedence (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
