@@ -5,6 +5,7 @@
 
 use crate::common::{ErrorRecord, Status};
 use crate::exit::ExitCode;
+use crate::triangulation::TriangulationLabel;
 use serde::{Deserialize, Serialize};
 
 /// The schema tag of [`FuzzRecord`].
@@ -50,7 +51,7 @@ pub struct FuzzRecord {
     /// With two or more targets: each invariant whose outcome differs between
     /// the targets, or fails on any, labelled with which side is off.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub triangulation: Vec<crate::fuzz_targets::FuzzTriangulationRow>,
+    pub triangulation: Vec<FuzzTriangulationRow>,
 }
 
 /// One persisted seed replayed first.
@@ -96,7 +97,7 @@ pub struct InvariantRecord {
     /// Its cases' outputs against the first target's (a later target of a
     /// several-target run only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vs_first: Option<crate::fuzz_targets::FuzzCross>,
+    pub vs_first: Option<FuzzCross>,
 }
 
 impl InvariantRecord {
@@ -243,5 +244,101 @@ impl FuzzRecord {
     pub fn exit_code(&self) -> ExitCode {
         let fail = self.failed().then_some(ExitCode::Fail);
         ExitCode::combine(self.errors.iter().map(ErrorRecord::exit_code).chain(fail))
+    }
+}
+
+/// One invariant's cases on a later target against the same cases on the
+/// run's first target: each case's reference batch, compared over every
+/// output's valid region under the invariant's tolerance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FuzzCross {
+    /// The target compared with (the run's first target).
+    pub target: String,
+    /// pass when every case's outputs agree within the tolerance.
+    pub status: Status,
+    /// Cases compared (those that ran on both targets).
+    pub cases: usize,
+    /// Largest difference over the compared cases.
+    #[serde(with = "crate::float")]
+    pub max_diff: f64,
+    /// The first case whose outputs differ beyond the tolerance, by seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Its first element beyond the tolerance (expected: the first target's value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<MovedElement>,
+}
+
+/// One target's side of a triangulated invariant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FuzzTargetSide {
+    /// The target's name.
+    pub target: String,
+    /// The invariant's status on it (skipped when it did not run there).
+    pub status: Status,
+    /// The seed of its violation, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Against the first target (absent on the first target itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_first: Option<Status>,
+}
+
+/// One invariant whose outcome is not the same clean pass on every target.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FuzzTriangulationRow {
+    /// The invariant.
+    pub invariant: String,
+    /// Which side is off.
+    pub label: TriangulationLabel,
+    /// The targets on which it fails (or whose outputs leave the first
+    /// target's), in run order.
+    pub off: Vec<String>,
+    /// Every target's side, in run order.
+    pub targets: Vec<FuzzTargetSide>,
+}
+
+impl FuzzTriangulationRow {
+    /// One sentence: what the label rests on.
+    pub fn explain(&self) -> String {
+        let names = |pick: &dyn Fn(&FuzzTargetSide) -> bool| {
+            crate::triangulation::names_where(&self.targets, |t| t.target.as_str(), pick)
+        };
+        let all = names(&|_| true);
+        match self.label {
+            TriangulationLabel::BackendSpecific => format!(
+                "{} violate{} it, {} keep{} it: the backend, not the port",
+                names(&|t| t.status == Status::Fail),
+                if self.off.len() == 1 { "s" } else { "" },
+                names(&|t| t.status == Status::Pass),
+                if self.targets.iter().filter(|t| t.status == Status::Pass).count() == 1 {
+                    "s"
+                } else {
+                    ""
+                }
+            ),
+            TriangulationLabel::Port => format!(
+                "every target ({all}) violates it on the same case and their outputs agree: the port"
+            ),
+            // Fuzz invariants compare production with itself: no oracle to blame.
+            TriangulationLabel::Oracle => format!("every target ({all}) sides against the oracle"),
+            TriangulationLabel::Undetermined => {
+                if self.targets.iter().all(|t| t.status == Status::Pass) {
+                    format!(
+                        "every target ({all}) keeps it, but {} compute{} outputs beyond its tolerance of the first target's: a backend differs, which one needs the oracle (`parity check --target`)",
+                        self.off.join(", "),
+                        if self.off.len() == 1 { "s" } else { "" }
+                    )
+                } else {
+                    format!(
+                        "every target ({all}) violates it, on different cases or with different outputs: the port and a backend may both be wrong"
+                    )
+                }
+            }
+            TriangulationLabel::Incomplete => format!(
+                "not every target has a result ({} did not): nothing to triangulate",
+                names(&|t| !matches!(t.status, Status::Pass | Status::Fail))
+            ),
+        }
     }
 }

@@ -5,75 +5,8 @@
 
 use crate::common::Status;
 use crate::serving::ServingRecord;
-use crate::triangulation::{label_by_status, names_where, TriangulationLabel};
-use serde::{Deserialize, Serialize};
-
-/// One target's side of a request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ServingTargetSide {
-    /// The target's name.
-    pub target: String,
-    /// The request's status there (skipped when it did not run).
-    pub status: Status,
-    /// Its tokens equal the first target's.
-    pub same_tokens_as_first: bool,
-}
-
-/// One request that failed or errored on at least one target, labelled.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ServingTriangulationRow {
-    /// Request id.
-    pub request: String,
-    /// Which side is off.
-    pub label: TriangulationLabel,
-    /// The targets the request fails or errors on, in run order.
-    pub off: Vec<String>,
-    /// Every target's side, in run order.
-    pub targets: Vec<ServingTargetSide>,
-}
-
-impl ServingTriangulationRow {
-    /// One sentence: what the label rests on.
-    pub fn explain(&self) -> String {
-        let with = |status: Status| {
-            names_where(&self.targets, |t| t.target.as_str(), |t| t.status == status)
-        };
-        match self.label {
-            TriangulationLabel::BackendSpecific => format!(
-                "{} off, {} pass{} every check: the backend, not the port",
-                with(Status::Fail),
-                with(Status::Pass),
-                if self
-                    .targets
-                    .iter()
-                    .filter(|t| t.status == Status::Pass)
-                    .count()
-                    == 1
-                {
-                    "es"
-                } else {
-                    ""
-                }
-            ),
-            TriangulationLabel::Port => {
-                "every target fails it with the same tokens: the port".to_string()
-            }
-            TriangulationLabel::Undetermined => {
-                "every target fails it, with different tokens: not narrowed further".to_string()
-            }
-            TriangulationLabel::Incomplete => format!(
-                "{} errored or did not run it: nothing to triangulate",
-                names_where(
-                    &self.targets,
-                    |t| t.target.as_str(),
-                    |t| { matches!(t.status, Status::Error | Status::Skipped) }
-                )
-            ),
-            // Serving has no f64 truth to side with.
-            TriangulationLabel::Oracle => "the oracle".to_string(),
-        }
-    }
-}
+pub use crate::serving::{ServingTargetSide, ServingTriangulationRow};
+use crate::triangulation::label_by_status;
 
 /// The labelled requests of a record over several targets (its `targets`;
 /// none for one). A request is found on each target by id.
@@ -138,6 +71,7 @@ pub fn triangulate_serving(r: &ServingRecord) -> Vec<ServingTriangulationRow> {
 mod tests {
     use super::*;
     use crate::serving::ServingRequestRecord;
+    use crate::triangulation::TriangulationLabel;
 
     fn req(id: &str, target: &str, status: Status, tokens: &[u32]) -> ServingRequestRecord {
         ServingRequestRecord {

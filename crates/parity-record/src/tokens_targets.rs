@@ -4,81 +4,8 @@
 //! pure function of the record, so renderers and `parity report` re-derive it.
 
 use crate::common::Status;
-use crate::tokens::{TokenCaseRecord, TokenVerdict, TokensRecord};
-use crate::triangulation::TriangulationLabel;
-use serde::{Deserialize, Serialize};
-
-/// One target's side of a token case.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TokenTargetSide {
-    /// The target's name.
-    pub target: String,
-    /// The case's status on it (skipped when it did not run the case).
-    pub status: Status,
-    /// Its first mismatching step, if any.
-    pub step: Option<usize>,
-    /// Its token at that step.
-    pub production_token: Option<i64>,
-    /// That mismatch's verdict.
-    pub verdict: Option<TokenVerdict>,
-}
-
-/// One token case that failed or errored on at least one target, labelled.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TokenTriangulationRow {
-    /// Token case.
-    pub case: String,
-    /// Which side is off.
-    pub label: TriangulationLabel,
-    /// The targets on which the case fails, in run order.
-    pub off: Vec<String>,
-    /// Every target's side, in run order.
-    pub targets: Vec<TokenTargetSide>,
-}
-
-impl TokenTriangulationRow {
-    /// One sentence: what the label rests on.
-    pub fn explain(&self) -> String {
-        let names = |status: Status| {
-            crate::triangulation::names_where(
-                &self.targets,
-                |t| t.target.as_str(),
-                |t| t.status == status,
-            )
-        };
-        match self.label {
-            TriangulationLabel::BackendSpecific => format!(
-                "{} off, {} match{} the oracle's tokens: the backend, not the port",
-                names(Status::Fail),
-                names(Status::Pass),
-                if self.targets.iter().filter(|t| t.status == Status::Pass).count() == 1 {
-                    "es"
-                } else {
-                    ""
-                }
-            ),
-            TriangulationLabel::Port => {
-                "every target misses the oracle with the same tokens: the port".to_string()
-            }
-            TriangulationLabel::Oracle => {
-                "every target misses the oracle, and the f64 truth picks production's token on each: the oracle".to_string()
-            }
-            TriangulationLabel::Undetermined => {
-                "every target misses the oracle, with different tokens: not narrowed further"
-                    .to_string()
-            }
-            TriangulationLabel::Incomplete => format!(
-                "{} errored or did not run the case: nothing to triangulate",
-                self.targets
-                    .iter()
-                    .filter(|t| matches!(t.status, Status::Error | Status::Skipped))
-                    .map(|t| t.target.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
-    }
-}
+use crate::tokens::{TokenCaseRecord, TokensRecord};
+pub use crate::tokens::{TokenTargetSide, TokenTriangulationRow};
 
 /// Labels every case of a several-target tokens record (cases carry their
 /// `target`) that fails or errors on at least one target; empty for a

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::samples_tokens::{tokens_pass, tokens_targets};
+use crate::triangulation::TriangulationLabel;
 
 fn labels(r: &TokensRecord) -> Vec<(String, TriangulationLabel, Vec<String>)> {
     triangulate_tokens(r)
