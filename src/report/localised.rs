@@ -113,3 +113,46 @@ pub fn ambiguity(r: &RepairSearch) -> Option<String> {
         ),
     })
 }
+
+/// What the repair search's cross-case check did, in one line: the cases
+/// whose oracle judged the repairs, the repairs dropped there (with their
+/// residual on that case) and the cases not used, with why.
+pub fn cross_case_line(c: &parity_record::CrossCase) -> String {
+    let mut s = if c.cases.is_empty() {
+        "cross-case check: no other case of the stage could judge the repairs".to_string()
+    } else {
+        let dropped: Vec<String> = c
+            .dropped
+            .iter()
+            .map(|d| {
+                format!(
+                    "#{} {} at {} ({}: {:.1} ULP on {})",
+                    d.candidate.op_index,
+                    d.candidate.op_name,
+                    d.candidate.loc,
+                    d.candidate.edit,
+                    d.ulps,
+                    d.case
+                )
+            })
+            .collect();
+        let n = c.dropped.len();
+        format!(
+            "cross-case check: the repairs, each with its value as fitted on the failing \
+             case, judged on case {} against its own oracle tensors: {n} {} there and {} \
+             dropped{}",
+            c.cases.join(", "),
+            if n == 1 { "fails" } else { "fail" },
+            if n == 1 { "is" } else { "are" },
+            if dropped.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", dropped.join("; "))
+            }
+        )
+    };
+    if !c.skipped.is_empty() {
+        s.push_str(&format!("; cases not used: {}", c.skipped.join("; ")));
+    }
+    s
+}

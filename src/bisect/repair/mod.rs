@@ -24,7 +24,9 @@ use parity_tensor::{DType, Tensor};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+mod cross_case;
 mod selector;
+pub(crate) use cross_case::{CrossCaseOutcome, CrossCases};
 use selector::{op_blocks, selector_module, split_function};
 
 /// Regions larger than this are not searched. The region is in the module
@@ -101,16 +103,20 @@ pub struct RepairOutcome {
     /// When the repairs act at several operations: whether they compute
     /// the same function on perturbed inputs.
     pub equivalence: Option<Equivalence>,
+    /// When the repairs act at several operations and the stage has other
+    /// cases: what their oracle tensors said (repairs failing there are
+    /// moved out of `repairs`).
+    pub cross_case: Option<CrossCaseOutcome>,
 }
 
 /// Searches repairs of `region` whose end `target` should equal `expected`.
 pub fn search(
     program: &Program,
     prober: &mut Prober,
-    region: &[usize],
-    feed: &[(ValueId, Tensor)],
+    (region, feed): (&[usize], &[(ValueId, Tensor)]),
     target: ValueId,
     expected: &Tensor,
+    cross: &CrossCases,
 ) -> Result<RepairOutcome, BisectError> {
     let func = program.func;
     let req = SliceRequest {
@@ -154,6 +160,7 @@ pub fn search(
         runs: Duration::ZERO,
         judged_by,
         equivalence: None,
+        cross_case: None,
     };
     let region_slice = Slice {
         head,
@@ -222,6 +229,15 @@ pub fn search(
             .then(a.kind.simplicity().cmp(&b.kind.simplicity()))
             .then(a.ulps.total_cmp(&b.ulps))
     });
+    // Repairs that coincide on the failing case: the other cases' oracle
+    // tensors judge them, in the same module (no compile).
+    if let (Some((loaded, args)), true) = (
+        tier.as_mut(),
+        outcome.repairs.len() > 1 && claimed(&outcome).is_none(),
+    ) {
+        let run = |args: &mut [Tensor], k: i64, s: f64| run_edit(loaded, args, k, s);
+        cross_case::judge(prober, info, target, cross, args, &mut outcome, run)?;
+    }
     if let (Some((loaded, mut args)), true) = (
         tier,
         outcome.repairs.len() > 1 && claimed(&outcome).is_none(),
