@@ -1,23 +1,29 @@
 //! The stage's other cases, for the repair search's cross-case check
 //! (docs/bisect.md, "The cross-case check"): repairs that coincide on the
 //! failing case need not hold on another case's inputs, and that case's
-//! oracle tensors say which do. Only cases that run the same function (the
-//! same slice) are used: the search module is that function's region, so
-//! the same edits run there unchanged, with no new compile. A case of
-//! another function is skipped with that reason, never mapped by a guess.
+//! oracle tensors say which do. A case that runs the same function runs the
+//! same search module; a case of another function (other shapes) gets the
+//! repairs carried to its function op by op ([`super::repair`]), and an
+//! op that cannot be matched uniquely is not carried, never guessed.
 
 use super::error::BisectError;
 use super::measure::{budget_dtype, oracle_as};
-use super::{isolated_args, Program, StartOutput};
+use super::{isolated_args, stage_values, Program, StartOutput};
 use crate::run::inputs::InputSources;
 use parity_mlir::{Function, Module, ValueId};
 use parity_spec::{Spec, Stage};
 use parity_tensor::Tensor;
 
-/// Another case of the failing stage that runs the same function.
+/// Another case of the failing stage.
 pub(crate) struct OtherCase<'a> {
     /// The case's name.
     pub name: String,
+    /// The function its stage runs (the failing case's, or another).
+    pub func: &'a Function,
+    /// Values fed by its stage's arguments, in argument order.
+    pub inputs: Vec<ValueId>,
+    /// Values returned as its stage's outputs.
+    pub outputs: Vec<ValueId>,
     /// The stage as instantiated for that case.
     pub stage: &'a Stage,
     /// Its isolated-mode arguments.
@@ -43,32 +49,25 @@ pub(crate) fn instantiate_others(
     (out, skipped)
 }
 
-/// The other cases whose instance of `stage` runs the same function (and
-/// slice) as `stage` does, with their arguments; the others, with why.
-pub(crate) fn same_function<'a>(
+/// The other cases' instances of `stage` (function stages of a function
+/// in `module`, or slices of the same function), with their arguments; the
+/// others, with why.
+pub(crate) fn usable<'a>(
     spec: &Spec,
-    module: &Module,
+    module: &'a Module,
     stage: &Stage,
     others: &'a mut [(String, Vec<Stage>)],
     sources: &InputSources,
     skipped: &mut Vec<String>,
 ) -> Vec<OtherCase<'a>> {
-    let function = |s: &Stage| {
-        s.slice
-            .as_ref()
-            .map_or(s.function.clone(), |x| x.function.clone())
-    };
     let mut out = Vec::new();
     for (name, stages) in others.iter_mut() {
         let Some(at) = stages.iter().position(|s| s.name == stage.name) else {
             skipped.push(format!("{name}: has no stage `{}`", stage.name));
             continue;
         };
-        if function(&stages[at]) != function(stage) || stages[at].slice != stage.slice {
-            skipped.push(format!(
-                "{name}: another function (`{}`); edits are not carried across functions",
-                function(&stages[at])
-            ));
+        if stages[at].slice.is_some() && stages[at].slice != stage.slice {
+            skipped.push(format!("{name}: another slice of the module"));
             continue;
         }
         if stages[at].outputs.len() != stage.outputs.len() {
@@ -82,9 +81,24 @@ pub(crate) fn same_function<'a>(
             }
         }
         let this = &stages[at];
+        let fname = this.slice.as_ref().map_or(&this.function, |x| &x.function);
+        let Some(func) = module.function(fname) else {
+            skipped.push(format!("{name}: no function `{fname}` in the module"));
+            continue;
+        };
+        let (inputs, outputs) = match stage_values(module, func, this) {
+            Ok(x) => x,
+            Err(e) => {
+                skipped.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
         match isolated_args(&spec.path, this, stages, sources) {
-            Ok(args) => out.push(OtherCase {
+            Ok(args) if args.len() == inputs.len() => out.push(OtherCase {
                 name: name.clone(),
+                func,
+                inputs,
+                outputs,
                 stage: &stages[at],
                 args,
                 mapped: spec
@@ -98,6 +112,7 @@ pub(crate) fn same_function<'a>(
                     })
                     .collect(),
             }),
+            Ok(_) => skipped.push(format!("{name}: another number of arguments")),
             Err(e) => skipped.push(format!("{name}: its arguments cannot be read ({e})")),
         }
     }
@@ -112,8 +127,11 @@ pub(crate) struct CaseFeed<'a> {
     pub name: String,
     /// The stage as that case runs it (its criteria, mask and arguments).
     pub program: Program<'a>,
-    /// The region's inputs, value for value as the failing case's feed.
+    /// The region's inputs (values of its function), in the failing case's
+    /// feed order.
     pub feed: Vec<(ValueId, Tensor)>,
+    /// The region's end in its function.
+    pub target: ValueId,
     /// Its oracle tensor at the region's end.
     pub expected: Tensor,
 }
@@ -149,25 +167,39 @@ fn case_feed<'a>(
 ) -> Result<CaseFeed<'a>, String> {
     let (feed, passing, target) = region;
     let func: &Function = program.func;
-    // The same tensor in the other case: a stage output's own oracle name,
-    // the spec's map at the same entry, or the `{case}/` convention.
-    let rename = |v: ValueId, name: &str| -> Option<String> {
+    let g = other.func;
+    // The same value and tensor in the other case: a stage output's own
+    // oracle name, the spec's map at the same entry, or the `{case}/`
+    // convention (a scope output of the same name).
+    let counterpart = |v: ValueId, name: &str| -> Result<(ValueId, String), String> {
         if let Some(i) = program.outputs.iter().position(|&o| o == v) {
-            return other.stage.outputs.get(i).map(|o| o.oracle.clone());
+            let o = other.stage.outputs.get(i).ok_or("no counterpart output")?;
+            return Ok((other.outputs[i], o.oracle.clone()));
         }
         if let Some(i) = program.mapped.iter().position(|(n, _)| n == name) {
-            return other.mapped.get(i).map(|(n, _)| n.clone());
+            let (n, point) = other.mapped.get(i).ok_or("no counterpart checkpoint")?;
+            let w = g.resolve_point(point).map_err(|e| e.to_string())?;
+            return Ok((w, n.clone()));
         }
-        name.strip_prefix(&format!("{case}/"))
-            .map(|rest| format!("{}/{rest}", other.name))
+        let key = name
+            .strip_prefix(&format!("{case}/"))
+            .ok_or_else(|| format!("no counterpart of oracle tensor `{name}`"))?;
+        let w = if std::ptr::eq(g, func) {
+            v
+        } else {
+            *g.scope_outputs()
+                .get(key)
+                .ok_or_else(|| format!("no scope `{key}` in `{}`", g.name))?
+        };
+        Ok((w, format!("{}/{key}", other.name)))
     };
-    let load = |v: ValueId, name: &str| -> Result<Tensor, String> {
-        let theirs =
-            rename(v, name).ok_or_else(|| format!("no counterpart of oracle tensor `{name}`"))?;
+    let load = |v: ValueId, name: &str| -> Result<(ValueId, Tensor), String> {
+        let (w, theirs) = counterpart(v, name)?;
         if !program.store.contains(&theirs) {
             return Err(format!("no oracle tensor `{theirs}`"));
         }
-        oracle_as(program.store, &theirs, func, v).map_err(|e: BisectError| e.to_string())
+        let t = oracle_as(program.store, &theirs, g, w).map_err(|e: BisectError| e.to_string())?;
+        Ok((w, t))
     };
     let mut theirs = Vec::with_capacity(feed.len());
     for (v, _) in feed {
@@ -175,7 +207,7 @@ fn case_feed<'a>(
         let t = match name {
             Some(name) => load(*v, &name)?,
             None => match program.inputs.iter().position(|i| i == v) {
-                Some(i) => other.args[i].clone(),
+                Some(i) => (other.inputs[i], other.args[i].clone()),
                 None => {
                     return Err(format!(
                         "no tensor for region input {}",
@@ -184,27 +216,31 @@ fn case_feed<'a>(
                 }
             },
         };
-        theirs.push((*v, t));
+        theirs.push(t);
     }
     let target_name = oracle_of(target).ok_or("the region's end has no oracle tensor")?;
-    let expected = load(target, &target_name)?;
-    let start = program
+    let (their_target, expected) = load(target, &target_name)?;
+    let at = program
         .outputs
         .iter()
         .position(|&o| o == program.start.value)
-        .and_then(|i| other.stage.outputs.get(i))
+        .ok_or("the failing output has no counterpart")?;
+    let start = other
+        .stage
+        .outputs
+        .get(at)
         .ok_or("the failing output has no counterpart")?;
     let derived = Program {
-        func,
+        func: g,
         stage: other.stage,
         store: program.store,
-        inputs: program.inputs.clone(),
+        inputs: other.inputs.clone(),
         args: other.args.clone(),
-        outputs: program.outputs.clone(),
+        outputs: other.outputs.clone(),
         budget: budget_dtype(other.stage, Some(&start.name)),
         mapped: other.mapped.clone(),
         start: StartOutput {
-            value: program.start.value,
+            value: other.outputs[at],
             spec: start,
             whole: program.start.whole,
         },
@@ -214,6 +250,7 @@ fn case_feed<'a>(
         name: other.name.clone(),
         program: derived,
         feed: theirs,
+        target: their_target,
         expected,
     })
 }

@@ -401,7 +401,7 @@ fn bisect_stage(
     let start_name = start_spec.name.clone();
     report.output = Some(start_name.clone());
     let (mut other_stages, mut skipped_cases) = cases::instantiate_others(spec, case_name);
-    let others = cases::same_function(
+    let others = cases::usable(
         spec,
         &module,
         stage,
@@ -1041,6 +1041,7 @@ fn repair_record(
                     ulps: *ulps,
                 })
                 .collect(),
+            uncarried: c.uncarried.clone(),
         }),
     }
 }

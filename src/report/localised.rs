@@ -151,6 +151,12 @@ pub fn cross_case_line(c: &parity_record::CrossCase) -> String {
             }
         )
     };
+    if !c.uncarried.is_empty() {
+        s.push_str(&format!(
+            "; not carried (not judged there): {}",
+            c.uncarried.join("; ")
+        ));
+    }
     if !c.skipped.is_empty() {
         s.push_str(&format!("; cases not used: {}", c.skipped.join("; ")));
     }

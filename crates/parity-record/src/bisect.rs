@@ -553,6 +553,11 @@ pub struct CrossCase {
     /// Repairs that failed on one of `cases`: no longer candidates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<DroppedRepair>,
+    /// Repairs not carried to a case of another function (no unique
+    /// counterpart op or edit there), each with the case and why: not
+    /// judged there, so still candidates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncarried: Vec<String>,
 }
 
 /// A repair that matched the failing case but not another one.

@@ -366,6 +366,7 @@ pub fn bisect_ambiguous() -> BisectRecord {
                 case: "other".into(),
                 ulps: 812.0,
             }],
+            uncarried: Vec::new(),
         }),
     });
     b

@@ -24,6 +24,7 @@ use parity_tensor::{DType, Tensor};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+mod carry;
 mod cross_case;
 mod selector;
 pub(crate) use cross_case::{CrossCaseOutcome, CrossCases};
@@ -186,6 +187,8 @@ pub fn search(
         "repair search",
         &mut outcome,
     )?;
+    // Which tier's module the repairs come from (its edits, by selector).
+    let (mut wide, mut fitted, mut last) = (Vec::new(), Vec::new(), 0);
     if outcome.repairs.is_empty() {
         // The slice's inputs under their own names (a `%5#1` cut point is
         // renamed in the slice: left out).
@@ -195,7 +198,9 @@ pub fn search(
             .map(|&(_, v)| v)
             .filter(|&v| !func.values[v].name.contains('#'))
             .collect();
-        let (wide, fitted, cut) = wide_candidates(func, region, &blocks, &inputs);
+        let cut;
+        (wide, fitted, cut) = wide_candidates(func, region, &blocks, &inputs);
+        last = 1;
         outcome.tried += wide.len();
         outcome.cut = cut;
         outcome.wide = true;
@@ -210,6 +215,7 @@ pub fn search(
         // Its fitted edits (a fit of about 64 runs each) only when the
         // others find nothing, in a module of their own: one more probe.
         if outcome.repairs.is_empty() && !fitted.is_empty() {
+            last = 2;
             outcome.tried += fitted.len();
             tier = run_tier(
                 program,
@@ -221,6 +227,11 @@ pub fn search(
             )?;
         }
     }
+    let tier_edits: &[Edit] = match last {
+        0 => &common,
+        1 => &wide,
+        _ => &fitted,
+    };
     // Best first: residual (to the ULP), then the simpler edit.
     outcome.repairs.sort_by(|a, b| {
         a.ulps
@@ -236,7 +247,12 @@ pub fn search(
         outcome.repairs.len() > 1 && claimed(&outcome).is_none(),
     ) {
         let run = |args: &mut [Tensor], k: i64, s: f64| run_edit(loaded, args, k, s);
-        cross_case::judge(prober, info, target, cross, args, &mut outcome, run)?;
+        let here = cross_case::Here {
+            info,
+            func,
+            edits: tier_edits,
+        };
+        cross_case::judge(prober, &here, cross, args, &mut outcome, run)?;
     }
     if let (Some((loaded, mut args)), true) = (
         tier,
