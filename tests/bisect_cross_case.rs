@@ -12,21 +12,31 @@ use serde_json::Value;
 /// Meant: 2x + 1; the port subtracts. On an all-ones input a scale by 3
 /// after the subtract, or the weight doubled, repairs the output as well as
 /// `subtract -> add` (tests/bisect_equivalence.rs); on other inputs they
-/// do not.
+/// do not. `g` is the same program at another shape (JAX names every
+/// location after its function: `jit(g)/...`); `h` is that shape without
+/// the fault.
 const MODEL: &str = r#"
 func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
   %w = stablehlo.constant dense<2.0> : tensor<8xf32>
   %one = stablehlo.constant dense<1.0> : tensor<8xf32>
-  %t = stablehlo.multiply %x, %w : tensor<8xf32>
-  %y = stablehlo.subtract %t, %one : tensor<8xf32>
+  %t = stablehlo.multiply %x, %w : tensor<8xf32> loc("jit(f)/affine/mul")
+  %y = stablehlo.subtract %t, %one : tensor<8xf32> loc("jit(f)/affine/sub")
   return %y : tensor<8xf32>
 }
 
 func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> {
   %w = stablehlo.constant dense<2.0> : tensor<4xf32>
   %one = stablehlo.constant dense<1.0> : tensor<4xf32>
-  %t = stablehlo.multiply %x, %w : tensor<4xf32>
-  %y = stablehlo.subtract %t, %one : tensor<4xf32>
+  %t = stablehlo.multiply %x, %w : tensor<4xf32> loc("jit(g)/affine/mul")
+  %y = stablehlo.subtract %t, %one : tensor<4xf32> loc("jit(g)/affine/sub")
+  return %y : tensor<4xf32>
+}
+
+func.func @h(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %w = stablehlo.constant dense<2.0> : tensor<4xf32>
+  %one = stablehlo.constant dense<1.0> : tensor<4xf32>
+  %t = stablehlo.multiply %x, %w : tensor<4xf32> loc("jit(h)/affine/mul")
+  %y = stablehlo.add %t, %one : tensor<4xf32> loc("jit(h)/affine/sub")
   return %y : tensor<4xf32>
 }
 "#;
@@ -140,25 +150,29 @@ fn another_case_of_the_same_function_drops_the_repairs_that_only_fit_the_failing
 
 #[test]
 fn another_case_that_cannot_separate_the_repairs_leaves_them_ambiguous() {
-    // Case b is all ones too: every repair holds there, none is dropped,
-    // nothing is claimed. Case c runs another function: not used, and said.
+    // Cases b (the same function) and c (another function, the repairs
+    // carried to it) are all ones too: every repair holds there, none is
+    // dropped, nothing is claimed. Case d's function `h` does not hold the
+    // fault (its unedited region matches its oracle): not used, and said.
     let (text, repair, op) = bisect(&[
         ("a", "f", ones(8)),
         ("b", "f", ones(8)),
-        ("c", "g", vec![0.5, 1.5, 2.5, 3.5]),
+        ("c", "g", ones(4)),
+        ("d", "h", vec![0.5, 1.5, 2.5, 3.5]),
     ]);
     assert!(op.is_null(), "ambiguous: {text}");
     assert!(repair["claimed"].is_null(), "{repair}");
     let cross = &repair["cross_case"];
-    assert_eq!(cross["cases"], serde_json::json!(["b"]), "{repair}");
+    assert_eq!(cross["cases"], serde_json::json!(["b", "c"]), "{repair}");
     assert!(cross["dropped"].is_null(), "{repair}");
+    assert!(cross["uncarried"].is_null(), "{repair}");
     let skipped = cross["skipped"].as_array().unwrap();
     assert_eq!(skipped.len(), 1, "{repair}");
     assert!(
         skipped[0]
             .as_str()
             .unwrap()
-            .starts_with("c: another function (`g`)"),
+            .starts_with("d: its function `h` unedited already matches its oracle"),
         "{repair}"
     );
     assert_eq!(
@@ -168,4 +182,22 @@ fn another_case_that_cannot_separate_the_repairs_leaves_them_ambiguous() {
     );
     assert!(text.contains("0 fail there and are dropped"), "{text}");
     assert!(text.contains("ambiguous"), "{text}");
+}
+
+#[test]
+fn a_case_of_another_function_decides_with_the_repairs_carried_to_it() {
+    // Only case c, of another function (other shapes), has inputs that
+    // are not all ones: the repairs are carried to `g` op by op (same name,
+    // location and operands), run there, and its oracle drops the three
+    // that only fit the ones.
+    let c = vec![0.5, 1.5, 2.5, 3.5];
+    let (text, repair, op) = bisect(&[("a", "f", ones(8)), ("c", "g", c)]);
+    let cross = &repair["cross_case"];
+    assert_eq!(cross["cases"], serde_json::json!(["c"]), "{repair}");
+    assert_eq!(cross["dropped"].as_array().unwrap().len(), 3, "{repair}");
+    assert!(cross["uncarried"].is_null(), "{repair}");
+    assert_eq!(repair["claimed"], 3, "{repair}");
+    assert_eq!(op["op_index"], 3, "{op}");
+    assert_eq!(op["evidence"], "repair", "{op}");
+    assert!(text.contains("judged on case c"), "{text}");
 }

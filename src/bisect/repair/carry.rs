@@ -35,16 +35,43 @@ pub(super) struct Carried {
 fn key(func: &Function, o: usize) -> (String, String) {
     (
         func.ops[o].name.clone(),
-        func.ops[o].loc.raw.replace(&func.name, ""),
+        without_word(&func.ops[o].loc.raw, &func.name),
     )
 }
 
-/// A constant's value text: its first line without the result name and
-/// the location.
-fn value_text(t: &str) -> &str {
+/// `text` without the whole-word occurrences of `word` (an identifier: not
+/// inside a longer one).
+fn without_word(text: &str, word: &str) -> String {
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(word).filter(|_| !word.is_empty()) {
+        let (before, after) = (&rest[..i], &rest[i + word.len()..]);
+        out.push_str(before);
+        let whole = !ident(before.chars().next_back()) && !ident(after.chars().next());
+        if !whole {
+            out.push_str(word);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A constant's value text: its first line without the result name, the
+/// location and the shapes (a splat is the same value at every shape).
+fn value_text(t: &str) -> String {
     let l = text::first_line(t);
     let l = l.split_once(" = ").map_or(l, |x| x.1);
-    l.split(" loc(").next().unwrap_or(l)
+    let l = l.split(" loc(").next().unwrap_or(l);
+    let mut out = String::with_capacity(l.len());
+    let mut parts = l.split("tensor<");
+    out.push_str(parts.next().unwrap_or(""));
+    for p in parts {
+        out.push_str("tensor<");
+        out.push_str(p.trim_start_matches(|c: char| c.is_ascii_digit() || c == 'x' || c == '?'));
+    }
+    out
 }
 
 /// Each op of `f` matched to the op of `g` with the same name and location
@@ -265,4 +292,36 @@ pub(super) fn carry(
         args,
         selects,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_word;
+
+    #[test]
+    fn a_function_name_leaves_a_location_only_as_a_whole_word() {
+        assert_eq!(without_word("jit(f)/affine/f_x", "f"), "jit()/affine/f_x");
+        assert_eq!(
+            without_word("jit(conv_c1)/conv_c1x/a", "conv_c1"),
+            "jit()/conv_c1x/a"
+        );
+        assert_eq!(without_word("loc(unknown)", ""), "loc(unknown)");
+    }
+
+    #[test]
+    fn a_splat_constant_has_one_value_text_at_every_shape() {
+        let at = |shape: &str| {
+            super::value_text(&format!(
+                "%9 = \"stablehlo.constant\"() <{{value = dense<1.0> : tensor<{shape}f32>}}> : () -> tensor<{shape}f32> loc(unknown)"
+            ))
+        };
+        assert_eq!(at("8x"), at("4x2x"));
+        assert_eq!(at("8x"), at(""));
+        assert_ne!(
+            at("8x"),
+            super::value_text(
+                "%9 = \"stablehlo.constant\"() <{value = dense<2.0> : tensor<8xf32>}>"
+            )
+        );
+    }
 }
