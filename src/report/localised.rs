@@ -97,10 +97,24 @@ pub fn ambiguity(r: &RepairSearch) -> Option<String> {
         format!("at {} operations, {}", ops.len(), listed.join(", "))
     };
     let between = format!("an oracle tensor between #{first} and #{last}");
+    let judged = r
+        .cross_case
+        .as_ref()
+        .filter(|c| !c.cases.is_empty())
+        .map(|c| c.cases.join(", "));
     Some(match &r.equivalence {
         Some(eq) if eq.holds() => {
             format!("ambiguous: {n} equivalent one-op {repairs}, {at}; {between} would decide")
         }
+        // The other cases were asked already: say they did not decide.
+        Some(eq) if eq.unedited_differs && judged.is_some() => format!(
+            "ambiguous: {n} one-op {repairs}, {at}; {} of them differ from the first on {} \
+             perturbed inputs, but the stage's other cases ({}) do not separate them; \
+             {between} would decide",
+            eq.differ.len(),
+            eq.inputs,
+            judged.unwrap_or_default()
+        ),
         Some(eq) if eq.unedited_differs => format!(
             "ambiguous: {n} one-op {repairs}, {at}; {} of them differ from the first on {} \
              perturbed inputs, so another case's oracle tensors, or {between}, would decide",
