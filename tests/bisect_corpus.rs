@@ -3,7 +3,7 @@
 //! with citations of the public reports they come from, each bisected with
 //! the real IREE compiler and runtime and judged against its right answers.
 //! The whole corpus is `parity bench --bisect corpus` (docs/bisect.md); this
-//! test runs every examples/basic entry and seven of the gemma3n ones.
+//! test runs every examples/basic entry and eight of the gemma3n ones.
 
 mod common;
 
