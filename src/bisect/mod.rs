@@ -13,6 +13,7 @@
 //!    as the evidence goes.
 //! 4. A reproducer directory with the smallest failing slice ([`repro`]).
 
+mod cases;
 mod confirm;
 mod edits;
 mod error;
@@ -188,6 +189,9 @@ pub(crate) struct Program<'a> {
     /// The failing stage output bisect starts from, judged by its spec
     /// criteria when a repair makes it match ([`repair::search`]).
     start: StartOutput<'a>,
+    /// The stage's other cases that run the same function, for the repair
+    /// search's cross-case check.
+    others: Vec<cases::OtherCase<'a>>,
 }
 
 /// The failing stage output bisect starts from.
@@ -396,6 +400,15 @@ fn bisect_stage(
         })?;
     let start_name = start_spec.name.clone();
     report.output = Some(start_name.clone());
+    let (mut other_stages, mut skipped_cases) = cases::instantiate_others(spec, case_name);
+    let others = cases::usable(
+        spec,
+        &module,
+        stage,
+        &mut other_stages,
+        &sources,
+        &mut skipped_cases,
+    );
     let program = Program {
         func,
         stage,
@@ -418,6 +431,7 @@ fn bisect_stage(
             spec: start_spec,
             whole: spec,
         },
+        others,
     };
 
     let runtime = target.runtime().map_err(BisectError::Runtime)?;
@@ -438,7 +452,7 @@ fn bisect_stage(
         &program,
         &mut prober,
         statuses,
-        case_name,
+        (case_name, skipped_cases),
         options.strategy,
         report,
     );
@@ -588,7 +602,7 @@ fn localise(
     program: &Program,
     prober: &mut Prober,
     statuses: &HashMap<String, bool>,
-    case: &str,
+    (case, skipped_cases): (&str, Vec<String>),
     strategy: Strategy,
     report: &mut BisectRecord,
 ) -> Result<Localised, BisectError> {
@@ -705,6 +719,20 @@ fn localise(
             .and_then(|i| baseline_outputs.get(i))
             .is_some_and(|p| !measure::nonfinite_where_finite(p, &expected[0].1).is_empty()),
     };
+    // The stage's other cases of the same function, for the repair
+    // search's cross-case check.
+    let mut skipped_cases = skipped_cases;
+    let feeds = cases::case_feeds(
+        program,
+        case,
+        (&feed, &passing, target),
+        |v| search.oracle_of(v).map(String::from),
+        &mut skipped_cases,
+    );
+    let cross = repair::CrossCases {
+        feeds,
+        skipped: skipped_cases,
+    };
     let end = confirm::End {
         value: target,
         oracle: &expected[0].1,
@@ -725,7 +753,15 @@ fn localise(
     match outcome.found {
         Some(f)
             if f.evidence == Evidence::NonFinite
-                && repaired_upstream(program, prober, &region, &feed, &expected, f.op, report) =>
+                && repaired_upstream(
+                    program,
+                    prober,
+                    (&region, &feed),
+                    &expected,
+                    &cross,
+                    f.op,
+                    report,
+                ) =>
         {
             report.notes.extend(f.note);
             Ok(Localised::Region {
@@ -747,7 +783,14 @@ fn localise(
         }
         None => {
             if region.len() <= repair::MAX_REGION_OPS {
-                match repair::search(program, prober, &region, &feed, target, &expected[0].1) {
+                match repair::search(
+                    program,
+                    prober,
+                    (&region, &feed),
+                    target,
+                    &expected[0].1,
+                    &cross,
+                ) {
                     Ok(found) => {
                         if repaired(program, &found, report) {
                             // The op is named; the reproducer stays the region
@@ -810,17 +853,23 @@ fn localise(
 fn repaired_upstream(
     program: &Program,
     prober: &mut Prober,
-    region: &[usize],
-    feed: &[(ValueId, Tensor)],
+    (region, feed): (&[usize], &[(ValueId, Tensor)]),
     expected: &[(ValueId, Tensor)],
+    cross: &repair::CrossCases,
     origin: usize,
     report: &mut BisectRecord,
 ) -> bool {
     if region.len() > repair::MAX_REGION_OPS {
         return false;
     }
-    let Ok(found) = repair::search(program, prober, region, feed, expected[0].0, &expected[0].1)
-    else {
+    let Ok(found) = repair::search(
+        program,
+        prober,
+        (region, feed),
+        expected[0].0,
+        &expected[0].1,
+        cross,
+    ) else {
         return false;
     };
     if found.repairs.is_empty() || repair::claimed(&found) == Some(origin) {
@@ -965,24 +1014,35 @@ fn repair_record(
     claimed: Option<usize>,
 ) -> parity_record::RepairSearch {
     let func = program.func;
+    let candidate = |r: &repair::Repair| parity_record::RepairCandidate {
+        op_index: r.op,
+        op_name: func.ops[r.op].name.clone(),
+        loc: loc_label(&func.ops[r.op].loc),
+        edit: r.edit.clone(),
+        ulps: r.ulps,
+    };
     parity_record::RepairSearch {
         tried: found.tried,
         wide: found.wide,
         cut: found.cut,
         judged_by: found.judged_by.clone(),
-        candidates: found
-            .repairs
-            .iter()
-            .map(|r| parity_record::RepairCandidate {
-                op_index: r.op,
-                op_name: func.ops[r.op].name.clone(),
-                loc: loc_label(&func.ops[r.op].loc),
-                edit: r.edit.clone(),
-                ulps: r.ulps,
-            })
-            .collect(),
+        candidates: found.repairs.iter().map(candidate).collect(),
         claimed,
         equivalence: found.equivalence.clone(),
+        cross_case: found.cross_case.as_ref().map(|c| parity_record::CrossCase {
+            cases: c.cases.clone(),
+            skipped: c.skipped.clone(),
+            dropped: c
+                .dropped
+                .iter()
+                .map(|(r, case, ulps)| parity_record::DroppedRepair {
+                    candidate: candidate(r),
+                    case: case.clone(),
+                    ulps: *ulps,
+                })
+                .collect(),
+            uncarried: c.uncarried.clone(),
+        }),
     }
 }
 

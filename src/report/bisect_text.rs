@@ -167,6 +167,9 @@ pub fn text(r: &BisectRecord) -> String {
     for n in &r.notes {
         let _ = writeln!(s, "\nnote: {n}");
     }
+    if let Some(c) = r.repair.as_ref().and_then(|x| x.cross_case.as_ref()) {
+        let _ = writeln!(s, "\n{}", localised::cross_case_line(c));
+    }
     for o in &r.observer_effect {
         let _ = writeln!(s, "observer effect: {o}");
     }

@@ -97,10 +97,24 @@ pub fn ambiguity(r: &RepairSearch) -> Option<String> {
         format!("at {} operations, {}", ops.len(), listed.join(", "))
     };
     let between = format!("an oracle tensor between #{first} and #{last}");
+    let judged = r
+        .cross_case
+        .as_ref()
+        .filter(|c| !c.cases.is_empty())
+        .map(|c| c.cases.join(", "));
     Some(match &r.equivalence {
         Some(eq) if eq.holds() => {
             format!("ambiguous: {n} equivalent one-op {repairs}, {at}; {between} would decide")
         }
+        // The other cases were asked already: say they did not decide.
+        Some(eq) if eq.unedited_differs && judged.is_some() => format!(
+            "ambiguous: {n} one-op {repairs}, {at}; {} of them differ from the first on {} \
+             perturbed inputs, but the stage's other cases ({}) do not separate them; \
+             {between} would decide",
+            eq.differ.len(),
+            eq.inputs,
+            judged.unwrap_or_default()
+        ),
         Some(eq) if eq.unedited_differs => format!(
             "ambiguous: {n} one-op {repairs}, {at}; {} of them differ from the first on {} \
              perturbed inputs, so another case's oracle tensors, or {between}, would decide",
@@ -112,4 +126,53 @@ pub fn ambiguity(r: &RepairSearch) -> Option<String> {
              not shown); {between} would decide"
         ),
     })
+}
+
+/// What the repair search's cross-case check did, in one line: the cases
+/// whose oracle judged the repairs, the repairs dropped there (with their
+/// residual on that case) and the cases not used, with why.
+pub fn cross_case_line(c: &parity_record::CrossCase) -> String {
+    let mut s = if c.cases.is_empty() {
+        "cross-case check: no other case of the stage could judge the repairs".to_string()
+    } else {
+        let dropped: Vec<String> = c
+            .dropped
+            .iter()
+            .map(|d| {
+                format!(
+                    "#{} {} at {} ({}: {:.1} ULP on {})",
+                    d.candidate.op_index,
+                    d.candidate.op_name,
+                    d.candidate.loc,
+                    d.candidate.edit,
+                    d.ulps,
+                    d.case
+                )
+            })
+            .collect();
+        let n = c.dropped.len();
+        format!(
+            "cross-case check: the repairs, each with its value as fitted on the failing \
+             case, judged on case {} against its own oracle tensors: {n} {} there and {} \
+             dropped{}",
+            c.cases.join(", "),
+            if n == 1 { "fails" } else { "fail" },
+            if n == 1 { "is" } else { "are" },
+            if dropped.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", dropped.join("; "))
+            }
+        )
+    };
+    if !c.uncarried.is_empty() {
+        s.push_str(&format!(
+            "; not carried (not judged there): {}",
+            c.uncarried.join("; ")
+        ));
+    }
+    if !c.skipped.is_empty() {
+        s.push_str(&format!("; cases not used: {}", c.skipped.join("; ")));
+    }
+    s
 }

@@ -270,6 +270,13 @@ fn bisect_head(b: &BisectRecord) -> String {
             md(&ops.into_iter().collect::<Vec<_>>().join(", "))
         );
     }
+    if let Some(c) = b.repair.as_ref().and_then(|r| r.cross_case.as_ref()) {
+        let _ = writeln!(
+            s,
+            "\nRepair search, {}.",
+            md(&super::localised::cross_case_line(c))
+        );
+    }
     if let Some(e) = &b.dispatch {
         let _ = writeln!(
             s,

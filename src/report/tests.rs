@@ -379,6 +379,37 @@ fn the_html_bisect_section_lists_ambiguous_repairs_and_their_equivalence() {
 }
 
 #[test]
+fn the_cross_case_check_is_rendered_with_the_repairs_it_dropped() {
+    let b = samples::bisect_ambiguous();
+    let html = text(&Html, b.clone());
+    assert!(html.contains("<h3>Cross-case check</h3>"), "{html}");
+    assert!(
+        html.contains(
+            "<tr><td>#2</td><td>stablehlo.multiply</td><td>act/mul</td><td>its result times \
+             2.0000e0 (a missing scale)</td><td>1</td><td>other</td><td>812</td></tr>"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("cases not used: short: another function"),
+        "{html}"
+    );
+    let md = text(&Markdown::default(), b.clone());
+    assert!(
+        md.contains("Repair search, cross-case check: the repairs, each with its value as fitted"),
+        "{md}"
+    );
+    assert!(md.contains("1 fails there and is dropped"), "{md}");
+    // Without the check, none of it.
+    let mut none = b;
+    if let Some(r) = none.repair.as_mut() {
+        r.cross_case = None;
+    }
+    assert!(!text(&Html, none.clone()).contains("Cross-case check"));
+    assert!(!text(&Markdown::default(), none).contains("cross-case check"));
+}
+
+#[test]
 fn the_markdown_summary_says_a_bisect_is_ambiguous_and_why() {
     let md = text(&Markdown::default(), samples::bisect_ambiguous());
     assert!(

@@ -301,6 +301,29 @@ fn an_ambiguous_repair_is_said_in_the_summary_line() {
     if let Some(eq) = b.repair.as_mut().and_then(|r| r.equivalence.as_mut()) {
         (eq.agree, eq.differ) = (vec![0], vec![1]);
     }
+    // The sample's other case judged them already (cross_case): said so,
+    // and the cross-case check's own line with the repair it dropped.
+    let out = text(&TERM, b.clone());
+    assert!(
+        out.contains(
+            "ambiguous: 2 one-op repairs, at #0, #1; 1 of them differ from the first on 3 \
+             perturbed inputs, but the stage's other cases (other) do not separate them; an \
+             oracle tensor between #0 and #1 would decide"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "cross-case check: the repairs, each with its value as fitted on the failing case, \
+             judged on case other against its own oracle tensors: 1 fails there and is \
+             dropped: #2 stablehlo.multiply at act/mul (its result times 2.0000e0 (a missing \
+             scale): 812.0 ULP on other); cases not used: short: another function"
+        ),
+        "{out}"
+    );
+    if let Some(r) = b.repair.as_mut() {
+        r.cross_case = None;
+    }
     let out = text(&TERM, b);
     assert!(
         out.contains(
@@ -310,6 +333,7 @@ fn an_ambiguous_repair_is_said_in_the_summary_line() {
         ),
         "{out}"
     );
+    assert!(!out.contains("cross-case check"), "{out}");
 }
 
 #[test]

@@ -532,6 +532,44 @@ pub struct RepairSearch {
     /// oracle's inputs and compared with the first one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equivalence: Option<Equivalence>,
+    /// When the survivors act at several operations: the other cases of the
+    /// stage (same function) they were judged on, and the ones they failed
+    /// there (dropped from `candidates`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_case: Option<CrossCase>,
+}
+
+/// The surviving repairs carried to other cases of the same stage and
+/// function, each judged against that case's own oracle tensors under the
+/// same acceptance, the fitted values held as fitted on the failing case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CrossCase {
+    /// Cases whose oracle judged the repairs.
+    pub cases: Vec<String>,
+    /// Cases not used, each with why (another function, a missing oracle
+    /// tensor, every repair failing there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+    /// Repairs that failed on one of `cases`: no longer candidates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<DroppedRepair>,
+    /// Repairs not carried to a case of another function (no unique
+    /// counterpart op or edit there), each with the case and why: not
+    /// judged there, so still candidates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncarried: Vec<String>,
+}
+
+/// A repair that matched the failing case but not another one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DroppedRepair {
+    /// The repair as it was found on the failing case.
+    pub candidate: RepairCandidate,
+    /// The case it fails on.
+    pub case: String,
+    /// That case's region end against its oracle, in ULPs at max.
+    #[serde(with = "crate::float")]
+    pub ulps: f64,
 }
 
 /// One surviving edit.

@@ -47,10 +47,10 @@ pub use baseline::{
     BASELINE_SCHEMA,
 };
 pub use bisect::{
-    BisectRecord, CheckpointKind, CheckpointRecord, Confirmation, ConfirmationCandidate,
-    DivergentOp, Equivalence, Evidence, Localisation, OpMetrics, PairedOp, Region, RegionOutcome,
-    RepairCandidate, RepairSearch, ReproducerCheck, ReproducerOutput, ShadowRow, Strategy,
-    ValueMetrics, VerdictSource, BISECT_SCHEMA,
+    BisectRecord, CheckpointKind, CheckpointRecord, Confirmation, ConfirmationCandidate, CrossCase,
+    DivergentOp, DroppedRepair, Equivalence, Evidence, Localisation, OpMetrics, PairedOp, Region,
+    RegionOutcome, RepairCandidate, RepairSearch, ReproducerCheck, ReproducerOutput, ShadowRow,
+    Strategy, ValueMetrics, VerdictSource, BISECT_SCHEMA,
 };
 pub use common::{ErrorKind, ErrorRecord, Location, Mode, Status};
 pub use compare::{CompareRecord, TensorSource, COMPARE_SCHEMA};

@@ -349,6 +349,25 @@ pub fn bisect_ambiguous() -> BisectRecord {
             differ: vec![],
             unedited_differs: true,
         }),
+        cross_case: Some(CrossCase {
+            cases: vec!["other".into()],
+            skipped: vec![
+                "short: another function (`f_b32`); edits are not carried across \
+                           functions"
+                    .into(),
+            ],
+            dropped: vec![DroppedRepair {
+                candidate: candidate(
+                    2,
+                    "stablehlo.multiply",
+                    "act/mul",
+                    "its result times 2.0000e0 (a missing scale)",
+                ),
+                case: "other".into(),
+                ulps: 812.0,
+            }],
+            uncarried: Vec::new(),
+        }),
     });
     b
 }

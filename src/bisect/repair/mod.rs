@@ -24,7 +24,10 @@ use parity_tensor::{DType, Tensor};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+mod carry;
+mod cross_case;
 mod selector;
+pub(crate) use cross_case::{CrossCaseOutcome, CrossCases};
 use selector::{op_blocks, selector_module, split_function};
 
 /// Regions larger than this are not searched. The region is in the module
@@ -101,16 +104,20 @@ pub struct RepairOutcome {
     /// When the repairs act at several operations: whether they compute
     /// the same function on perturbed inputs.
     pub equivalence: Option<Equivalence>,
+    /// When the repairs act at several operations and the stage has other
+    /// cases: what their oracle tensors said (repairs failing there are
+    /// moved out of `repairs`).
+    pub cross_case: Option<CrossCaseOutcome>,
 }
 
 /// Searches repairs of `region` whose end `target` should equal `expected`.
 pub fn search(
     program: &Program,
     prober: &mut Prober,
-    region: &[usize],
-    feed: &[(ValueId, Tensor)],
+    (region, feed): (&[usize], &[(ValueId, Tensor)]),
     target: ValueId,
     expected: &Tensor,
+    cross: &CrossCases,
 ) -> Result<RepairOutcome, BisectError> {
     let func = program.func;
     let req = SliceRequest {
@@ -154,6 +161,7 @@ pub fn search(
         runs: Duration::ZERO,
         judged_by,
         equivalence: None,
+        cross_case: None,
     };
     let region_slice = Slice {
         head,
@@ -179,6 +187,8 @@ pub fn search(
         "repair search",
         &mut outcome,
     )?;
+    // Which tier's module the repairs come from (its edits, by selector).
+    let (mut wide, mut fitted, mut last) = (Vec::new(), Vec::new(), 0);
     if outcome.repairs.is_empty() {
         // The slice's inputs under their own names (a `%5#1` cut point is
         // renamed in the slice: left out).
@@ -188,7 +198,9 @@ pub fn search(
             .map(|&(_, v)| v)
             .filter(|&v| !func.values[v].name.contains('#'))
             .collect();
-        let (wide, fitted, cut) = wide_candidates(func, region, &blocks, &inputs);
+        let cut;
+        (wide, fitted, cut) = wide_candidates(func, region, &blocks, &inputs);
+        last = 1;
         outcome.tried += wide.len();
         outcome.cut = cut;
         outcome.wide = true;
@@ -203,6 +215,7 @@ pub fn search(
         // Its fitted edits (a fit of about 64 runs each) only when the
         // others find nothing, in a module of their own: one more probe.
         if outcome.repairs.is_empty() && !fitted.is_empty() {
+            last = 2;
             outcome.tried += fitted.len();
             tier = run_tier(
                 program,
@@ -214,6 +227,11 @@ pub fn search(
             )?;
         }
     }
+    let tier_edits: &[Edit] = match last {
+        0 => &common,
+        1 => &wide,
+        _ => &fitted,
+    };
     // Best first: residual (to the ULP), then the simpler edit.
     outcome.repairs.sort_by(|a, b| {
         a.ulps
@@ -222,6 +240,20 @@ pub fn search(
             .then(a.kind.simplicity().cmp(&b.kind.simplicity()))
             .then(a.ulps.total_cmp(&b.ulps))
     });
+    // Repairs that coincide on the failing case: the other cases' oracle
+    // tensors judge them, in the same module (no compile).
+    if let (Some((loaded, args)), true) = (
+        tier.as_mut(),
+        outcome.repairs.len() > 1 && claimed(&outcome).is_none(),
+    ) {
+        let run = |args: &mut [Tensor], k: i64, s: f64| run_edit(loaded, args, k, s);
+        let here = cross_case::Here {
+            info,
+            func,
+            edits: tier_edits,
+        };
+        cross_case::judge(prober, &here, cross, args, &mut outcome, run)?;
+    }
     if let (Some((loaded, mut args)), true) = (
         tier,
         outcome.repairs.len() > 1 && claimed(&outcome).is_none(),

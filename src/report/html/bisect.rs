@@ -178,6 +178,42 @@ fn repair(out: &mut String, r: &RepairSearch) {
         );
     }
     out.push_str("</tbody></table>");
+    if let Some(c) = &r.cross_case {
+        cross_case(out, c);
+    }
+}
+
+/// Writes the cross-case check: the cases that judged the repairs, the
+/// repairs dropped there, the cases not used.
+fn cross_case(out: &mut String, c: &parity_record::CrossCase) {
+    let _ = write!(
+        out,
+        "<h3>Cross-case check</h3><p>{}.</p>",
+        esc(&localised::cross_case_line(c))
+    );
+    if c.dropped.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<table class=\"small\"><thead><tr><th>op</th><th>name</th><th>location</th>\
+         <th>edit</th><th>end ULPs here</th><th>case</th><th>end ULPs there</th></tr></thead>\
+         <tbody>",
+    );
+    for d in &c.dropped {
+        let _ = write!(
+            out,
+            "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td></tr>",
+            d.candidate.op_index,
+            esc(&d.candidate.op_name),
+            esc(&d.candidate.loc),
+            esc(&d.candidate.edit),
+            num(d.candidate.ulps),
+            esc(&d.case),
+            num(d.ulps)
+        );
+    }
+    out.push_str("</tbody></table>");
 }
 
 /// Writes the confirmation of the shadow's candidates: the region's end as it
