@@ -1,7 +1,7 @@
 //! `parity bench --scale CONFIG`: the gate on a subject at the real widths
 //! of the Gemma3n audio tower and a few text decoder layers of E2B / E4B,
 //! against the raw IREE floor of the same functions. The subject is
-//! generated, seeded, by tools/scale/make_scale.py and text_layers.py
+//! generated, seeded, by tools/scale/make_scale.py (audio_tower.py, text_layers.py)
 //! (weights as IREE parameters, bf16 storage, f32 accumulation; the MLX
 //! oracle recorded by python/parity_mlx_recorder) and converted to an .irpa
 //! by tools/scale/to_irpa.py, into a work dir (never into git, nothing
@@ -27,7 +27,7 @@ pub struct ScaleRow {
     pub shape: (usize, usize, usize, usize),
     /// Text width, feed-forward width, decoder layers generated, tokens.
     pub text: (usize, usize, usize, usize),
-    /// Bytes of the parameters (audio: bf16 projections, f32 gains; text: bf16).
+    /// Bytes of the parameters (all bf16, as the checkpoint ships them).
     pub weight_bytes: u64,
     /// Generating the subject (zero when the work dir already had it).
     pub generate: Duration,
@@ -120,8 +120,8 @@ pub fn prepare(
     }
     let name = frames.map_or(config.to_string(), |f| format!("{config}-{f}"));
     let dir = work.join(name);
-    // text_0.mlir: a dir from before the text layers is made again.
-    let made = ["oracle/manifest.json", "weights.irpa", "text_0.mlir"];
+    // sscp.mlir: a dir from before the whole audio tower is made again.
+    let made = ["oracle/manifest.json", "weights.irpa", "sscp.mlir"];
     if made.iter().all(|f| dir.join(f).is_file()) {
         return Ok((dir, Duration::ZERO));
     }
