@@ -68,7 +68,15 @@ FRAMES = {"small": 8, "e2b": 128, "e4b": 128}
 # branch (attention, MLP, per-layer input) moves the AltUp stack by 43-56%
 # relative L2 at E2B width (docs/performance.md, "Real size").
 TEXT_TOLERANCE = "[{rel_l2: 0.15}, {cosine_min: 0.99}]"
-AUDIO_TOLERANCE = TEXT_TOLERANCE
+# An audio stage's output against mlx-vlm's f32 modules: bf16 storage leaves
+# 0.4% relative L2 per stage in isolated mode at E2B width (0.4-0.5% small)
+# and 1.0% after the 12 chained Conformer layers. The limit (3x that) fails
+# the bundled subject's audio faults that move a layer by 6-86% (relative
+# shift off by one 6.3%, one frame more of left context 6.9%, the light conv
+# not causal 30%, no light conv 42%, no attention 86%, at E2B width); the
+# group-norm epsilon mix-up (0.1%) and a softcap of 30 (0.03%) are below
+# bf16's own noise here (docs/performance.md, "Real size").
+AUDIO_TOLERANCE = "[{rel_l2: 0.03}, {cosine_min: 0.999}]"
 
 
 class Stack(nn.Module):
