@@ -298,6 +298,28 @@ mod tests {
     }
 
     #[test]
+    fn a_subject_from_before_the_whole_audio_tower_is_generated_again() {
+        // A work dir as the feed-forward-only generator left it: oracle,
+        // .irpa and text modules, no `sscp.mlir`. Reusing it would bench
+        // the old subject; prepare makes it again (real make_scale.py and
+        // to_irpa.py, the small config: seconds).
+        let work = tempfile::tempdir().unwrap();
+        let old = work.path().join("small");
+        std::fs::create_dir_all(old.join("oracle")).unwrap();
+        for f in ["oracle/manifest.json", "weights.irpa", "text_0.mlir"] {
+            std::fs::write(old.join(f), "old").unwrap();
+        }
+        let (dir, took) = prepare(Path::new("."), "small", None, work.path()).unwrap();
+        assert_eq!(dir, old);
+        assert!(took > Duration::ZERO);
+        assert!(dir.join("sscp.mlir").is_file());
+        assert_ne!(std::fs::read(dir.join("weights.irpa")).unwrap(), b"old");
+        // Made once: a second prepare reuses it.
+        let (_, again) = prepare(Path::new("."), "small", None, work.path()).unwrap();
+        assert_eq!(again, Duration::ZERO);
+    }
+
+    #[test]
     fn stage_args_are_read_per_stage_and_a_malformed_entry_is_refused() {
         let ok = serde_json::json!({"stage_args": {
             "layer_0": [[8, 64]],
