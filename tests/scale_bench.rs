@@ -1,8 +1,9 @@
 //! `parity bench --scale small` end to end: tools/scale/make_scale.py
-//! generates the Conformer feed-forward stack and two text decoder layers
-//! (tools/scale/text_layers.py: the bundled subject's layer lowered by JAX;
-//! bf16 parameters; the MLX oracle, mlx-vlm's decoder layer for the text,
-//! recorded by python/parity_mlx_recorder) into a work dir, to_irpa.py makes its .irpa, and the bench runs the
+//! generates the audio tower (tools/scale/audio_tower.py: SSCP and input
+//! projection, two whole Conformer blocks) and two text decoder layers
+//! (tools/scale/text_layers.py), the bundled subject's functions lowered by
+//! JAX, bf16 parameters, the MLX oracle mlx-vlm's modules recorded by
+//! python/parity_mlx_recorder, into a work dir, to_irpa.py makes its .irpa, and the bench runs the
 //! gate cold and warm (real IREE compiler and runtime) and the raw IREE
 //! floor, and prints the table. The e2b/e4b configs are the same code at
 //! the real widths (docs/performance.md has their figures); too slow for CI.
@@ -39,6 +40,7 @@ fn bench_scale_small_generates_runs_and_prints_the_table() {
     // The generated subject: parameters as an .irpa, an indexed MLX oracle.
     let dir = work.path().join("small");
     for f in [
+        "sscp.mlir",
         "model.mlir",
         "text_0.mlir",
         "text_1.mlir",
@@ -50,12 +52,31 @@ fn bench_scale_small_generates_runs_and_prints_the_table() {
     }
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("scale.json")).unwrap()).unwrap();
-    // Audio: 2 layers x 2 blocks x (64x256 + 256x64 bf16 + 2 x 64 f32
-    // gains); text: 2 layers of 40848 bf16 weights each (hidden 64, 2 heads
-    // of 32, 1 KV head, feed-forward 128, laurel 8, per-layer input 16).
+    // All bf16. Audio (the bundled subject's tower shape): SSCP kernels
+    // 16x1x3x3 and 8x16x3x3 with their gains, input projection 64 x (8
+    // bins x 8 channels); per Conformer layer two feed-forward blocks (64x256,
+    // 256x64, 2 gains), attention (q, k, v, post, pos_proj 64x64, per-dim
+    // scale 16, 2 gains), light conv (128x64, 64x64, depthwise 64x5, 2
+    // gains) and the final norm. Text: 2 layers of 40848 weights each
+    // (hidden 64, 2 heads of 32, 1 KV head, feed-forward 128, laurel 8,
+    // per-layer input 16).
+    let sscp = 144 + 16 + 1152 + 8 + 64 * 64;
+    let layer = 2 * (2 * 64 * 256 + 2 * 64)
+        + (5 * 64 * 64 + 16 + 2 * 64)
+        + (3 * 64 * 64 + 320 + 2 * 64)
+        + 64;
     assert_eq!(
         summary["weight_bytes"],
-        2 * 2 * (2 * 64 * 256 * 2 + 2 * 64 * 4) + 2 * 40848 * 2
+        2 * (sscp + 2 * layer) + 2 * 40848 * 2
+    );
+    // 32 mel bins, 4x the 8 frames; the blocks read [1, frames, hidden].
+    assert_eq!(
+        summary["stage_args"]["sscp"],
+        serde_json::json!([[1, 32, 32]])
+    );
+    assert_eq!(
+        summary["stage_args"]["layer_1"],
+        serde_json::json!([[1, 8, 64]])
     );
     assert_eq!(
         summary["stage_args"]["text_1"],
@@ -68,7 +89,7 @@ fn bench_scale_small_generates_runs_and_prints_the_table() {
     let cols: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cols[1], "64/256/2/8", "{row}");
     assert_eq!(cols[2], "64/128/2/8", "text layers: {row}");
-    assert_eq!(cols[3], "0.4", "weights MB: {row}");
+    assert_eq!(cols[3], "0.6", "weights MB: {row}");
     assert_eq!(cols.last(), Some(&"Pass"), "the gate passes: {row}");
     let num = |i: usize| -> f64 {
         cols[i]
@@ -82,9 +103,10 @@ fn bench_scale_small_generates_runs_and_prints_the_table() {
     // and is no more than the process's peak up to then plus what it adds.
     assert!(!cols[9].ends_with('*'), "the peak was reset: {row}");
     assert!(num(9) > 0.0 && num(8) > 0.0, "{row}");
-    // One artifact per function (2 audio layers, 2 text layers), each
-    // reading its parameters once for both modes.
-    assert_eq!(num(13), 4.0, "parameter loads: {row}");
+    // One load per artifact (the SSCP module's one, the Conformer blocks
+    // module's two, one per text layer module), each reading its
+    // parameters once for both modes.
+    assert_eq!(num(13), 5.0, "parameter loads: {row}");
 
     // A second bench reuses the generated subject.
     let again = parity(
@@ -102,19 +124,44 @@ fn bench_scale_small_generates_runs_and_prints_the_table() {
         "{err:?}"
     );
 
-    // The text tolerance has teeth: feed the text layers zero per-layer
-    // inputs (as a layer that dropped them would compute) and the gate fails
-    // at text_0, by about 43% relative L2 against the 0.15 limit.
-    zero_npy(&dir.join("oracle/default/text_pli.npy"));
+    // Both tolerances have teeth, in one gate (one check run, for CI's
+    // time). The same subject generated with the bundled subject's
+    // `lconv_not_causal` fault in its Conformer blocks (the light conv's
+    // depthwise conv padded "same": each frame sees two future frames; the
+    // oracle stays right) fails at layer_0, by about 31% relative L2
+    // (small; 30% at E2B width) against the 0.03 limit, while the SSCP stage
+    // still passes; and zero per-layer inputs fed to the text layers (as a
+    // layer that dropped them would compute) fail text_0, by about 43%
+    // relative L2 against its 0.15 limit.
+    let faulty = work.path().join("faulty");
+    let python = std::env::var_os("PARITY_TENSOR_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repo().join("tools/fixtures/.venv/bin/python"));
+    let made = std::process::Command::new(python)
+        .arg(repo().join("tools/scale/make_scale.py"))
+        .args([
+            "small",
+            faulty.to_str().unwrap(),
+            "--fault",
+            "lconv_not_causal",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    zero_npy(&faulty.join("oracle/default/text_pli.npy"));
     let (out_dir, cache) = (work.path().join("out"), dir.join("cache"));
     let failed = parity(
-        &dir,
+        &faulty,
         &[
             "check",
             "stages.yaml",
             "--out-dir",
             out_dir.to_str().unwrap(),
-            // The bench's warm artifacts: nothing is compiled again.
+            // Only the Conformer module differs from the bench's artifacts.
             "--cache-dir",
             cache.to_str().unwrap(),
         ],
@@ -122,12 +169,20 @@ fn bench_scale_small_generates_runs_and_prints_the_table() {
     let text = String::from_utf8_lossy(&failed.stdout);
     assert_eq!(failed.status.code(), Some(1), "{text}");
     assert!(
-        text.contains("first divergence: stage `text_0` output `y` (case default, isolated)"),
+        text.contains("first divergence: stage `layer_0` output `y` (case default, isolated)"),
         "{text}"
     );
-    let audio_pass = text
+    let sscp_line = text
         .lines()
-        .filter(|l| l.contains("layer_") && l.contains("PASS"))
-        .count();
-    assert_eq!(audio_pass, 2, "the audio layers still pass:\n{text}");
+        .find(|l| l.contains("sscp"))
+        .unwrap_or_default();
+    assert!(
+        sscp_line.contains("PASS"),
+        "the SSCP stage still passes:\n{text}"
+    );
+    let text_0 = text
+        .lines()
+        .find(|l| l.contains("text_0"))
+        .unwrap_or_default();
+    assert!(text_0.contains("FAIL"), "text_0 fails:\n{text}");
 }

@@ -1,7 +1,7 @@
 //! `parity bench --scale CONFIG`: the gate on a subject at the real widths
 //! of the Gemma3n audio tower and a few text decoder layers of E2B / E4B,
 //! against the raw IREE floor of the same functions. The subject is
-//! generated, seeded, by tools/scale/make_scale.py and text_layers.py
+//! generated, seeded, by tools/scale/make_scale.py (audio_tower.py, text_layers.py)
 //! (weights as IREE parameters, bf16 storage, f32 accumulation; the MLX
 //! oracle recorded by python/parity_mlx_recorder) and converted to an .irpa
 //! by tools/scale/to_irpa.py, into a work dir (never into git, nothing
@@ -27,7 +27,7 @@ pub struct ScaleRow {
     pub shape: (usize, usize, usize, usize),
     /// Text width, feed-forward width, decoder layers generated, tokens.
     pub text: (usize, usize, usize, usize),
-    /// Bytes of the parameters (audio: bf16 projections, f32 gains; text: bf16).
+    /// Bytes of the parameters (all bf16, as the checkpoint ships them).
     pub weight_bytes: u64,
     /// Generating the subject (zero when the work dir already had it).
     pub generate: Duration,
@@ -120,8 +120,8 @@ pub fn prepare(
     }
     let name = frames.map_or(config.to_string(), |f| format!("{config}-{f}"));
     let dir = work.join(name);
-    // text_0.mlir: a dir from before the text layers is made again.
-    let made = ["oracle/manifest.json", "weights.irpa", "text_0.mlir"];
+    // sscp.mlir: a dir from before the whole audio tower is made again.
+    let made = ["oracle/manifest.json", "weights.irpa", "sscp.mlir"];
     if made.iter().all(|f| dir.join(f).is_file()) {
         return Ok((dir, Duration::ZERO));
     }
@@ -295,6 +295,28 @@ mod tests {
             "unknown --scale config `e9b` (known: small, e2b, e4b)"
         );
         assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_subject_from_before_the_whole_audio_tower_is_generated_again() {
+        // A work dir as the feed-forward-only generator left it: oracle,
+        // .irpa and text modules, no `sscp.mlir`. Reusing it would bench
+        // the old subject; prepare makes it again (real make_scale.py and
+        // to_irpa.py, the small config: seconds).
+        let work = tempfile::tempdir().unwrap();
+        let old = work.path().join("small");
+        std::fs::create_dir_all(old.join("oracle")).unwrap();
+        for f in ["oracle/manifest.json", "weights.irpa", "text_0.mlir"] {
+            std::fs::write(old.join(f), "old").unwrap();
+        }
+        let (dir, took) = prepare(Path::new("."), "small", None, work.path()).unwrap();
+        assert_eq!(dir, old);
+        assert!(took > Duration::ZERO);
+        assert!(dir.join("sscp.mlir").is_file());
+        assert_ne!(std::fs::read(dir.join("weights.irpa")).unwrap(), b"old");
+        // Made once: a second prepare reuses it.
+        let (_, again) = prepare(Path::new("."), "small", None, work.path()).unwrap();
+        assert_eq!(again, Duration::ZERO);
     }
 
     #[test]

@@ -201,8 +201,9 @@ fn scale(args: &BenchArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let load = load_average().map_or("unknown".to_string(), |l| format!("{l:.2}"));
     writeln!(
         out,
-        "\nscale: the Conformer feed-forward stack and the first text decoder layers as IREE \
-         parameters (bf16, f32 accumulation), isolated and chained, {} under {}, load {load}",
+        "\nscale: the audio tower (SSCP, input projection, Conformer blocks) and the first text \
+         decoder layers as IREE parameters (bf16, f32 accumulation), isolated and chained, {} \
+         under {}, load {load}",
         args.scale.join(","),
         work.display()
     )?;
