@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{basic_copy, parity};
+use common::{basic_copy, compile_vmfb, parity};
 use serde_json::Value;
 use std::path::Path;
 
@@ -38,18 +38,16 @@ fn bisect(dir: &Path, spec: &str, args: &[&str]) -> (i32, String, Value) {
 /// and `port`, which compiles the faulty MLIR.
 fn good_and_faulty() -> tempfile::TempDir {
     let dir = basic_copy();
-    let compiler = parity_iree::IreeCompiler::load(None).expect("the IREE compiler");
     let mlir = std::fs::read(dir.path().join("model.mlir")).unwrap();
-    let options = parity_iree::CompileOptions::new(
-        "llvm-cpu".to_string(),
-        vec![
-            "--iree-input-type=stablehlo".to_string(),
-            "--iree-llvmcpu-target-cpu=generic".to_string(),
+    let vmfb = compile_vmfb(
+        "model.mlir",
+        &mlir,
+        "llvm-cpu",
+        &[
+            "--iree-input-type=stablehlo",
+            "--iree-llvmcpu-target-cpu=generic",
         ],
     );
-    let vmfb = compiler
-        .compile("model.mlir", &mlir, &options)
-        .expect("compile");
     std::fs::write(dir.path().join("good.vmfb"), vmfb).unwrap();
     let path = dir.path().join("stages-faulty.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -86,18 +84,16 @@ fn a_target_running_its_own_prebuilt_module_is_not_bisected_through_the_subjects
     // subject's MLIR is another program than the one that diverged: bisect
     // refuses (exit 2) instead of slicing the wrong program.
     let dir = basic_copy();
-    let compiler = parity_iree::IreeCompiler::load(None).expect("the IREE compiler");
     let mlir = std::fs::read(dir.path().join("model_faulty.mlir")).unwrap();
-    let options = parity_iree::CompileOptions::new(
-        "llvm-cpu".to_string(),
-        vec![
-            "--iree-input-type=stablehlo".to_string(),
-            "--iree-llvmcpu-target-cpu=generic".to_string(),
+    let vmfb = compile_vmfb(
+        "model_faulty.mlir",
+        &mlir,
+        "llvm-cpu",
+        &[
+            "--iree-input-type=stablehlo",
+            "--iree-llvmcpu-target-cpu=generic",
         ],
     );
-    let vmfb = compiler
-        .compile("model_faulty.mlir", &mlir, &options)
-        .expect("compile");
     std::fs::write(dir.path().join("faulty.vmfb"), vmfb).unwrap();
     let path = dir.path().join("stages.yaml");
     let text = std::fs::read_to_string(&path).unwrap();

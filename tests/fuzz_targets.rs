@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{example_copy, parity_with_record, with_targets};
+use common::{compile_vmfb, example_copy, parity_with_record, with_targets};
 use serde_json::Value;
 use std::path::Path;
 
@@ -94,15 +94,13 @@ fn an_invariant_violated_on_one_target_only_is_backend_specific() {
     // (model_bug.mlir: valid frames taken as the prefix 0..lengths) compiled
     // for vulkan-spirv: a backend that computes something else than the port.
     let dir = example_copy("masked");
-    let compiler = parity_iree::IreeCompiler::load(None).expect("the IREE compiler");
     let mlir = std::fs::read(dir.path().join("model_bug.mlir")).unwrap();
-    let options = parity_iree::CompileOptions::new(
-        "vulkan-spirv".to_string(),
-        vec!["--iree-input-type=stablehlo".to_string()],
+    let vmfb = compile_vmfb(
+        "model_bug.mlir",
+        &mlir,
+        "vulkan-spirv",
+        &["--iree-input-type=stablehlo"],
     );
-    let vmfb = compiler
-        .compile("model_bug.mlir", &mlir, &options)
-        .expect("compile");
     std::fs::write(dir.path().join("bug.vulkan.vmfb"), vmfb).unwrap();
     let vulkan = "    vulkan:\n      backend: vulkan-spirv\n      device: vulkan\n      modules: {toy: bug.vulkan.vmfb}\n";
     with_targets(dir.path(), "fuzz.yaml", &format!("{CPU}{vulkan}"));

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{parity, repo};
+use common::{compile_vmfb, parity, repo, root_spec_in};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -18,27 +18,19 @@ const SERVING: &str = "subject/gemma3n/serving";
 /// calling convention (`serving-functions.json`) beside it.
 fn prebuilt(dir: &Path) -> PathBuf {
     let root = repo();
-    let spec = std::fs::read_to_string(root.join("stages.yaml"))
-        .unwrap()
-        .replace(
-            "subject/gemma3n/",
-            &format!("{}/subject/gemma3n/", root.display()),
-        );
-    std::fs::write(dir.join("stages.yaml"), spec).unwrap();
+    root_spec_in(dir);
     let mlir =
         parity_tensor::read_module_bytes(&root.join(SERVING).join("gemma3n_serving_f32.mlir.gz"))
             .unwrap();
-    let compiler = parity_iree::IreeCompiler::load(None).expect("the IREE compiler");
-    let options = parity_iree::CompileOptions::new(
-        "llvm-cpu".to_string(),
-        vec![
-            "--iree-input-type=stablehlo".to_string(),
-            "--iree-llvmcpu-target-cpu=generic".to_string(),
+    let vmfb = compile_vmfb(
+        "gemma3n_serving_f32.mlir",
+        &mlir,
+        "llvm-cpu",
+        &[
+            "--iree-input-type=stablehlo",
+            "--iree-llvmcpu-target-cpu=generic",
         ],
     );
-    let vmfb = compiler
-        .compile("gemma3n_serving_f32.mlir", &mlir, &options)
-        .expect("compile");
     std::fs::write(dir.join("serving.cpu.vmfb"), vmfb).unwrap();
     std::fs::copy(
         root.join(SERVING).join("serving-functions.json"),

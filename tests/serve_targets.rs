@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{parity, repo};
+use common::{parity, repo, root_spec_in};
 use serde_json::Value;
 use std::path::Path;
 
@@ -14,12 +14,7 @@ use std::path::Path;
 /// and the one-clip scenario serving it, in `dir`.
 fn scenario_on_two_cpus(dir: &Path) -> std::path::PathBuf {
     let root = repo();
-    let spec = std::fs::read_to_string(root.join("stages.yaml"))
-        .unwrap()
-        .replace(
-            "subject/gemma3n/",
-            &format!("{}/subject/gemma3n/", root.display()),
-        );
+    let spec = std::fs::read_to_string(root_spec_in(dir)).unwrap();
     let two = "    vulkan: {backend: vulkan-spirv, device: vulkan}\n";
     assert!(spec.contains(two), "stages.yaml's targets changed");
     let spec = spec.replacen(

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{basic_copy, check};
+use common::{basic_copy, check, compile_vmfb};
 use parity::target::cuda::CudaDevice;
 use parity::target::module_check::{host_arch, module_problem, summary};
 use parity::target::vmfb::{executables, Executable, Ptx};
@@ -19,18 +19,6 @@ const ADD: &str = "func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tenso
   return %0 : tensor<4xf32>
 }
 ";
-
-/// Compiles `mlir` (named `name`) for `backend` with `flags`.
-fn compile(name: &str, mlir: &[u8], backend: &str, flags: &[&str]) -> Vec<u8> {
-    let compiler = parity_iree::IreeCompiler::load(None).expect("the IREE compiler");
-    let options = parity_iree::CompileOptions::new(
-        backend.to_string(),
-        flags.iter().map(|f| f.to_string()).collect(),
-    );
-    compiler
-        .compile(name, mlir, &options)
-        .unwrap_or_else(|e| panic!("{backend} {flags:?}: {e}"))
-}
 
 /// Replaces the basic example's `target_backend` / `driver` pair with `targets`.
 fn with_targets(dir: &Path, targets: &str) {
@@ -47,7 +35,7 @@ fn basic_module(dir: &Path, file: &str, backend: &str, extra: &[&str]) {
     flags.extend_from_slice(extra);
     std::fs::write(
         dir.join(file),
-        compile("model.mlir", &mlir, backend, &flags),
+        compile_vmfb("model.mlir", &mlir, backend, &flags),
     )
     .unwrap();
 }
@@ -55,16 +43,16 @@ fn basic_module(dir: &Path, file: &str, backend: &str, extra: &[&str]) {
 #[test]
 fn the_formats_of_real_compiled_vmfbs_are_read_from_the_file() {
     let add = ADD.as_bytes();
-    let sm89 = compile("add.mlir", add, "cuda", &["--iree-cuda-target=sm_89"]);
-    let sm121 = compile("add.mlir", add, "cuda", &["--iree-cuda-target=sm_121"]);
-    let vulkan = compile("add.mlir", add, "vulkan-spirv", &[]);
-    let cpu = compile(
+    let sm89 = compile_vmfb("add.mlir", add, "cuda", &["--iree-cuda-target=sm_89"]);
+    let sm121 = compile_vmfb("add.mlir", add, "cuda", &["--iree-cuda-target=sm_121"]);
+    let vulkan = compile_vmfb("add.mlir", add, "vulkan-spirv", &[]);
+    let cpu = compile_vmfb(
         "add.mlir",
         add,
         "llvm-cpu",
         &["--iree-llvmcpu-target-cpu=generic"],
     );
-    let arm = compile(
+    let arm = compile_vmfb(
         "add.mlir",
         add,
         "llvm-cpu",

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{example_copy, parity_with_record, with_targets};
+use common::{compile_vmfb, example_copy, parity_with_record, with_targets};
 use serde_json::Value;
 use std::path::Path;
 
@@ -81,15 +81,13 @@ fn a_case_that_fails_on_one_target_only_is_backend_specific() {
     // (model_fault.mlir, a wrong attention window in layer 1) compiled for
     // vulkan-spirv: a backend that computes something else than the port.
     let dir = example_copy("tokens");
-    let compiler = parity_iree::IreeCompiler::load(None).expect("the IREE compiler");
     let mlir = std::fs::read(dir.path().join("model_fault.mlir")).unwrap();
-    let options = parity_iree::CompileOptions::new(
-        "vulkan-spirv".to_string(),
-        vec!["--iree-input-type=stablehlo".to_string()],
+    let vmfb = compile_vmfb(
+        "model_fault.mlir",
+        &mlir,
+        "vulkan-spirv",
+        &["--iree-input-type=stablehlo"],
     );
-    let vmfb = compiler
-        .compile("model_fault.mlir", &mlir, &options)
-        .expect("compile");
     std::fs::write(dir.path().join("fault.vulkan.vmfb"), vmfb).unwrap();
     let vulkan = "    vulkan:\n      backend: vulkan-spirv\n      device: vulkan\n      modules: {lm: fault.vulkan.vmfb}\n";
     with_targets(dir.path(), "stages.yaml", &format!("{CPU}{vulkan}"));

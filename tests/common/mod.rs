@@ -265,3 +265,32 @@ pub fn with_targets(dir: &Path, spec: &str, targets: &str) {
     )
     .unwrap();
 }
+
+/// Compiles `mlir` (named `name`) for `backend` with `flags`, with the real
+/// IREE compiler in process: a prebuilt module, as a user's pipeline builds it.
+pub fn compile_vmfb(name: &str, mlir: &[u8], backend: &str, flags: &[&str]) -> Vec<u8> {
+    let compiler = parity_iree::IreeCompiler::load(None).expect("the IREE compiler");
+    let options = parity_iree::CompileOptions::new(
+        backend.to_string(),
+        flags.iter().map(|f| f.to_string()).collect(),
+    );
+    compiler
+        .compile(name, mlir, &options)
+        .unwrap_or_else(|e| panic!("{backend} {flags:?}: {e}"))
+}
+
+/// The root spec (`stages.yaml`, the bundled subject) written into `dir`
+/// with its subject paths made absolute, so a scenario or spec there can
+/// name it; returns its path.
+pub fn root_spec_in(dir: &Path) -> PathBuf {
+    let root = repo();
+    let spec = std::fs::read_to_string(root.join("stages.yaml"))
+        .unwrap()
+        .replace(
+            "subject/gemma3n/",
+            &format!("{}/subject/gemma3n/", root.display()),
+        );
+    let path = dir.join("stages.yaml");
+    std::fs::write(&path, spec).unwrap();
+    path
+}
