@@ -13,10 +13,11 @@ use super::super::cases::CaseFeed;
 use super::super::edits::{self, text, Change, Edit, Width};
 use super::super::error::BisectError;
 use super::super::probe::Prober;
-use super::selector::{op_blocks, selector_module, split_function};
-use super::{scalar, Repair};
-use parity_mlir::{emit_slices, Function, SliceArg, SliceRequest};
-use parity_tensor::{DType, Tensor};
+use super::selector::selector_module;
+use super::slice::{load_search, Parts, RepairSlice};
+use super::Repair;
+use parity_mlir::Function;
+use parity_tensor::Tensor;
 use std::collections::{BTreeSet, HashMap};
 
 /// The search module of another case's function, with the carried edits.
@@ -133,27 +134,19 @@ pub(super) fn carry(
     case: &CaseFeed,
 ) -> Result<Carried, BisectError> {
     let g = case.program.func;
-    let req = SliceRequest {
-        name: "repair".into(),
-        from: case.feed.iter().map(|(v, _)| *v).collect(),
-        to: vec![case.target],
-    };
-    let (slice, infos) =
-        emit_slices(prober.module, g, "parity_repair", &[req]).map_err(|source| {
-            BisectError::Slice {
-                function: g.name.clone(),
-                source,
-            }
-        })?;
-    let info = &infos[0];
-    let emitted = |problem: &str| BisectError::EmittedText {
-        what: "the repair search's slice of another case",
-        problem: problem.to_string(),
-    };
-    let (head, sig, body) =
-        split_function(&slice).ok_or_else(|| emitted("no `@repair` function"))?;
-    let (blocks, ret) =
-        op_blocks(g, &info.ops, body).ok_or_else(|| emitted("its ops are not where parsed"))?;
+    let emitted = RepairSlice::emit(
+        prober,
+        g,
+        case.feed.iter().map(|(v, _)| *v).collect(),
+        case.target,
+    )?;
+    let info = &emitted.info;
+    let Parts {
+        head,
+        sig,
+        blocks,
+        ret,
+    } = emitted.parts(g, "the repair search's slice of another case")?;
     let constant_f = edits::constant_ops(f);
     let constant_g = edits::constant_ops(g);
     let in_slice: BTreeSet<usize> = info.ops.iter().copied().collect();
@@ -259,37 +252,10 @@ pub(super) fn carry(
         "{}[repair search, carried to {}]",
         prober.source_name, g.name
     );
-    let compiled = prober
-        .cache
-        .get_or_compile(prober.compiler, &label, module.as_bytes(), &prober.options)
-        .map_err(|source| BisectError::Compile {
-            label: label.clone(),
-            source,
-        })?;
-    prober.probes += 1;
-    let loaded = prober
-        .runtime
-        .load(&compiled.vmfb, &label)
-        .map_err(|source| BisectError::Load {
-            label: label.clone(),
-            source,
-        })?;
-    let mut args = vec![scalar(DType::I32, -1.0)?, scalar(DType::F32, 1.0)?];
-    for (arg, _) in &info.args {
-        match arg {
-            SliceArg::From(i) => args.push(case.feed[*i].1.clone()),
-            SliceArg::FuncArg(j) => {
-                return Err(BisectError::MissingArgument {
-                    slice: "repair".into(),
-                    function: g.name.clone(),
-                    index: *j,
-                })
-            }
-        }
-    }
+    let search = load_search(prober, g, &label, &module, info, &case.feed)?;
     Ok(Carried {
-        loaded,
-        args,
+        loaded: search.loaded,
+        args: search.args,
         selects,
     })
 }

@@ -17,7 +17,7 @@ use super::measure::{value_metrics, CHECKPOINT_ULP_BUDGET};
 use super::probe::Prober;
 use super::Program;
 use parity_compare::{compare, evaluate_with, CompareOptions, Criterion, Mask, VerdictOptions};
-use parity_mlir::{emit_slices, SliceArg, SliceRequest, ValueId};
+use parity_mlir::ValueId;
 use parity_record::Equivalence;
 use parity_spec::MaskSource;
 use parity_tensor::{DType, Tensor};
@@ -27,8 +27,10 @@ use std::time::{Duration, Instant};
 mod carry;
 mod cross_case;
 mod selector;
+mod slice;
 pub(crate) use cross_case::{CrossCaseOutcome, CrossCases};
-use selector::{op_blocks, selector_module, split_function};
+use selector::selector_module;
+use slice::{load_search, Parts, RepairSlice, Search};
 
 /// Regions larger than this are not searched. The region is in the module
 /// once, so the module grows with the edits (bounded below), not with the
@@ -120,27 +122,14 @@ pub fn search(
     cross: &CrossCases,
 ) -> Result<RepairOutcome, BisectError> {
     let func = program.func;
-    let req = SliceRequest {
-        name: "repair".into(),
-        from: feed.iter().map(|(v, _)| *v).collect(),
-        to: vec![target],
-    };
-    let (slice, infos) =
-        emit_slices(prober.module, func, "parity_repair", &[req]).map_err(|source| {
-            BisectError::Slice {
-                function: func.name.clone(),
-                source,
-            }
-        })?;
-    let info = &infos[0];
-    let emitted = |problem: &str| BisectError::EmittedText {
-        what: "the repair search's slice",
-        problem: problem.to_string(),
-    };
-    let (head, sig, body) =
-        split_function(&slice).ok_or_else(|| emitted("no `@repair` function"))?;
-    let (blocks, ret) =
-        op_blocks(func, &info.ops, body).ok_or_else(|| emitted("its ops are not where parsed"))?;
+    let emitted = RepairSlice::emit(prober, func, feed.iter().map(|(v, _)| *v).collect(), target)?;
+    let info = &emitted.info;
+    let Parts {
+        head,
+        sig,
+        blocks,
+        ret,
+    } = emitted.parts(func, "the repair search's slice")?;
     let accept = Acceptance::new(program, target);
     let judged_by = match &accept {
         Acceptance::Budget => {
@@ -350,36 +339,13 @@ fn run_tier(
     }
     let module = selector_module(func, slice.head, slice.sig, slice.blocks, slice.ret, edits)?;
     let label = format!("{}[{what}]", prober.source_name);
-    let t = Instant::now();
-    let compiled = prober
-        .cache
-        .get_or_compile(prober.compiler, &label, module.as_bytes(), &prober.options)
-        .map_err(|source| BisectError::Compile {
-            label: label.clone(),
-            source,
-        })?;
-    outcome.compile += t.elapsed();
-    prober.probes += 1;
-    let loaded = prober
-        .runtime
-        .load(&compiled.vmfb, &label)
-        .map_err(|source| BisectError::Load {
-            label: label.clone(),
-            source,
-        })?;
-    let mut args = vec![scalar(DType::I32, -1.0)?, scalar(DType::F32, 1.0)?];
-    for (arg, _) in &slice.info.args {
-        match arg {
-            SliceArg::From(i) => args.push(slice.feed[*i].1.clone()),
-            SliceArg::FuncArg(j) => {
-                return Err(BisectError::MissingArgument {
-                    slice: "repair".into(),
-                    function: func.name.clone(),
-                    index: *j,
-                })
-            }
-        }
-    }
+    let Search {
+        loaded,
+        mut args,
+        compile,
+        cached,
+    } = load_search(prober, func, &label, &module, slice.info, slice.feed)?;
+    outcome.compile += compile;
     let t = Instant::now();
     let (target, expected, accept) = (slice.target, slice.expected, slice.accept);
     // (ULPs at max, whether the region's end is accepted as matching).
@@ -440,7 +406,7 @@ fn run_tier(
         edits.iter().filter(|e| e.kind.fitted()).count(),
         module.lines().count(),
         outcome.compile.as_secs_f64(),
-        if matches!(compiled.outcome, parity_iree::CacheOutcome::Hit) { " (cached)" } else { "" },
+        if cached { " (cached)" } else { "" },
         t.elapsed().as_secs_f64(),
         outcome.repairs.len() - found_before,
     ));
