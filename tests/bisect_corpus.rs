@@ -87,6 +87,8 @@ fn the_basic_entries_are_named_exactly_or_proven_equivalent_and_never_wrong() {
     for r in &rows {
         assert_ne!(r.outcome, Outcome::Wrong, "{}", r.line());
         assert_ne!(r.outcome, Outcome::Crash, "{}", r.line());
+        // Every reproducer bisect writes fails as it should.
+        assert_eq!(r.reproduces, Some(true), "{}", r.line());
         match r.entry.name.as_str() {
             // An eps in its consumer, a scale after the reduce and one after
             // the centring compute one function: ambiguous, shown equivalent.
@@ -104,12 +106,16 @@ fn the_basic_entries_are_named_exactly_or_proven_equivalent_and_never_wrong() {
                     r.said
                 );
             }
-            // Mean and variance over (T, D): two reductions changed at once,
-            // which no one-op repair undoes: an honest region, never a
-            // guessed op (docs/bisect.md's corpus table).
+            // Mean and variance over (T, D): one mistake at two sites (the
+            // extra sum over T, broadcast back, for each statistic), undone
+            // only by the edit at both: named at the first.
             "ln_stats_over_seq" => {
-                assert_eq!(r.outcome, Outcome::Region, "{}", r.line());
-                assert!(r.said.contains("region"), "{}", r.said);
+                assert_eq!(r.outcome, Outcome::Exact, "{}", r.line());
+                assert!(
+                    r.said.contains("#5 stablehlo.broadcast_in_dim"),
+                    "{}",
+                    r.said
+                );
             }
             // The wide catalogue: a weight never multiplied in (an input of
             // the region), a reduction over the other axis of a square matrix;
@@ -132,6 +138,7 @@ fn gemma3n_entries_found_only_by_the_wide_catalogue_are_named() {
     ]);
     for r in &rows {
         assert_eq!(r.outcome, Outcome::Exact, "{}", r.line());
+        assert_eq!(r.reproduces, Some(true), "{}", r.line());
     }
     assert!(rows[0].said.contains("stablehlo.add"), "{}", rows[0].said);
     assert!(rows[1].said.contains("dot_general"), "{}", rows[1].said);

@@ -42,6 +42,10 @@ pub enum EditKind {
     /// A banded boolean mask constant with an edge moved by one (a window
     /// one too wide; reported on its first consumer).
     MaskBand,
+    /// A sum over an axis, broadcast back, that the model does not have
+    /// (a norm's statistics over too many axes), at one site or at every
+    /// site of the same form.
+    ExtraReduction,
     /// The op bypassed: one of its operands (same type) used instead of its result.
     Bypass,
     /// A negate inserted after the op.
@@ -78,6 +82,7 @@ impl EditKind {
             EditKind::ConvertOffset => "convert offset",
             EditKind::ConstantOffset => "integer constant offset",
             EditKind::MaskBand => "mask band edge",
+            EditKind::ExtraReduction => "reduction over an extra axis",
             EditKind::Bypass => "op bypassed",
             EditKind::InsertNegate => "negate inserted",
             EditKind::ScaleConstant => "constant fitted",
@@ -107,7 +112,10 @@ impl EditKind {
         match self {
             EditKind::SwapOperands | EditKind::Comparison => 0,
             EditKind::WrongBinary | EditKind::WrongUnary | EditKind::WrongActivation => 1,
-            EditKind::SliceShift | EditKind::PadMove | EditKind::WrongDims => 2,
+            EditKind::SliceShift
+            | EditKind::PadMove
+            | EditKind::WrongDims
+            | EditKind::ExtraReduction => 2,
             EditKind::ConvertOffset | EditKind::ConstantOffset | EditKind::MaskBand => 3,
             EditKind::Bypass
             | EditKind::InsertNegate
@@ -151,17 +159,30 @@ pub enum Change {
         /// The other operand: a value's name, or a helper's.
         other: String,
     },
-    /// Two ops rewritten together, under one selector value: the edited op
-    /// becomes `text`, and op `second` becomes `second_text` (two slices of
-    /// one value that took each other's window).
-    Pair {
-        /// The edited op's new text.
+    /// Several ops rewritten together, under one selector value: the edited
+    /// op becomes `text` (after its `helpers`), and each of `others` is
+    /// rewritten as it says. One mistake made at several places: two slices
+    /// of one value that took each other's window; a helper with a mistake,
+    /// called at each of its sites.
+    Sites {
+        /// Lines defining `%STEM_*` helper values, placed before the op.
+        helpers: Vec<String>,
+        /// The edited op's new text, defining its own result name.
         text: String,
-        /// The other op (index into the function's ops).
-        second: usize,
-        /// Its new text.
-        second_text: String,
+        /// The other ops, each with its new text.
+        others: Vec<Site>,
     },
+}
+
+/// Another op a [`Change::Sites`] edit rewrites.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Site {
+    /// The op (index into the function's ops).
+    pub op: usize,
+    /// Lines defining `%STEM_*` helper values, placed before it.
+    pub helpers: Vec<String>,
+    /// Its new text, defining its own result name.
+    pub text: String,
 }
 
 /// An op appended to the original result.
@@ -235,13 +256,6 @@ impl Edit {
         let loc = text::location(op_text);
         let mut lines = String::new();
         match &self.change {
-            Change::Rewrite { helpers, text: t } => {
-                for h in helpers {
-                    lines.push_str(&format!("{indent}{}\n", h.replace(STEM, stem)));
-                }
-                let body = text::rename_result(t, result)?.replace(STEM, stem);
-                lines.push_str(&format!("{indent}{body}\n"));
-            }
             Change::After(after) => {
                 let elem = text::element(ty);
                 let s = if matches!(after, AfterOp::Scale | AfterOp::Offset | AfterOp::Softcap) {
@@ -289,8 +303,14 @@ impl Edit {
                 };
                 lines.push_str(&format!("{indent}{line}\n"));
             }
-            Change::Pair { text: t, .. } => {
-                let body = text::rename_result(t, result)?;
+            Change::Rewrite { helpers, text: t }
+            | Change::Sites {
+                helpers, text: t, ..
+            } => {
+                for h in helpers {
+                    lines.push_str(&format!("{indent}{}\n", h.replace(STEM, stem)));
+                }
+                let body = text::rename_result(t, result)?.replace(STEM, stem);
                 lines.push_str(&format!("{indent}{body}\n"));
             }
             Change::Combine { op, helpers, other } => {
@@ -495,6 +515,9 @@ pub use combine::combine_edits;
 
 mod reaxis;
 pub use reaxis::{reaxis_edits, swapped_slices};
+
+mod extra_sum;
+pub use extra_sum::extra_sum_edits;
 
 mod band;
 

@@ -8,7 +8,7 @@
 //! failing on a shape. Part of the wide catalogue.
 
 use super::text;
-use super::{Change, Edit, EditKind, STEM};
+use super::{Change, Edit, EditKind, Site, STEM};
 use parity_mlir::Function;
 
 /// The edits of op `blocks[pos]` when it broadcasts a single-axis reduce
@@ -140,12 +140,16 @@ pub fn swapped_slices(func: &Function, blocks: &[(usize, &str)], pos: usize) -> 
             what: format!(
                 "slices {a} and {b} of one value swapped (each takes the other's window)"
             ),
-            change: Change::Pair {
+            change: Change::Sites {
+                helpers: Vec::new(),
                 text: t.trim_end().replacen(line, &set(line, &qs, &ql), 1),
-                second: q,
-                second_text: qt
-                    .trim_end()
-                    .replacen(qline, &set(qline, &start, &limit), 1),
+                others: vec![Site {
+                    op: q,
+                    helpers: Vec::new(),
+                    text: qt
+                        .trim_end()
+                        .replacen(qline, &set(qline, &start, &limit), 1),
+                }],
             },
         });
     }

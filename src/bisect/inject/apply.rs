@@ -57,7 +57,7 @@ pub(super) fn apply(
             (r.lines, None)
         }
         // The injector makes common confusions only (edits::Width::Common).
-        Change::Combine { .. } | Change::Pair { .. } => {
+        Change::Combine { .. } | Change::Sites { .. } => {
             return Err(broken("a wide-catalogue edit".into()))
         }
         Change::After(_) => {

@@ -425,8 +425,8 @@ fn places_of(func: &parity_mlir::Function, e: &Edit) -> Vec<usize> {
         _ if e.kind == EditKind::ConvertOffset => {
             places.extend(edits::downstream_places(func, e.op, edits::AfterOp::Offset))
         }
-        // Both ops of a pair edit.
-        edits::Change::Pair { second, .. } => places.push(*second),
+        // Every op of an edit at several sites.
+        edits::Change::Sites { others, .. } => places.extend(others.iter().map(|s| s.op)),
         // An op missing after P is an op missing before P's only user.
         edits::Change::Combine { .. } => {
             if let [user] = func.users(func.ops[e.op].results[0])[..] {
@@ -759,6 +759,9 @@ fn wide_candidates(
         for e in edits::reaxis_edits(func, blocks, pos)
             .into_iter()
             .chain(edits::swapped_slices(func, blocks, pos))
+            .chain(edits::extra_sum_edits(func, blocks, pos, |k| {
+                in_region.contains(&k)
+            }))
             .chain(edits::activation_edits(func, o, t))
         {
             ranked.push((0, pos, e));

@@ -55,13 +55,17 @@ pub(super) fn selector_module(
     out.push_str(&sig);
     let ind = "    ";
     for &(o, t) in blocks {
-        // Edits of this op, and pair edits whose second op this is.
-        let mine: Vec<(usize, &Edit, bool)> = edits
+        // Edits of this op, and edits at several sites one of whose other
+        // sites this is (with its index among them).
+        let mine: Vec<(usize, &Edit, Option<usize>)> = edits
             .iter()
             .enumerate()
             .filter_map(|(k, e)| match &e.change {
-                _ if e.op == o => Some((k, e, false)),
-                edits::Change::Pair { second, .. } if *second == o => Some((k, e, true)),
+                _ if e.op == o => Some((k, e, None)),
+                edits::Change::Sites { others, .. } => others
+                    .iter()
+                    .position(|s| s.op == o)
+                    .map(|i| (k, e, Some(i))),
                 _ => None,
             })
             .collect();
@@ -91,12 +95,11 @@ pub(super) fn selector_module(
             "{ind}{selb} = \"stablehlo.broadcast_in_dim\"(%parity_sel) <{{broadcast_dimensions = array<i64>}}> : (tensor<i32>) -> {ity}"
         );
         let mut current = orig.clone();
-        for (i, &(k, e, second)) in mine.iter().enumerate() {
-            // A pair edit's second op gets names of its own.
-            let tag = if second {
-                format!("{k}_2")
-            } else {
-                k.to_string()
+        for (i, &(k, e, site)) in mine.iter().enumerate() {
+            // Another site of an edit gets names of its own.
+            let tag = match site {
+                Some(j) => format!("{k}_{}", j + 2),
+                None => k.to_string(),
             };
             let stem = format!("%parity_h{tag}");
             let result = format!("%parity_e{tag}");
@@ -107,15 +110,21 @@ pub(super) fn selector_module(
                 stem: &stem,
                 indent: ind,
             };
-            let r = match &e.change {
-                edits::Change::Pair { second_text, .. } if second => edits::Rendered {
-                    lines: format!(
-                        "{ind}{}\n",
-                        text::rename_result(second_text, &result)
-                            .ok_or_else(|| emitted("renaming a pair's second op"))?
-                    ),
-                    value: result.clone(),
-                },
+            let r = match (&e.change, site) {
+                (edits::Change::Sites { others, .. }, Some(j)) => {
+                    let mut lines = String::new();
+                    for h in &others[j].helpers {
+                        let _ = writeln!(lines, "{ind}{}", h.replace(edits::STEM, &stem));
+                    }
+                    let body = text::rename_result(&others[j].text, &result)
+                        .ok_or_else(|| emitted("renaming another site's op"))?
+                        .replace(edits::STEM, &stem);
+                    let _ = writeln!(lines, "{ind}{body}");
+                    edits::Rendered {
+                        lines,
+                        value: result.clone(),
+                    }
+                }
                 _ => e
                     .render(t, ty, &names)
                     .ok_or_else(|| emitted("rendering an edit"))?,
