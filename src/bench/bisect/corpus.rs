@@ -66,6 +66,8 @@ pub struct CorpusRow {
     pub wall: Duration,
     /// For an ambiguous answer: whether the repairs are one function.
     pub equivalent: Option<bool>,
+    /// Whether the reproducer fails as it should (none when not checked).
+    pub reproduces: Option<bool>,
 }
 
 impl CorpusRow {
@@ -138,6 +140,7 @@ pub fn run_entry(
         probes: 0,
         wall: Duration::ZERO,
         equivalent: None,
+        reproduces: None,
     };
     let (text, answers, loc) = match edited(p, e) {
         Ok(x) => x,
@@ -153,7 +156,8 @@ pub fn run_entry(
             row.wall = t.elapsed();
             row.probes = record.probes;
             let j = judge(&row.answers, &record);
-            (row.outcome, row.said, row.equivalent) = (j.outcome, j.said, j.equivalent);
+            (row.outcome, row.said, row.equivalent, row.reproduces) =
+                (j.outcome, j.said, j.equivalent, j.reproduces);
         }
         Err(m) => row.said = m,
     }
@@ -217,7 +221,13 @@ pub fn table(rows: &[CorpusRow]) -> String {
     let mut classes: Vec<&str> = rows.iter().map(|r| r.entry.class.as_str()).collect();
     classes.sort();
     classes.dedup();
-    let scored = |r: &CorpusRow| (r.outcome, r.equivalent, r.probes, r.wall);
+    let scored = |r: &CorpusRow| Scored {
+        outcome: r.outcome,
+        equivalent: r.equivalent,
+        reproduces: r.reproduces,
+        probes: r.probes,
+        wall: r.wall,
+    };
     for c in classes {
         let rs: Vec<Scored> = rows
             .iter()

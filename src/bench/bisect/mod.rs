@@ -121,6 +121,8 @@ pub struct Row {
     /// For an ambiguous answer: whether the repairs were shown to compute
     /// the same function (docs/bisect.md, "equivalence").
     pub equivalent: Option<bool>,
+    /// Whether the reproducer fails as it should (none when not checked).
+    pub reproduces: Option<bool>,
 }
 
 impl Row {
@@ -213,6 +215,7 @@ impl Prepared {
             probes: 0,
             wall: Duration::ZERO,
             equivalent: None,
+            reproduces: None,
         };
         let fns: Vec<&str> = self.functions.iter().map(|(_, f)| f.as_str()).collect();
         let exclude = |f: &parity_mlir::Function, o: usize| {
@@ -259,8 +262,19 @@ impl Prepared {
                 row.wall = wall;
                 row.probes = record.probes;
                 let judged = judge(&row.answers, &record);
-                (row.outcome, row.said, row.named, row.equivalent) =
-                    (judged.outcome, judged.said, judged.named, judged.equivalent);
+                (
+                    row.outcome,
+                    row.said,
+                    row.named,
+                    row.equivalent,
+                    row.reproduces,
+                ) = (
+                    judged.outcome,
+                    judged.said,
+                    judged.named,
+                    judged.equivalent,
+                    judged.reproduces,
+                );
             }
             Err(e) => row.said = e,
         }
@@ -376,6 +390,9 @@ pub struct Judged {
     pub named: Option<(usize, parity_record::Evidence)>,
     /// For an ambiguous answer: whether the repairs are one function.
     pub equivalent: Option<bool>,
+    /// Whether the reproducer bisect wrote fails as it should (none when
+    /// none was checked).
+    pub reproduces: Option<bool>,
 }
 
 /// Reads bisect's answer against the right ones (op indices in the faulty
@@ -388,6 +405,7 @@ pub fn judge(answers: &[usize], record: &bisect::BisectRecord) -> Judged {
         said: String::new(),
         named: None,
         equivalent: None,
+        reproduces: record.reproducer_check.as_ref().map(|c| c.reproduces),
     };
     if record.status == Status::Error {
         j.said = record

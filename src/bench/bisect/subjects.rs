@@ -84,7 +84,13 @@ pub fn table(rows: &[Row]) -> String {
             let rs: Vec<Scored> = rows
                 .iter()
                 .filter(|r| r.subject == s && r.kind == kind)
-                .map(|r| (r.outcome, r.equivalent, r.probes, r.wall))
+                .map(|r| Scored {
+                    outcome: r.outcome,
+                    equivalent: r.equivalent,
+                    reproduces: r.reproduces,
+                    probes: r.probes,
+                    wall: r.wall,
+                })
                 .collect();
             if !rs.is_empty() {
                 let _ = writeln!(out, "{s:<9} {:<19} {}", kind.name(), outcome_cells(&rs));
@@ -94,35 +100,89 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-/// The outcome columns of a table row.
+/// The outcome columns of a table row (`repro`: reproducers that fail as
+/// they should, of those bisect wrote and ran).
 pub const OUTCOME_HEADER: &str =
-    "  n  exact   pair  ambig  equiv region  wrong  crash  masked  probes  wall s";
+    "  n  exact   pair  ambig  equiv region  wrong  crash  masked  repro  probes  wall s";
 
-/// What a row of a table counts: the outcome, whether an ambiguous answer's
-/// repairs are one function, probes and wall time.
-pub type Scored = (Outcome, Option<bool>, usize, std::time::Duration);
+/// What a row of a table counts.
+pub struct Scored {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// Whether an ambiguous answer's repairs are one function.
+    pub equivalent: Option<bool>,
+    /// Whether the reproducer fails as it should (none when not checked).
+    pub reproduces: Option<bool>,
+    /// Probes bisect used.
+    pub probes: usize,
+    /// Wall time.
+    pub wall: std::time::Duration,
+}
 
-/// The outcome columns for some faults: counts of each outcome, median
-/// probes and wall time of those not masked.
+/// The outcome columns for some faults: counts of each outcome, the
+/// reproducers that fail of those checked, median probes and wall time of
+/// those not masked.
 pub fn outcome_cells(rs: &[Scored]) -> String {
-    let count = |o: Outcome| rs.iter().filter(|r| r.0 == o).count();
-    let ran: Vec<&Scored> = rs.iter().filter(|r| r.0 != Outcome::Masked).collect();
+    let count = |o: Outcome| rs.iter().filter(|r| r.outcome == o).count();
+    let ran: Vec<&Scored> = rs.iter().filter(|r| r.outcome != Outcome::Masked).collect();
     let med = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0.0)
     };
+    let checked = rs.iter().filter(|r| r.reproduces.is_some()).count();
+    let repro = format!(
+        "{}/{checked}",
+        rs.iter().filter(|r| r.reproduces == Some(true)).count()
+    );
     format!(
-        "{:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>7.0} {:>7.1}",
+        "{:>3} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>7.0} {:>7.1}",
         rs.len(),
         count(Outcome::Exact),
         count(Outcome::Pair),
         count(Outcome::Ambiguous),
-        rs.iter().filter(|r| r.1 == Some(true)).count(),
+        rs.iter().filter(|r| r.equivalent == Some(true)).count(),
         count(Outcome::Region),
         count(Outcome::Wrong),
         count(Outcome::Crash),
         count(Outcome::Masked),
-        med(ran.iter().map(|r| r.2 as f64).collect()),
-        med(ran.iter().map(|r| r.3.as_secs_f64()).collect()),
+        repro,
+        med(ran.iter().map(|r| r.probes as f64).collect()),
+        med(ran.iter().map(|r| r.wall.as_secs_f64()).collect()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn scored(outcome: Outcome, reproduces: Option<bool>, wall: f64) -> Scored {
+        Scored {
+            outcome,
+            equivalent: None,
+            reproduces,
+            probes: 5,
+            wall: Duration::from_secs_f64(wall),
+        }
+    }
+
+    #[test]
+    fn the_repro_column_counts_failing_reproducers_of_those_checked() {
+        let cells = outcome_cells(&[
+            scored(Outcome::Exact, Some(true), 2.0),
+            scored(Outcome::Ambiguous, Some(false), 4.0),
+            scored(Outcome::Masked, None, 100.0),
+        ]);
+        let cols: Vec<&str> = cells.split_whitespace().collect();
+        let header: Vec<&str> = OUTCOME_HEADER.split_whitespace().collect();
+        // "wall s" is two words in the header.
+        assert_eq!(cols.len() + 1, header.len(), "{cells}");
+        let at = |name: &str| cols[header.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(at("n"), "3");
+        assert_eq!(at("exact"), "1");
+        assert_eq!(at("masked"), "1");
+        assert_eq!(at("repro"), "1/2");
+        // The median wall time leaves the masked fault out.
+        assert_eq!(cols[cols.len() - 1], "2.0");
+    }
 }
