@@ -32,7 +32,8 @@ pub struct BenchArgs {
     /// Also run the bisect fault matrix on a bundled subject (`gemma3n`, the
     /// default, or `basic`): seeded faults of every kind, bisect on each, a
     /// table of outcomes (exact, pair, ambiguous and how many of those are one
-    /// function, region, wrong, crash, masked), probes and wall time per kind.
+    /// function, region, wrong, crash, masked), the reproducers that fail as
+    /// they should (of those bisect wrote), probes and wall time per kind.
     /// `corpus`: the porting-bug corpus (examples/porting-bugs/corpus.json,
     /// hand-made faults citing public bug reports), scored the same way per class.
     #[arg(long, num_args = 0..=1, default_missing_value = "gemma3n")]

@@ -182,15 +182,21 @@ pub fn extra_sum_edits(
         let names: Vec<&str> = std::iter::once(s.sum.as_str())
             .chain(sites.iter().map(|(e, _)| e.sum.as_str()))
             .collect();
+        let at: Vec<String> = std::iter::once(s.op)
+            .chain(sites.iter().map(|(e, _)| e.op))
+            .map(|o| format!("#{o}"))
+            .collect();
         out.push(Edit {
             op: s.op,
             named: s.op,
             kind: EditKind::ExtraReduction,
             what: format!(
-                "the sums {} over dim {} (one mistake at {} sites) {several} (x {c})",
+                "the sums {} over dim {} (one mistake at {} sites, broadcast back at {}) \
+                 {several} (x {c})",
                 names.join(", "),
                 s.axis,
-                names.len()
+                names.len(),
+                at.join(", ")
             ),
             change: Change::Sites {
                 helpers,
@@ -266,10 +272,11 @@ mod tests {
             whats,
             [
                 "the sum %2 over dim 1 should not be there (x 1)",
-                "the sums %2, %5 over dim 1 (one mistake at 2 sites) should not be there (x 1)",
+                "the sums %2, %5 over dim 1 (one mistake at 2 sites, broadcast back at #3, #6) \
+                 should not be there (x 1)",
                 "the sum %2 over dim 1 is a mean whose divisor counted that dim (x 8)",
-                "the sums %2, %5 over dim 1 (one mistake at 2 sites) are means whose divisor \
-                 counted that dim (x 8)",
+                "the sums %2, %5 over dim 1 (one mistake at 2 sites, broadcast back at #3, #6) \
+                 are means whose divisor counted that dim (x 8)",
             ]
         );
         let Change::Sites {
