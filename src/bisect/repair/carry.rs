@@ -14,7 +14,7 @@ use super::super::edits::{self, text, Change, Edit, Width};
 use super::super::error::BisectError;
 use super::super::probe::Prober;
 use super::selector::selector_module;
-use super::slice::{load_search, Parts, RepairSlice};
+use super::slice::{load_search, RepairSlice};
 use super::Repair;
 use parity_mlir::Function;
 use parity_tensor::Tensor;
@@ -141,12 +141,8 @@ pub(super) fn carry(
         case.target,
     )?;
     let info = &emitted.info;
-    let Parts {
-        head,
-        sig,
-        blocks,
-        ret,
-    } = emitted.parts(g, "the repair search's slice of another case")?;
+    let parts = emitted.parts(g, "the repair search's slice of another case")?;
+    let blocks = &parts.blocks;
     let constant_f = edits::constant_ops(f);
     let constant_g = edits::constant_ops(g);
     let in_slice: BTreeSet<usize> = info.ops.iter().copied().collect();
@@ -247,7 +243,7 @@ pub(super) fn carry(
             ),
         });
     }
-    let module = selector_module(g, head, sig, &blocks, ret, &carried)?;
+    let module = selector_module(g, parts.head, parts.sig, blocks, parts.ret, &carried)?;
     let label = format!(
         "{}[repair search, carried to {}]",
         prober.source_name, g.name
