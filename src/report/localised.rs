@@ -132,9 +132,8 @@ pub fn ambiguity(r: &RepairSearch) -> Option<String> {
 /// whose oracle judged the repairs, the repairs dropped there (with their
 /// residual on that case) and the cases not used, with why.
 pub fn cross_case_line(c: &parity_record::CrossCase) -> String {
-    let mut s = if c.cases.is_empty() {
-        "cross-case check: no other case of the stage could judge the repairs".to_string()
-    } else {
+    let mut s = cross_case_summary(c);
+    if !c.dropped.is_empty() {
         let dropped: Vec<String> = c
             .dropped
             .iter()
@@ -150,21 +149,8 @@ pub fn cross_case_line(c: &parity_record::CrossCase) -> String {
                 )
             })
             .collect();
-        let n = c.dropped.len();
-        format!(
-            "cross-case check: the repairs, each with its value as fitted on the failing \
-             case, judged on case {} against its own oracle tensors: {n} {} there and {} \
-             dropped{}",
-            c.cases.join(", "),
-            if n == 1 { "fails" } else { "fail" },
-            if n == 1 { "is" } else { "are" },
-            if dropped.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", dropped.join("; "))
-            }
-        )
-    };
+        s.push_str(&format!(": {}", dropped.join("; ")));
+    }
     if !c.uncarried.is_empty() {
         s.push_str(&format!(
             "; not carried (not judged there): {}",
@@ -175,4 +161,29 @@ pub fn cross_case_line(c: &parity_record::CrossCase) -> String {
         s.push_str(&format!("; cases not used: {}", c.skipped.join("; ")));
     }
     s
+}
+
+/// The cross-case check's verdict alone: which cases judged the repairs and
+/// how many failed there (the lists are the caller's to lay out).
+pub fn cross_case_summary(c: &parity_record::CrossCase) -> String {
+    if c.cases.is_empty() {
+        return "cross-case check: no other case of the stage could judge the repairs".into();
+    }
+    let n = c.dropped.len();
+    format!(
+        "cross-case check: the repairs, each with its value as fitted on the failing case, \
+         judged on {} against {} own oracle tensors: {n} {} there and {} dropped",
+        if c.cases.len() == 1 {
+            format!("case {}", c.cases[0])
+        } else {
+            format!("cases {}", c.cases.join(", "))
+        },
+        if c.cases.len() == 1 {
+            "its"
+        } else {
+            "each one's"
+        },
+        if n == 1 { "fails" } else { "fail" },
+        if n == 1 { "is" } else { "are" },
+    )
 }

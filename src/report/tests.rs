@@ -390,8 +390,14 @@ fn the_cross_case_check_is_rendered_with_the_repairs_it_dropped() {
         ),
         "{html}"
     );
+    // Each case not used is an item of its own, and the summary does not
+    // repeat the dropped table's rows.
     assert!(
-        html.contains("cases not used: short: another function"),
+        html.contains("<p>Cases not used:</p><ul class=\"small\"><li>short: another function"),
+        "{html}"
+    );
+    assert!(
+        html.contains("judged on case other against its own oracle tensors: 1 fails there and is dropped.</p>"),
         "{html}"
     );
     let md = text(&Markdown::default(), b.clone());

@@ -189,8 +189,26 @@ fn cross_case(out: &mut String, c: &parity_record::CrossCase) {
     let _ = write!(
         out,
         "<h3>Cross-case check</h3><p>{}.</p>",
-        esc(&localised::cross_case_line(c))
+        esc(&localised::cross_case_summary(c))
     );
+    // Why a repair was not judged, and why a case was not used: one item
+    // each, not one long sentence.
+    for (title, items) in [
+        (
+            "Not carried (not judged there, still candidates)",
+            &c.uncarried,
+        ),
+        ("Cases not used", &c.skipped),
+    ] {
+        if items.is_empty() {
+            continue;
+        }
+        let _ = write!(out, "<p>{title}:</p><ul class=\"small\">");
+        for i in items {
+            let _ = write!(out, "<li>{}</li>", esc(i));
+        }
+        out.push_str("</ul>");
+    }
     if c.dropped.is_empty() {
         return;
     }
