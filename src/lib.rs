@@ -13,6 +13,7 @@ pub mod dispatch;
 pub mod fuzz;
 pub mod report;
 pub mod run;
+mod seed;
 pub mod serve;
 pub mod target;
 pub mod tokens;

@@ -103,7 +103,7 @@ impl Fill {
             Fill::Value(v) => v,
             Fill::Garbage(seed) => {
                 let mut x = (seed as u64) << 32 | i as u64;
-                x = super::seed::mix(x);
+                x = crate::seed::mix(x);
                 ((x >> 40) as f32 / (1u64 << 24) as f32) * 2000.0 - 1000.0
             }
         }

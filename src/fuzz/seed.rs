@@ -2,16 +2,9 @@
 //! run's seed, the invariant and the case index, so one seed regenerates one
 //! case (`parity fuzz --replay INVARIANT:SEED`) with no other state.
 
+use crate::seed::mix;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-
-/// splitmix64's finaliser: a bijective mix of 64 bits.
-pub fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
 
 /// The seed of case `index` of `invariant` in a run seeded `run_seed`.
 pub fn case_seed(run_seed: u64, invariant: &str, index: usize) -> u64 {

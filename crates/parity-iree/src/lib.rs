@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+mod compile;
 pub mod compiler;
 mod convert;
 pub mod diagnostics;

@@ -1,5 +1,5 @@
 //! Compiles that run a pass between two phases of IREE's standard pipeline:
-//! dispatch tracing after `flow` ([`crate::traced`]) and executable
+//! dispatch tracing after `flow` ([`TracedModule`](crate::TracedModule)) and executable
 //! substitution after `executable-sources`.
 //!
 //! IREE's `--iree-hal-substitute-executable-source=NAME=FILE` (splice a

@@ -1,15 +1,17 @@
 //! Reading any record back by its `schema` field.
 
-use crate::baseline::{BaselineRecord, BASELINE_SCHEMA};
-use crate::bisect::{BisectRecord, BISECT_SCHEMA};
-use crate::compare::{CompareRecord, COMPARE_SCHEMA};
-use crate::dispatches::{DispatchesRecord, DISPATCHES_SCHEMA};
-use crate::exit::ExitCode;
-use crate::fuzz::{FuzzRecord, FUZZ_SCHEMA};
-use crate::run::{RunRecord, RUN_RECORD_SCHEMA};
-use crate::tokens::{TokensRecord, TOKENS_SCHEMA};
+use crate::baseline::BASELINE_SCHEMA;
+use crate::bisect::BISECT_SCHEMA;
+use crate::compare::COMPARE_SCHEMA;
+use crate::dispatches::DISPATCHES_SCHEMA;
+use crate::fuzz::FUZZ_SCHEMA;
+use crate::run::RUN_RECORD_SCHEMA;
+use crate::tokens::TOKENS_SCHEMA;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+
+/// The record type lives below the consistency check that judges it.
+pub use crate::any_record::AnyRecord;
 
 /// Every schema this parity reads.
 pub const KNOWN_SCHEMAS: [&str; 9] = [
@@ -74,29 +76,6 @@ pub enum RecordError {
         /// What the field says and what its parts say.
         detail: String,
     },
-}
-
-/// Any record parity writes.
-#[derive(Clone, Debug, PartialEq)]
-pub enum AnyRecord {
-    /// `parity.run-record/2`.
-    Run(RunRecord),
-    /// `parity.bisect/2`.
-    Bisect(BisectRecord),
-    /// `parity.compare/1`.
-    Compare(CompareRecord),
-    /// `parity.tokens/1`.
-    Tokens(Box<TokensRecord>),
-    /// `parity.serving/1`.
-    Serving(Box<crate::serving::ServingRecord>),
-    /// `parity.baseline/1`.
-    Baseline(BaselineRecord),
-    /// `parity.fuzz/1`.
-    Fuzz(Box<FuzzRecord>),
-    /// `parity.history/1`.
-    History(Box<crate::history::HistoryRecord>),
-    /// `parity.dispatches/1`.
-    Dispatches(Box<DispatchesRecord>),
 }
 
 #[derive(Deserialize)]
@@ -164,101 +143,5 @@ impl AnyRecord {
             }
         }
         .map_err(damaged)
-    }
-
-    /// The record's schema tag.
-    pub fn schema(&self) -> &str {
-        match self {
-            AnyRecord::Run(r) => &r.schema,
-            AnyRecord::Bisect(r) => &r.schema,
-            AnyRecord::Compare(r) => &r.schema,
-            AnyRecord::Tokens(r) => &r.schema,
-            AnyRecord::Serving(r) => &r.schema,
-            AnyRecord::Baseline(r) => &r.schema,
-            AnyRecord::Fuzz(r) => &r.schema,
-            AnyRecord::History(r) => &r.schema,
-            AnyRecord::Dispatches(r) => &r.schema,
-        }
-    }
-
-    /// The exit code the record calls for.
-    pub fn exit_code(&self) -> ExitCode {
-        match self {
-            AnyRecord::Run(r) => r.exit_code(),
-            AnyRecord::Bisect(r) => r.exit_code(),
-            AnyRecord::Compare(r) => r.exit_code(),
-            AnyRecord::Tokens(r) => r.exit_code(),
-            AnyRecord::Serving(r) => r.exit_code(),
-            AnyRecord::Baseline(r) => r.exit_code(),
-            AnyRecord::Fuzz(r) => r.exit_code(),
-            AnyRecord::History(r) => r.exit_code(),
-            AnyRecord::Dispatches(r) => r.exit_code(),
-        }
-    }
-
-    /// The record as pretty JSON (non-finite floats as strings, see [`crate::float`]).
-    pub fn to_json(&self) -> String {
-        let result = match self {
-            AnyRecord::Run(r) => serde_json::to_string_pretty(r),
-            AnyRecord::Bisect(r) => serde_json::to_string_pretty(r),
-            AnyRecord::Compare(r) => serde_json::to_string_pretty(r),
-            AnyRecord::Tokens(r) => serde_json::to_string_pretty(r),
-            AnyRecord::Serving(r) => serde_json::to_string_pretty(r),
-            AnyRecord::Baseline(r) => serde_json::to_string_pretty(r),
-            AnyRecord::Fuzz(r) => serde_json::to_string_pretty(r),
-            AnyRecord::History(r) => serde_json::to_string_pretty(r),
-            AnyRecord::Dispatches(r) => serde_json::to_string_pretty(r),
-        };
-        // Records hold only strings, numbers, and maps with string keys:
-        // serialising them cannot fail.
-        result.unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
-    }
-}
-
-impl From<RunRecord> for AnyRecord {
-    fn from(r: RunRecord) -> Self {
-        AnyRecord::Run(r)
-    }
-}
-
-impl From<BisectRecord> for AnyRecord {
-    fn from(r: BisectRecord) -> Self {
-        AnyRecord::Bisect(r)
-    }
-}
-
-impl From<CompareRecord> for AnyRecord {
-    fn from(r: CompareRecord) -> Self {
-        AnyRecord::Compare(r)
-    }
-}
-
-impl From<TokensRecord> for AnyRecord {
-    fn from(r: TokensRecord) -> Self {
-        AnyRecord::Tokens(Box::new(r))
-    }
-}
-
-impl From<BaselineRecord> for AnyRecord {
-    fn from(r: BaselineRecord) -> Self {
-        AnyRecord::Baseline(r)
-    }
-}
-
-impl From<DispatchesRecord> for AnyRecord {
-    fn from(r: DispatchesRecord) -> Self {
-        AnyRecord::Dispatches(Box::new(r))
-    }
-}
-
-impl From<FuzzRecord> for AnyRecord {
-    fn from(r: FuzzRecord) -> Self {
-        AnyRecord::Fuzz(Box::new(r))
-    }
-}
-
-impl From<crate::serving::ServingRecord> for AnyRecord {
-    fn from(r: crate::serving::ServingRecord) -> Self {
-        AnyRecord::Serving(Box::new(r))
     }
 }

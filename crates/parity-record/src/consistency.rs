@@ -6,7 +6,7 @@
 //! damaged. `parity report` refuses it (exit 2, naming the field) rather
 //! than print one verdict and exit with another.
 
-use crate::any::AnyRecord;
+use crate::any_record::AnyRecord;
 use crate::baseline::{BaselineRecord, Change};
 use crate::common::Status;
 use crate::exit::ExitCode;

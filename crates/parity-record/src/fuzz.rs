@@ -5,7 +5,7 @@
 
 use crate::common::{ErrorRecord, Status};
 use crate::exit::ExitCode;
-use crate::triangulation::TriangulationLabel;
+use crate::triangulation_row::TriangulationLabel;
 use serde::{Deserialize, Serialize};
 
 /// The schema tag of [`FuzzRecord`].
@@ -302,7 +302,7 @@ impl FuzzTriangulationRow {
     /// One sentence: what the label rests on.
     pub fn explain(&self) -> String {
         let names = |pick: &dyn Fn(&FuzzTargetSide) -> bool| {
-            crate::triangulation::names_where(&self.targets, |t| t.target.as_str(), pick)
+            crate::triangulation_row::names_where(&self.targets, |t| t.target.as_str(), pick)
         };
         let all = names(&|_| true);
         match self.label {

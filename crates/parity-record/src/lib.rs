@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod any;
+pub mod any_record;
 pub mod baseline;
 pub mod bisect;
 pub mod common;
@@ -23,11 +24,13 @@ pub mod criterion;
 pub mod dispatches;
 pub mod error_map;
 pub mod exit;
+mod first_divergence;
 pub mod float;
 pub mod fuzz;
 pub mod fuzz_targets;
 pub mod history;
 pub mod history_dir;
+pub mod partition;
 pub mod plan;
 pub mod run;
 pub mod samples;
@@ -40,6 +43,7 @@ pub mod tokens;
 pub mod tokens_chain;
 pub mod tokens_targets;
 pub mod triangulation;
+pub mod triangulation_row;
 
 pub use any::{AnyRecord, RecordError};
 pub use baseline::{

@@ -50,15 +50,15 @@ pub struct RunRecord {
     /// `parity check --shard i/n`: which shard this record is, and the whole
     /// run's plan for `parity report --merge`; absent for a whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::ShardRecord>,
+    pub shard: Option<crate::partition::ShardRecord>,
     /// The targets the run executed on, in the order given (`--target a,b`);
     /// one entry for a single-target run, empty in records older than targets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<TargetRecord>,
     /// With two or more targets: every output compared across the targets
-    /// and labelled with which side is off (see [`crate::triangulation`]).
+    /// and labelled with which side is off (derived by `triangulation::triangulate`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub triangulation: Vec<crate::triangulation::TriangulationRow>,
+    pub triangulation: Vec<crate::triangulation_row::TriangulationRow>,
 }
 
 /// One target of a run: a name from the spec's `subject.targets`.
@@ -298,7 +298,7 @@ pub struct OutputRecord {
     /// In a run over several targets, on every target after the first: this
     /// output compared with the first target's, under the same criteria and mask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vs_target: Option<crate::triangulation::CrossTarget>,
+    pub vs_target: Option<crate::triangulation_row::CrossTarget>,
 }
 
 /// Metrics of one comparison, as stored in the record.

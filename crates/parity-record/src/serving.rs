@@ -5,7 +5,7 @@
 use crate::common::{ErrorRecord, Status};
 use crate::exit::ExitCode;
 use crate::tokens::DivergentToken;
-use crate::triangulation::{names_where, TriangulationLabel};
+use crate::triangulation_row::{names_where, TriangulationLabel};
 use serde::{Deserialize, Serialize};
 
 /// Schema tag of the serving record.

@@ -6,7 +6,7 @@ use crate::bisect::Localisation;
 use crate::common::{ErrorRecord, Status};
 use crate::exit::ExitCode;
 use crate::run::{Divergence, RunRecord};
-use crate::triangulation::TriangulationLabel;
+use crate::triangulation_row::TriangulationLabel;
 use serde::{Deserialize, Serialize};
 
 /// Schema tag of the tokens record.
@@ -217,7 +217,7 @@ pub struct TokensRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub divergence_target: Option<String>,
     /// Each case that fails or errors on some target, labelled with which
-    /// side is off ([`crate::tokens_targets::triangulate_tokens`]).
+    /// side is off ([`triangulate_tokens`](crate::triangulate_tokens)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub triangulation: Vec<TokenTriangulationRow>,
 }

@@ -9,84 +9,11 @@
 //! errors naming the stage, the argument (index and MLIR name) and the spec's
 //! `file:line:col`.
 
-use crate::model::{Arg, Location, Stage};
+use crate::stage_model::{Arg, Location, Stage};
 use std::path::Path;
 
-pub(crate) use crate::bind_parse::parse_bind;
-
-/// A stage's `bind:` list.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Bind {
-    /// The rules in file order.
-    pub rules: Vec<BindRule>,
-    /// Where `bind:` is in the spec.
-    pub location: Location,
-}
-
-/// One `bind:` rule: which arguments it binds and where their tensors come from.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BindRule {
-    /// Which argument(s).
-    pub target: BindTarget,
-    /// The tensor (templates rendered per case). For a pattern, `$1`..`$9`
-    /// in an `oracle:`/`weight:` name are the pattern's captures.
-    pub source: Arg,
-    /// `replace: {FROM: TO}` (patterns only): substring replacements applied,
-    /// in order, to every capture before it is substituted.
-    pub replace: Vec<(String, String)>,
-    /// Where the rule is in the spec.
-    pub location: Location,
-}
-
-/// The arguments a [`BindRule`] binds.
-#[derive(Clone, Debug, PartialEq)]
-pub enum BindTarget {
-    /// The argument with this MLIR name (`loc("name")`).
-    Name(String),
-    /// The argument at this 0-based index.
-    Index(usize),
-    /// Every argument whose whole MLIR name matches.
-    Pattern(NamePattern),
-}
-
-/// A regular expression matched against a whole argument name.
-#[derive(Clone, Debug)]
-pub struct NamePattern {
-    /// As written in the spec.
-    pub text: String,
-    regex: regex::Regex,
-}
-
-impl PartialEq for NamePattern {
-    fn eq(&self, other: &Self) -> bool {
-        self.text == other.text
-    }
-}
-
-impl NamePattern {
-    /// Compiles `text`, anchored at both ends.
-    pub fn new(text: &str) -> Result<NamePattern, regex::Error> {
-        let regex = regex::Regex::new(&format!("^(?:{text})$"))?;
-        Ok(NamePattern {
-            text: text.to_string(),
-            regex,
-        })
-    }
-
-    /// The captures of `name` (group 0 is the whole name), or None when it does not match.
-    pub fn captures(&self, name: &str) -> Option<Vec<String>> {
-        self.regex.captures(name).map(|c| {
-            c.iter()
-                .map(|m| m.map_or(String::new(), |m| m.as_str().to_string()))
-                .collect()
-        })
-    }
-
-    /// Number of capture groups, group 0 included.
-    pub fn groups(&self) -> usize {
-        self.regex.captures_len()
-    }
-}
+/// The rule types live below the stage that holds them.
+pub use crate::stage_model::{Bind, BindRule, BindTarget, NamePattern};
 
 /// Why a stage's `bind:` rules do not bind its function's arguments one to one.
 /// Messages start with the spec's `file:line:col` and the stage.

@@ -1,10 +1,10 @@
 //! Reading `bind:` rules (see `bind` for what they mean).
 
+use crate::arg_parse::{location, parse_arg_entry};
 use crate::bind::{capture_refs, Bind, BindRule, BindTarget, NamePattern};
 use crate::error::SpecError;
 use crate::model::Arg;
 use crate::reader::Cx;
-use crate::stage::{location, parse_arg_entry};
 use crate::yaml::Node;
 
 const RULE_KEYS: &[&str] = &[

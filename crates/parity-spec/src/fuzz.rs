@@ -5,7 +5,7 @@
 //! (case count, seed, tolerances per invariant). Parsed in `fuzz_parse`; the
 //! executor is `parity::fuzz`. Documented in docs/stages-schema.md ("fuzz").
 
-use crate::model::{Arg, Location};
+use crate::stage_model::{Arg, Location};
 use parity_tensor::DType;
 
 /// The invariants `parity fuzz` checks; the names are the keys of `fuzz.tolerance`.

@@ -1,5 +1,6 @@
 //! Reading and validating the `fuzz:` section (model in `fuzz`).
 
+use crate::arg_parse::{dtype, location, parse_arg};
 use crate::error::{Scope, SpecError};
 use crate::fuzz::{
     FuzzArg, FuzzOutput, FuzzShape, FuzzSpec, LengthsContract, MaskContract, MaskLayout,
@@ -7,7 +8,6 @@ use crate::fuzz::{
 };
 use crate::model::{Arg, Spec};
 use crate::reader::Cx;
-use crate::stage::{dtype, location, parse_arg};
 use crate::tolerance::tolerance;
 use crate::yaml::Node;
 use parity_compare::Criterion;

@@ -5,8 +5,10 @@
 
 #![warn(missing_docs)]
 
+mod arg_parse;
 mod bind;
 mod bind_parse;
+mod case_parse;
 mod error;
 mod fuzz;
 mod fuzz_parse;
@@ -20,6 +22,8 @@ mod serving_parse;
 #[cfg(test)]
 mod serving_tests;
 mod stage;
+mod stage_model;
+mod step_spec;
 mod target_parse;
 mod template;
 mod tokens;
@@ -29,6 +33,7 @@ mod transform;
 mod write;
 mod yaml;
 
+pub use arg_parse::MAX_LITERAL_ELEMENTS;
 pub use bind::{
     bind_args, bind_args_in, Bind, BindError, BindRule, BindTarget, NamePattern, SliceScope,
 };
@@ -49,7 +54,6 @@ pub use parse::{DEFAULT_DRIVER, DEFAULT_TARGET, DEFAULT_TARGET_BACKEND};
 pub use serving::{
     Cancel, PrebuiltServing, Request, RequestInput, Scenario, ScenarioSource, SERVING_CONTEXT,
 };
-pub use stage::MAX_LITERAL_ELEMENTS;
 pub use tokens::{
     LogitsTolerance, TokenArg, TokenBind, TokenBindInput, TokenCall, TokenOracle, TokenVerdictSpec,
     TokensSpec, STEP_VARS,

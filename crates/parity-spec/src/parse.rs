@@ -1,13 +1,15 @@
 //! Reading the top level of stages.yaml: version, subject, weights, oracle,
 //! cases, tolerances and the stage list.
 
+use crate::arg_parse::{dtype, location};
+use crate::case_parse::parse_cases;
 use crate::error::{Scope, SpecError, SpecErrorKind};
 use crate::model::{
     BaselineSpec, Case, Module, ModuleSource, ParameterScope, Spec, Subject, TargetSpec,
     BASELINE_METRICS,
 };
 use crate::reader::Cx;
-use crate::stage::{dtype, location, parse_stage};
+use crate::stage::parse_stage;
 use crate::tolerance::tolerance;
 use crate::yaml::{parse_document, Node};
 use std::collections::{BTreeMap, HashMap};
@@ -37,7 +39,6 @@ const SUBJECT_KEYS: &[&str] = &[
     "parameters",
 ];
 const MODULE_KEYS: &[&str] = &["mlir", "vmfb", "flags"];
-const CASE_KEYS: &[&str] = &["name", "vars"];
 
 /// Default `subject.target_backend`.
 pub const DEFAULT_TARGET_BACKEND: &str = "llvm-cpu";
@@ -106,7 +107,7 @@ pub(crate) fn parse_spec(text: &str, path: &Path) -> Result<Spec, SpecError> {
         Some(b) => parse_baseline(&cx, b)?,
         None => BaselineSpec::default(),
     };
-    let mut literal_budget = crate::stage::MAX_LITERAL_ELEMENTS;
+    let mut literal_budget = crate::arg_parse::MAX_LITERAL_ELEMENTS;
     let tokens = match top.opt("tokens") {
         Some(t) => Some(crate::tokens_parse::parse_tokens(
             &cx,
@@ -378,46 +379,6 @@ pub(crate) fn parse_module(
         flags,
         location: location(node),
     })
-}
-
-pub(crate) fn parse_cases(cx: &Cx<'_>, node: &Node) -> Result<Vec<Case>, SpecError> {
-    let items = cx.list(node, "cases")?;
-    if items.is_empty() {
-        return Err(cx.invalid(
-            node,
-            "`cases` is empty; omit it for a single `default` case".into(),
-        ));
-    }
-    let mut cases: Vec<Case> = Vec::new();
-    for item in items {
-        let m = cx.map(item, "case", "case", CASE_KEYS)?;
-        let name_node = m.req(cx, "name")?;
-        let name = cx.name(name_node, "name")?;
-        let ccx = cx.with(Scope::Case(name.clone()));
-        if cases.iter().any(|c| c.name == name) {
-            return Err(ccx.invalid(name_node, format!("duplicate case name `{name}`")));
-        }
-        let mut vars = BTreeMap::new();
-        if let Some(v) = m.opt("vars") {
-            for (key, value) in ccx.free_map(v, "vars", "vars")?.entries() {
-                let var = ccx.string(key, "variable name")?;
-                let valid = var
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                    && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                if !valid || var == "case" {
-                    return Err(ccx.invalid(
-                        key,
-                        format!("variable name `{var}` must be letters, digits and `_`, not starting with a digit, and not `case`"),
-                    ));
-                }
-                vars.insert(var, ccx.string(value, "variable value")?);
-            }
-        }
-        cases.push(Case { name, vars });
-    }
-    Ok(cases)
 }
 
 fn parse_tolerances(

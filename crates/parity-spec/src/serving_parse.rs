@@ -1,12 +1,12 @@
 //! Reading and validating a serving scenario file (model in `serving`).
 
+use crate::arg_parse::location;
 use crate::error::{Scope, SpecError, SpecErrorKind};
 use crate::parse::base_dir;
 use crate::reader::Cx;
 use crate::serving::{
     Cancel, PrebuiltServing, Request, RequestInput, Scenario, ScenarioSource, SERVING_CONTEXT,
 };
-use crate::stage::location;
 use crate::yaml::{parse_document, Node};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;

@@ -1,10 +1,10 @@
 //! Reading `subject.targets:`: each target's backend, device, flags and its
 //! own prebuilt modules.
 
+use crate::arg_parse::location;
 use crate::error::SpecError;
 use crate::model::{Module, ModuleSource, Stage, Subject, TargetSpec, TargetTolerance};
 use crate::reader::Cx;
-use crate::stage::location;
 use crate::yaml::Node;
 use std::collections::BTreeMap;
 use std::path::Path;

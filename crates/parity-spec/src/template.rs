@@ -1,6 +1,6 @@
 //! `{case}` / `{var}` substitution in stage strings; `{{` and `}}` are literal braces.
 
-use crate::model::Case;
+use crate::stage_model::Case;
 
 /// Why a template could not be rendered.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! `parity::tokens`. Documented in docs/stages-schema.md ("tokens").
 
 use crate::bind::{bind_rules, BindError, BindOwner, BindRule, BindTarget};
-use crate::model::{Arg, Case, Location, Spec, Stage};
+use crate::stage_model::{Arg, Case, Location, Stage};
 use crate::template::{render, TemplateError};
 use parity_compare::Criterion;
 use parity_tensor::DType;
@@ -337,42 +337,5 @@ impl TokensSpec {
         } else {
             p + step - 1
         }
-    }
-}
-
-impl Spec {
-    /// A spec that runs the step-stage chain of `case` at `step` as ordinary
-    /// stages: the same subject, weights and oracle, one case (the step case)
-    /// and the prefill (step 0) or decode chain as its stages. `None` when the
-    /// spec has no `tokens:` section, the case is not a token case, the chain
-    /// is empty, or the prompt length does not render.
-    pub fn step_spec(&self, case: &str, step: usize) -> Option<Spec> {
-        let tokens = self.tokens.as_ref()?;
-        let case = tokens.case(case)?;
-        let p = tokens.prompt_len(case).ok()?;
-        let stages = if step == 0 {
-            &tokens.prefill_stages
-        } else {
-            &tokens.decode_stages
-        };
-        if stages.is_empty() {
-            return None;
-        }
-        let mut spec = self.clone();
-        spec.cases = vec![TokensSpec::step_case(
-            case,
-            step,
-            TokensSpec::position(p, step),
-        )];
-        spec.stages = stages.clone();
-        spec.tokens = None;
-        // Only the modules the chain calls (all when a module name is templated),
-        // so localising a step compiles nothing else.
-        if !stages.iter().any(|s| s.module.contains('{')) {
-            spec.subject
-                .modules
-                .retain(|name, _| stages.iter().any(|s| &s.module == name));
-        }
-        Some(spec)
     }
 }

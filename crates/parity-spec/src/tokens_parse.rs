@@ -1,11 +1,12 @@
 //! Reading and validating the `tokens:` section (model in `tokens`).
 
+use crate::arg_parse::{dtype, location, parse_arg, template_string};
 use crate::bind::{BindRule, BindTarget};
+use crate::case_parse::parse_cases;
 use crate::error::{Scope, SpecError};
 use crate::model::{Arg, Location, Spec, Stage};
-use crate::parse::parse_cases;
 use crate::reader::Cx;
-use crate::stage::{dtype, location, parse_arg, parse_stage, template_string};
+use crate::stage::parse_stage;
 use crate::tokens::{
     LogitsTolerance, TokenArg, TokenBind, TokenBindInput, TokenCall, TokenOracle, TokenVerdictSpec,
     TokensSpec, STEP_VARS,

@@ -5,11 +5,11 @@
 //! explicit: a square matrix fed untransposed would otherwise give wrong
 //! numbers silently. The runner records every applied transform.
 
+use crate::arg_parse::{dtype, location, template_string};
 use crate::bind::{capture_refs, expand, NamePattern};
 use crate::error::SpecError;
-use crate::model::Location;
 use crate::reader::Cx;
-use crate::stage::{dtype, location};
+use crate::stage_model::Location;
 use crate::yaml::Node;
 use parity_tensor::DType;
 
@@ -142,7 +142,7 @@ pub(crate) fn parse_checkpoints(cx: &Cx<'_>, node: &Node) -> Result<Vec<Checkpoi
     for item in cx.list(node, "checkpoints")? {
         let m = cx.map(item, "checkpoint", "checkpoint", &["oracle", "point"])?;
         let oracle_node = m.req(cx, "oracle")?;
-        let oracle = crate::stage::template_string(cx, "checkpoints", oracle_node, "oracle")?;
+        let oracle = template_string(cx, "checkpoints", oracle_node, "oracle")?;
         let point = cx.name(m.req(cx, "point")?, "point")?;
         if out.iter().any(|c| c.oracle == oracle) {
             return Err(cx.invalid(

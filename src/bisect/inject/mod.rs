@@ -6,7 +6,7 @@
 //! exp made to overflow).
 
 use super::edits::{AfterOp, Change, Edit};
-use crate::fuzz::seed::mix;
+use crate::seed::mix;
 use parity_mlir::{Function, Module};
 use std::fmt;
 

@@ -515,7 +515,7 @@ fn perturbed(t: &Tensor, seed: u64) -> Result<Tensor, BisectError> {
         .into_iter()
         .enumerate()
         .map(|(i, x)| {
-            let r = crate::fuzz::seed::mix(seed.wrapping_mul(0x1_0000_0001) ^ i as u64);
+            let r = crate::seed::mix(seed.wrapping_mul(0x1_0000_0001) ^ i as u64);
             x * (0.5 + (r >> 11) as f64 / (1u64 << 53) as f64)
         })
         .collect();
