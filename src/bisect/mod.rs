@@ -293,20 +293,14 @@ fn bisect_stage(
         target.module_options(spec, &stage.module),
         source_name,
     );
-    let outcome = localise(
+    let found = localise_counted(
         &program,
         &mut prober,
         statuses,
         (case_name, skipped_cases),
         options.strategy,
         report,
-    );
-    report.probes = prober.probes;
-    report.probe_log = std::mem::take(&mut prober.log);
-    let found = outcome?;
-    if let Some(op) = report.first_divergent_op.as_mut() {
-        op.probes = prober.probes;
-    }
+    )?;
     reproduce::reproduce(
         &found,
         &program,
@@ -318,6 +312,28 @@ fn bisect_stage(
     Ok(())
 }
 
+/// [`localise`], with the probes it ran recorded in the report whether or
+/// not it localised.
+fn localise_counted(
+    program: &Program,
+    prober: &mut Prober,
+    statuses: &HashMap<String, bool>,
+    cases: (&str, Vec<String>),
+    strategy: Strategy,
+    report: &mut BisectRecord,
+) -> Result<localise::Localised, BisectError> {
+    let outcome = localise(program, prober, statuses, cases, strategy, report);
+    report.probes = prober.probes;
+    report.probe_log = std::mem::take(&mut prober.log);
+    let found = outcome?;
+    if let Some(op) = report.first_divergent_op.as_mut() {
+        op.probes = prober.probes;
+    }
+    Ok(found)
+}
+
+/// The record's divergent operation: op `o` of the stage's function with
+/// its evidence and metrics (probes filled in later).
 fn divergent_op(
     program: &Program,
     o: usize,
