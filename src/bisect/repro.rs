@@ -13,16 +13,19 @@
 //! (the spec's `max_abs` for a stage output, else the ULP budget), with
 //! `--expected_rtol=0`.
 
+mod scripts;
+mod wrapper;
+
 use super::error::BisectError;
 use crate::target::Target;
 use parity_iree::CompileOptions;
-use parity_mlir::{emit_slices, Function, Module, SliceArg, SliceRequest, Type, ValueId};
+use parity_mlir::{emit_slices, Function, Module, SliceArg, SliceRequest, ValueId};
 use parity_record::{Evidence, ReproducerCheck, ReproducerOutput};
-use parity_spec::yaml_quote;
 use parity_tensor::{write_file_atomic, write_npy, DType, Tensor};
+use scripts::Scripts;
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 use std::path::Path;
+use wrapper::insert_check;
 
 /// The entry function's name in `slice.mlir`.
 pub const REPRO_FUNCTION: &str = "repro";
@@ -68,19 +71,82 @@ pub fn write(
         dir: dir.to_path_buf(),
         source,
     })?;
-    let write = |path: std::path::PathBuf, bytes: &[u8]| {
+    let out = ReproDir { dir };
+    let made = Provenance {
+        source_name,
+        evidence,
+    };
+    let given = needed_inputs(func, ops, inputs);
+    let (text, args) = slice_text(module, func, ops, &given, expected, &made)?;
+    out.write("slice.mlir", text.as_bytes())?;
+    let tensors = write_tensors(&out, func, &args, &given, expected, &made)?;
+
+    let mut options = options.clone();
+    if !options.flags.iter().any(|f| f == KEEP_F64) {
+        options.flags.push(KEEP_F64.to_string());
+    }
+    let parameters = scripts::parameter_files(target);
+    let scripts = Scripts {
+        target,
+        options: &options,
+        parameters: &parameters,
+        arg_names: &tensors.arg_names,
+        thresholds,
+    };
+    out.write("run.sh", scripts.run_sh(expected.len()).as_bytes())?;
+    out.write(
+        "stages.yaml",
+        scripts.stages_yaml(&tensors.expected).as_bytes(),
+    )?;
+    Ok(Written {
+        text,
+        inputs: tensors.inputs,
+        expected: tensors.expected,
+        thresholds: thresholds.to_vec(),
+        options,
+    })
+}
+
+/// The reproducer directory, whose write errors name the file.
+struct ReproDir<'a> {
+    /// Where the files go.
+    dir: &'a Path,
+}
+
+impl ReproDir<'_> {
+    /// Writes `name` whole (atomically).
+    fn write(&self, name: &str, bytes: &[u8]) -> Result<(), BisectError> {
+        let path = self.dir.join(name);
         write_file_atomic(&path, bytes).map_err(|e| BisectError::WriteFile {
             path,
             source: Box::new(e),
         })
-    };
-    let write_tensor = |path: std::path::PathBuf, t: &Tensor| {
+    }
+
+    /// Writes `t` as `<name>.npy`.
+    fn write_tensor(&self, name: &str, t: &Tensor) -> Result<(), BisectError> {
+        let path = self.dir.join(format!("{name}.npy"));
         write_npy(&path, t).map_err(|e| BisectError::WriteFile {
             path,
             source: Box::new(e),
         })
-    };
-    // Only the inputs the slice actually needs, in the slice's argument order.
+    }
+}
+
+/// Where the reproducer comes from, for its header and oracle manifest.
+struct Provenance<'a> {
+    /// The module the slice was cut from, as the header names it.
+    source_name: &'a str,
+    /// The evidence bisect localised by.
+    evidence: Evidence,
+}
+
+/// Only the inputs the slice actually needs, in the order given.
+fn needed_inputs<'a>(
+    func: &Function,
+    ops: &[usize],
+    inputs: &'a [(ValueId, Tensor)],
+) -> Vec<&'a (ValueId, Tensor)> {
     let needed: BTreeSet<ValueId> = ops
         .iter()
         .flat_map(|&o| {
@@ -92,21 +158,31 @@ pub fn write(
                 .collect::<Vec<_>>()
         })
         .collect();
-    let given: Vec<&(ValueId, Tensor)> =
-        inputs.iter().filter(|(v, _)| needed.contains(v)).collect();
+    inputs.iter().filter(|(v, _)| needed.contains(v)).collect()
+}
+
+/// `slice.mlir`'s text (header, `@repro` from `given` to `expected`, and
+/// `@check`), with `@repro`'s arguments in order.
+fn slice_text(
+    module: &Module,
+    func: &Function,
+    ops: &[usize],
+    given: &[&(ValueId, Tensor)],
+    expected: &[(ValueId, Tensor)],
+    made: &Provenance,
+) -> Result<(String, Vec<(SliceArg, ValueId)>), BisectError> {
     let req = SliceRequest {
         name: REPRO_FUNCTION.to_string(),
         from: given.iter().map(|(v, _)| *v).collect(),
         to: expected.iter().map(|(v, _)| *v).collect(),
     };
-    let (mut text, infos) =
+    let (mut text, mut infos) =
         emit_slices(module, func, "parity_repro", &[req]).map_err(|source| BisectError::Slice {
             function: func.name.clone(),
             source,
         })?;
-    let info = &infos[0];
-    let arg_types: Vec<&str> = info
-        .args
+    let args = std::mem::take(&mut infos[0].args);
+    let arg_types: Vec<&str> = args
         .iter()
         .map(|(_, v)| func.values[*v].ty.text.as_str())
         .collect();
@@ -121,20 +197,45 @@ pub fn write(
         }
     })?;
     let header = format!(
-        "// parity bisect reproducer: {} operation(s) of @{} from {source_name}\n// evidence: {}\n\
+        "// parity bisect reproducer: {} operation(s) of @{} from {}\n// evidence: {}\n\
          // @{REPRO_FUNCTION} is the slice; @{CHECK_FUNCTION} feeds it from numpy-friendly types \
          (bf16 as f32) and returns float results as f64.\n",
         ops.len(),
         func.name,
-        evidence.name()
+        made.source_name,
+        made.evidence.name()
     );
-    let text = format!("{header}{text}");
-    write(dir.join("slice.mlir"), text.as_bytes())?;
+    Ok((format!("{header}{text}"), args))
+}
 
-    let mut arg_names = Vec::new();
+/// `@check`'s tensors as written: its arguments (`input_<k>.npy`) and
+/// expected results (`expected_<k>.npy`).
+struct CheckTensors {
+    /// The argument files' names, without `.npy`.
+    arg_names: Vec<String>,
+    /// The arguments, numpy-friendly.
+    inputs: Vec<Tensor>,
+    /// The expected results, floats as f64.
+    expected: Vec<Tensor>,
+}
+
+/// Writes `@check`'s arguments (`args`, drawn from `given`) and expected
+/// results as `.npy`, and the oracle manifest naming them.
+fn write_tensors(
+    out: &ReproDir,
+    func: &Function,
+    args: &[(SliceArg, ValueId)],
+    given: &[&(ValueId, Tensor)],
+    expected: &[(ValueId, Tensor)],
+    made: &Provenance,
+) -> Result<CheckTensors, BisectError> {
     let mut manifest = serde_json::Map::new();
-    let mut check_inputs = Vec::new();
-    for (k, (arg, _)) in info.args.iter().enumerate() {
+    let mut written = CheckTensors {
+        arg_names: Vec::new(),
+        inputs: Vec::new(),
+        expected: Vec::new(),
+    };
+    for (k, (arg, _)) in args.iter().enumerate() {
         let t = match arg {
             SliceArg::From(i) => &given[*i].1,
             SliceArg::FuncArg(j) => {
@@ -147,12 +248,11 @@ pub fn write(
         };
         let t = numpy_input(t)?;
         let name = format!("input_{k}");
-        write_tensor(dir.join(format!("{name}.npy")), &t)?;
+        out.write_tensor(&name, &t)?;
         manifest.insert(name.clone(), entry(&name, &t));
-        arg_names.push(name);
-        check_inputs.push(t);
+        written.arg_names.push(name);
+        written.inputs.push(t);
     }
-    let mut check_expected = Vec::new();
     for (k, (_, t)) in expected.iter().enumerate() {
         let t = if t.dtype().is_float() {
             super::probe::widen(t)?
@@ -160,132 +260,25 @@ pub fn write(
             t.clone()
         };
         let name = format!("expected_{k}");
-        write_tensor(dir.join(format!("{name}.npy")), &t)?;
+        out.write_tensor(&name, &t)?;
         manifest.insert(name.clone(), entry(&name, &t));
-        check_expected.push(t);
+        written.expected.push(t);
     }
     let manifest = serde_json::json!({
         "schema": "parity.oracle-manifest/1",
-        "provenance": {"made_by": "parity bisect", "evidence": evidence.name(), "source": source_name},
+        "provenance": {"made_by": "parity bisect", "evidence": made.evidence.name(), "source": made.source_name},
         "tensors": manifest,
     });
-    write(
-        dir.join("manifest.json"),
+    out.write(
+        "manifest.json",
         serde_json::to_string_pretty(&manifest)
             .unwrap_or_default()
             .as_bytes(),
     )?;
-
-    // run.sh: the pip-installed IREE tools, no parity.
-    let mut options = options.clone();
-    if !options.flags.iter().any(|f| f == KEEP_F64) {
-        options.flags.push(KEEP_F64.to_string());
-    }
-    let flags = options.effective_flags();
-    let mut sh = String::from(
-        "#!/bin/sh\n# Reproduces the mismatch parity bisect found, with the pip-installed IREE tools\n\
-         # (iree-base-compiler / iree-base-runtime 3.13): exits non-zero when the slice's\n\
-         # result differs from expected_*.npy by more than the threshold.\nset -e\ncd \"$(dirname \"$0\")\"\n",
-    );
-    let _ = writeln!(
-        sh,
-        "iree-compile {} slice.mlir -o slice.vmfb",
-        shell_words::join(&flags)
-    );
-    let mut run = format!(
-        "iree-run-module --module=slice.vmfb {} --function={CHECK_FUNCTION}",
-        shell_words::quote(&format!("--device={}", target.device()))
-    );
-    // A slice of a parameterised function reads the subject's parameter
-    // files where they are (they may be many GB): by absolute path.
-    let parameters: Vec<(String, Vec<String>)> = target
-        .parameter_scopes()
-        .into_iter()
-        .map(|(scope, files)| {
-            let files = files
-                .iter()
-                .map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
-                .map(|f| f.display().to_string())
-                .collect();
-            (scope, files)
-        })
-        .collect();
-    for (scope, files) in &parameters {
-        for f in files {
-            let _ = write!(
-                run,
-                " {}",
-                shell_words::quote(&format!("--parameters={scope}={f}"))
-            );
-        }
-    }
-    for a in &arg_names {
-        let _ = write!(run, " --input=@{a}.npy");
-    }
-    for k in 0..expected.len() {
-        let _ = write!(run, " --expected_output=@expected_{k}.npy");
-    }
-    // One flag per dtype: the tightest threshold of the float results.
-    let thr = thresholds
-        .iter()
-        .copied()
-        .filter(|t| t.is_finite() && *t > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    if thr.is_finite() {
-        let _ = write!(run, " --expected_f64_threshold={thr:e} --expected_rtol=0");
-    }
-    let _ = writeln!(sh, "{run}");
-    write(dir.join("run.sh"), sh.as_bytes())?;
-
-    // stages.yaml: the same check inside parity.
-    let mut y = String::from("# parity bisect reproducer: `parity check stages.yaml` in this directory.\nversion: 1\nsubject:\n  modules:\n    repro: {mlir: slice.mlir}\n");
-    let _ = writeln!(y, "  target_backend: {}", yaml_quote(target.backend()));
-    let _ = writeln!(y, "  driver: {}", yaml_quote(target.device()));
-    let _ = writeln!(
-        y,
-        "  flags: [{}]",
-        options
-            .flags
-            .iter()
-            .map(|f| yaml_quote(f))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    if !parameters.is_empty() {
-        y.push_str("  parameters:\n");
-        for (scope, files) in &parameters {
-            let files: Vec<String> = files.iter().map(|f| yaml_quote(f)).collect();
-            let _ = writeln!(y, "    {}: [{}]", yaml_quote(scope), files.join(", "));
-        }
-    }
-    let _ = writeln!(
-        y,
-        "oracle: .\ncases: [{{name: repro}}]\nstages:\n  - name: repro\n    module: repro\n    function: {CHECK_FUNCTION}\n    args:"
-    );
-    for a in &arg_names {
-        let _ = writeln!(y, "      - {{oracle: {}}}", yaml_quote(a));
-    }
-    y.push_str("    outputs:\n");
-    for (k, t) in check_expected.iter().enumerate() {
-        let tolerance = match thresholds.get(k) {
-            Some(thr) if t.dtype().is_float() => format!("[{{max_abs: {thr:e}}}]"),
-            _ => "[exact]".to_string(),
-        };
-        let _ = writeln!(
-            y,
-            "      - {{name: out_{k}, oracle: expected_{k}, tolerance: {tolerance}}}"
-        );
-    }
-    write(dir.join("stages.yaml"), y.as_bytes())?;
-    Ok(Written {
-        text,
-        inputs: check_inputs,
-        expected: check_expected,
-        thresholds: thresholds.to_vec(),
-        options,
-    })
+    Ok(written)
 }
 
+/// One oracle manifest entry: `<name>.npy` with its dtype and shape.
 fn entry(name: &str, t: &Tensor) -> serde_json::Value {
     serde_json::json!({"file": format!("{name}.npy"), "dtype": t.dtype().name(), "shape": t.shape()})
 }
@@ -301,95 +294,6 @@ fn numpy_input(t: &Tensor) -> Result<Tensor, BisectError> {
             }),
         _ => Ok(t.clone()),
     }
-}
-
-/// The element type of a tensor type's text (`tensor<4x8xbf16>` -> `bf16`).
-fn element_of(ty: &str) -> &str {
-    ty.strip_suffix('>')
-        .and_then(|t| t.rsplit(['x', '<']).next())
-        .unwrap_or("")
-}
-
-/// `tensor<4x8xbf16>` with another element type.
-fn with_element(ty: &str, element: &str) -> Option<String> {
-    let body = ty.strip_suffix('>')?;
-    let cut = body.rfind(['x', '<'])?;
-    Some(format!("{}{element}>", &body[..=cut]))
-}
-
-/// Appends `@check` to the module: bf16 arguments taken as f32 and
-/// converted, float results converted to f64, everything else passed through.
-fn insert_check(text: &mut String, args: &[&str], results: &[&str]) -> Result<(), String> {
-    let end = text
-        .rfind('}')
-        .ok_or("the reproducer module has no closing brace")?;
-    let mut body = String::new();
-    let mut outer_args = Vec::new();
-    let mut call_args = Vec::new();
-    for (k, ty) in args.iter().enumerate() {
-        if element_of(ty) == "bf16" {
-            let wide = with_element(ty, "f32").ok_or_else(|| format!("argument type {ty}"))?;
-            let _ = writeln!(
-                body,
-                "    %n{k} = stablehlo.convert %a{k} : ({wide}) -> {ty}"
-            );
-            outer_args.push(format!("%a{k}: {wide}"));
-            call_args.push(format!("%n{k}"));
-        } else {
-            outer_args.push(format!("%a{k}: {ty}"));
-            call_args.push(format!("%a{k}"));
-        }
-    }
-    let single = results.len() == 1;
-    let result = |k: usize| {
-        if single {
-            "%r".to_string()
-        } else {
-            format!("%r#{k}")
-        }
-    };
-    let _ = writeln!(
-        body,
-        "    {} = func.call @{REPRO_FUNCTION}({}) : ({}) -> ({})",
-        if single {
-            "%r".to_string()
-        } else {
-            format!("%r:{}", results.len())
-        },
-        call_args.join(", "),
-        args.join(", "),
-        results.join(", ")
-    );
-    let mut outs = Vec::new();
-    let mut out_types = Vec::new();
-    for (k, ty) in results.iter().enumerate() {
-        if Type::new(*ty).is_float() && element_of(ty) != "f64" {
-            let wide = with_element(ty, "f64").ok_or_else(|| format!("result type {ty}"))?;
-            let _ = writeln!(
-                body,
-                "    %w{k} = stablehlo.convert {} : ({ty}) -> {wide}",
-                result(k)
-            );
-            outs.push(format!("%w{k}"));
-            out_types.push(wide);
-        } else {
-            outs.push(result(k));
-            out_types.push(ty.to_string());
-        }
-    }
-    let _ = writeln!(
-        body,
-        "    return {} : {}",
-        outs.join(", "),
-        out_types.join(", ")
-    );
-    let wrapper = format!(
-        "  func.func public @{CHECK_FUNCTION}({}) -> ({}) {{\n{body}  }}\n",
-        outer_args.join(", "),
-        out_types.join(", ")
-    );
-    text.insert_str(end, &wrapper);
-    Ok(())
 }
 
 /// Runs the written reproducer's `@check` (compiled as `run.sh` compiles it)
@@ -475,37 +379,6 @@ fn difference(got: &Tensor, want: &Tensor, threshold: f64) -> ReproducerOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn element_types_are_read_and_replaced() {
-        assert_eq!(element_of("tensor<4x8xbf16>"), "bf16");
-        assert_eq!(element_of("tensor<f32>"), "f32");
-        assert_eq!(
-            with_element("tensor<4x8xbf16>", "f32").as_deref(),
-            Some("tensor<4x8xf32>")
-        );
-        assert_eq!(
-            with_element("tensor<f32>", "f64").as_deref(),
-            Some("tensor<f64>")
-        );
-    }
-
-    #[test]
-    fn the_check_wrapper_converts_bf16_in_and_floats_out() {
-        let mut text = "module @m {\n  func.func public @repro() {}\n}\n".to_string();
-        insert_check(
-            &mut text,
-            &["tensor<4xbf16>", "tensor<4xi32>"],
-            &["tensor<4xbf16>", "tensor<4xi32>"],
-        )
-        .unwrap();
-        assert!(text.contains("@check(%a0: tensor<4xf32>, %a1: tensor<4xi32>)"));
-        assert!(text.contains("%n0 = stablehlo.convert %a0 : (tensor<4xf32>) -> tensor<4xbf16>"));
-        assert!(text.contains("%r:2 = func.call @repro(%n0, %a1)"));
-        assert!(text.contains("%w0 = stablehlo.convert %r#0 : (tensor<4xbf16>) -> tensor<4xf64>"));
-        assert!(text.contains("return %w0, %r#1 : tensor<4xf64>, tensor<4xi32>"));
-        assert!(text.trim_end().ends_with('}'));
-    }
 
     #[test]
     fn differences_count_nonfinite_apart_and_nan_equals_nan() {

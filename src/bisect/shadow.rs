@@ -3,17 +3,19 @@
 //! each operation run alone in production precision on the shadow's inputs
 //! shows the error it adds by itself.
 
+mod found;
+mod tapped;
+
 use super::confirm::{self, Candidate, End};
 use super::error::BisectError;
-use super::measure::{
-    all_finite, loc_label, nonfinite_where_finite, value_metrics, LOCAL_ULP_BUDGET,
-};
-use super::probe::{dtype_of, narrow, widen, Cut, Prober};
+use super::measure::{loc_label, nonfinite_where_finite, value_metrics, LOCAL_ULP_BUDGET};
+use super::probe::{dtype_of, narrow, Cut, Prober};
 use super::{Program, Strategy, MARK_ALL_BYTES};
 use parity_mlir::ValueId;
 use parity_record::{Confirmation, Evidence, ShadowRow, ValueMetrics};
 use parity_tensor::Tensor;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+use tapped::Tapped;
 
 /// What the shadow found.
 pub struct ShadowOutcome {
@@ -62,29 +64,13 @@ pub fn run(
     target_nonfinite: bool,
     end: &End,
 ) -> Result<ShadowOutcome, BisectError> {
-    let func = program.func;
-    let bytes: usize = region
-        .iter()
-        .flat_map(|&o| func.ops[o].results.iter())
-        .map(|&v| {
-            func.values[v]
-                .ty
-                .shape()
-                .map_or(0, |s| s.iter().product::<usize>() * 12)
-        })
-        .sum();
-    let bisect = match strategy {
-        Strategy::Bisection => true,
-        Strategy::MarkAll => false,
-        Strategy::Auto => bytes > MARK_ALL_BYTES,
-    };
     let mut outcome = ShadowOutcome {
         rows: Vec::new(),
         found: None,
         confirmation: None,
         notes: Vec::new(),
     };
-    let subset = if bisect {
+    let subset = if bisects(program, region, strategy) {
         let first = if target_nonfinite {
             match first_drifting(program, prober, region, feed, Pick::NonFinite)? {
                 Some(k) => Some(k),
@@ -96,17 +82,7 @@ pub fn run(
         match first {
             // Nothing drifts from the shadow beyond the budget.
             None => return Ok(outcome),
-            Some(k) => {
-                // The op and its operands' producers inside the region.
-                let op = &func.ops[k];
-                let mut s: BTreeSet<usize> = BTreeSet::from([k]);
-                for &v in op.operands.iter().chain(&op.captures) {
-                    if let Some(p) = func.op_of(v).filter(|p| region.contains(p)) {
-                        s.insert(p);
-                    }
-                }
-                s.into_iter().collect()
-            }
+            Some(k) => with_producers(program, region, k),
         }
     } else {
         region.to_vec()
@@ -127,6 +103,40 @@ pub fn run(
     }
     outcome.confirmation = examined.confirmation;
     Ok(outcome)
+}
+
+/// Whether the shadow bisects `region` (one tap per probe) rather than
+/// tapping every value at once: by strategy, or for `Auto` by the taps' size.
+fn bisects(program: &Program, region: &[usize], strategy: Strategy) -> bool {
+    let func = program.func;
+    let bytes: usize = region
+        .iter()
+        .flat_map(|&o| func.ops[o].results.iter())
+        .map(|&v| {
+            func.values[v]
+                .ty
+                .shape()
+                .map_or(0, |s| s.iter().product::<usize>() * 12)
+        })
+        .sum();
+    match strategy {
+        Strategy::Bisection => true,
+        Strategy::MarkAll => false,
+        Strategy::Auto => bytes > MARK_ALL_BYTES,
+    }
+}
+
+/// Op `k` and its operands' producers inside `region`, in program order.
+fn with_producers(program: &Program, region: &[usize], k: usize) -> Vec<usize> {
+    let func = program.func;
+    let op = &func.ops[k];
+    let mut s: BTreeSet<usize> = BTreeSet::from([k]);
+    for &v in op.operands.iter().chain(&op.captures) {
+        if let Some(p) = func.op_of(v).filter(|p| region.contains(p)) {
+            s.insert(p);
+        }
+    }
+    s.into_iter().collect()
 }
 
 /// What the shadow bisection looks for.
@@ -224,128 +234,64 @@ fn examine(
     feed: &[(ValueId, Tensor)],
     end: &End,
 ) -> Result<Examined, BisectError> {
-    let func = program.func;
-    let budget = program.budget;
-    let given: Vec<(ValueId, &Tensor)> = feed.iter().map(|(v, t)| (*v, t)).collect();
-    let taps: Vec<ValueId> = ops
-        .iter()
-        .flat_map(|&o| func.ops[o].results.iter().copied())
-        .collect();
-    let region_cut = || Cut {
-        name: "region".into(),
-        given: given.clone(),
-        want: taps.clone(),
-    };
-    let prod = prober
-        .run(
-            &[region_cut()],
-            false,
-            "region, production precision, values tapped",
-        )?
-        .remove(0);
-    let shadow = prober
-        .run(&[region_cut()], true, "region, f64 shadow, values tapped")?
-        .remove(0);
-    let prod_of: HashMap<ValueId, Tensor> = taps.iter().copied().zip(prod).collect();
-    let mut shadow_of: HashMap<ValueId, Tensor> = taps.iter().copied().zip(shadow).collect();
-    for (v, t) in feed {
-        if !shadow_of.contains_key(v) {
-            shadow_of.insert(*v, widen(t)?);
-        }
-    }
-
-    // Each op alone, in production precision, on the shadow's inputs rounded
-    // to its operand types. Constants are recomputed inside the slice.
-    let mut alone: Vec<(usize, Vec<(ValueId, Tensor)>)> = Vec::new();
-    for &o in ops {
-        let op = &func.ops[o];
-        if !op.results.iter().any(|&r| func.values[r].ty.is_float()) {
-            continue;
-        }
-        let mut ins = Vec::new();
-        let mut seen = BTreeSet::new();
-        let mut complete = true;
-        for &v in op.operands.iter().chain(&op.captures) {
-            if func.is_constant(v) || !seen.insert(v) {
-                continue;
-            }
-            let Some(sh) = shadow_of.get(&v) else {
-                complete = false;
-                break;
-            };
-            let dt = func.values[v]
-                .ty
-                .element()
-                .and_then(dtype_of)
-                .unwrap_or(sh.dtype());
-            ins.push((v, narrow(sh, dt)?));
-        }
-        if complete {
-            alone.push((o, ins));
-        }
-    }
-    let cuts: Vec<Cut> = alone
-        .iter()
-        .map(|(o, ins)| Cut {
-            name: format!("op_{o}"),
-            given: ins.iter().map(|(v, t)| (*v, t)).collect(),
-            want: func.ops[*o].results.clone(),
-        })
-        .collect();
-    let local = if cuts.is_empty() {
-        Vec::new()
-    } else {
-        prober.run(&cuts, false, "each op alone on the shadow's inputs")?
-    };
-    let local_of: HashMap<usize, Vec<Tensor>> = alone.iter().map(|(o, _)| *o).zip(local).collect();
-
-    // Exact evidence first: the first op turning finite operands into NaN/Inf
-    // where the shadow stays finite.
-    let production_of = |v: ValueId| {
-        prod_of
-            .get(&v)
-            .or_else(|| feed.iter().find(|(f, _)| *f == v).map(|(_, t)| t))
-    };
-    let origin = ops.iter().copied().find(|&o| {
-        let op = &func.ops[o];
-        let makes_nonfinite = op.results.iter().any(|r| {
-            func.values[*r].ty.is_float()
-                && matches!((prod_of.get(r), shadow_of.get(r)),
-                    (Some(p), Some(s)) if !nonfinite_where_finite(p, s).is_empty())
+    let tapped = Tapped::tap(program, prober, ops, feed)?;
+    // Exact evidence first.
+    let origin = tapped.nonfinite_origin(program, ops);
+    let (mut rows, over) = rows(program, &tapped, ops, origin)?;
+    if let Some(o) = origin {
+        return Ok(Examined {
+            rows,
+            found: Some(found::nonfinite_found(program, o, &tapped)?),
+            confirmation: None,
         });
-        makes_nonfinite
-            && op
-                .operands
-                .iter()
-                .chain(&op.captures)
-                .filter(|&&v| !func.is_constant(v) && func.values[v].ty.is_float())
-                .all(|&v| production_of(v).is_some_and(all_finite))
-    });
+    }
+    if over.is_empty() {
+        return Ok(Examined {
+            rows,
+            found: None,
+            confirmation: None,
+        });
+    }
+    // Inferred evidence only when it holds: each op over budget, its results
+    // taken from the shadow, must bring the region's end onto the oracle.
+    let candidates = candidates(program, &tapped, &over)?;
+    let confirmation = confirm::confirm(program, prober, feed, end, &candidates)?;
+    let Some(o) = confirmation.confirmed else {
+        return Ok(Examined {
+            rows,
+            found: None,
+            confirmation: Some(confirmation),
+        });
+    };
+    for row in &mut rows {
+        row.flagged = row.op_index == o;
+    }
+    Ok(Examined {
+        rows,
+        found: Some(found::inferred_found(program, o, &tapped, &confirmation)?),
+        confirmation: Some(confirmation),
+    })
+}
 
+/// Ops whose own error is over the local budget, each with that error (ULPs).
+type OverBudget = Vec<(usize, f64)>;
+
+/// One row per op of `ops` (`origin` flagged), and the ops whose own error
+/// is over the local budget, with that error.
+fn rows(
+    program: &Program,
+    tapped: &Tapped,
+    ops: &[usize],
+    origin: Option<usize>,
+) -> Result<(Vec<ShadowRow>, OverBudget), BisectError> {
+    let func = program.func;
     let mut rows = Vec::new();
-    let mut over: Vec<(usize, f64)> = Vec::new();
+    let mut over = Vec::new();
     for &o in ops {
         let op = &func.ops[o];
         let r = op.results[0];
-        let accumulated_ulps = match (prod_of.get(&r), shadow_of.get(&r)) {
-            (Some(p), Some(s)) if func.values[r].ty.is_float() => {
-                value_metrics(func, r, p, s, "shadow", budget)?.ulps_at_max
-            }
-            _ => 0.0,
-        };
-        let local_ulps = match local_of.get(&o) {
-            None => None,
-            Some(res) => {
-                let mut worst: f64 = 0.0;
-                for (&rv, t) in op.results.iter().zip(res) {
-                    if let Some(s) = shadow_of.get(&rv).filter(|_| func.values[rv].ty.is_float()) {
-                        worst =
-                            worst.max(value_metrics(func, rv, t, s, "shadow", budget)?.ulps_at_max);
-                    }
-                }
-                Some(worst)
-            }
-        };
+        let accumulated_ulps = tapped.accumulated_ulps(program, r)?;
+        let local_ulps = tapped.local_ulps(program, o)?;
         if let Some(l) = local_ulps.filter(|l| *l > LOCAL_ULP_BUDGET) {
             over.push((o, l));
         }
@@ -359,31 +305,24 @@ fn examine(
             flagged: origin == Some(o),
         });
     }
+    Ok((rows, over))
+}
 
-    if let Some(o) = origin {
-        let (rows, found) = nonfinite_found(program, o, rows, &prod_of, &shadow_of, feed)?;
-        return Ok(Examined {
-            rows,
-            found,
-            confirmation: None,
-        });
-    }
-    if over.is_empty() {
-        return Ok(Examined {
-            rows,
-            found: None,
-            confirmation: None,
-        });
-    }
-    // Inferred evidence only when it holds: each op over budget, its results
-    // taken from the shadow, must bring the region's end onto the oracle.
+/// The confirmation's candidates: each op over budget with its results from
+/// the shadow, rounded to their types (past the probe's limit only counted).
+fn candidates(
+    program: &Program,
+    tapped: &Tapped,
+    over: &[(usize, f64)],
+) -> Result<Vec<Candidate>, BisectError> {
+    let func = program.func;
     let mut candidates = Vec::new();
     for (k, &(o, local_ulps)) in over.iter().enumerate() {
         let mut results = Vec::new();
         // Past the probe's limit a candidate is only counted (not tried).
         let tried = k < confirm::MAX_CANDIDATES;
         for &r in func.ops[o].results.iter().filter(|_| tried) {
-            if let Some(s) = shadow_of.get(&r) {
+            if let Some(s) = tapped.shadow_of.get(&r) {
                 let dt = func.values[r]
                     .ty
                     .element()
@@ -398,148 +337,5 @@ fn examine(
             results,
         });
     }
-    let confirmation = confirm::confirm(program, prober, feed, end, &candidates)?;
-    let Some(o) = confirmation.confirmed else {
-        return Ok(Examined {
-            rows,
-            found: None,
-            confirmation: Some(confirmation),
-        });
-    };
-    for row in &mut rows {
-        row.flagged = row.op_index == o;
-    }
-    let op = &func.ops[o];
-    let repro_inputs = alone
-        .iter()
-        .find(|(x, _)| *x == o)
-        .map(|(_, ins)| ins.clone())
-        .unwrap_or_default();
-    let mut inputs = Vec::new();
-    for (v, _) in &repro_inputs {
-        let actual = prod_of
-            .get(v)
-            .or_else(|| feed.iter().find(|(f, _)| f == v).map(|(_, t)| t));
-        if let (Some(p), Some(s)) = (actual, shadow_of.get(v)) {
-            if func.values[*v].ty.is_float() {
-                inputs.push(value_metrics(func, *v, p, s, "shadow", budget)?);
-            }
-        }
-    }
-    let mut output = Vec::new();
-    let mut expected = Vec::new();
-    let results = local_of.get(&o).cloned().unwrap_or_default();
-    for (&rv, alone_result) in op.results.iter().zip(&results) {
-        let Some(s) = shadow_of.get(&rv) else {
-            continue;
-        };
-        if func.values[rv].ty.is_float() {
-            output.push(value_metrics(
-                func,
-                rv,
-                alone_result,
-                s,
-                "shadow (op alone)",
-                budget,
-            )?);
-        }
-        // The unrounded shadow: the reproducer compares with the value the
-        // op should have kept (rounding it to the result type would be
-        // exactly what a rounding fault computes).
-        expected.push((rv, s.clone()));
-    }
-    Ok(Examined {
-        rows,
-        found: Some(Found {
-            op: o,
-            evidence: Evidence::Inferred,
-            note: Some(confirm::note(&confirmation, budget.name())),
-            inputs,
-            output,
-            repro_inputs,
-            expected,
-        }),
-        confirmation: Some(confirmation),
-    })
-}
-
-/// The non-finite origin `o`: production vs shadow at its operands and
-/// results; the reproducer runs it on production's own (finite) operands and
-/// expects the shadow's (finite) results.
-fn nonfinite_found(
-    program: &Program,
-    o: usize,
-    rows: Vec<ShadowRow>,
-    prod_of: &HashMap<ValueId, Tensor>,
-    shadow_of: &HashMap<ValueId, Tensor>,
-    feed: &[(ValueId, Tensor)],
-) -> Result<(Vec<ShadowRow>, Option<Found>), BisectError> {
-    let func = program.func;
-    let budget = program.budget;
-    let op = &func.ops[o];
-    let mut inputs = Vec::new();
-    let mut repro_inputs = Vec::new();
-    let mut seen = BTreeSet::new();
-    let mut worst_drift: f64 = 0.0;
-    for &v in op.operands.iter().chain(&op.captures) {
-        if func.is_constant(v) || !seen.insert(v) {
-            continue;
-        }
-        let Some(p) = prod_of
-            .get(&v)
-            .or_else(|| feed.iter().find(|(f, _)| *f == v).map(|(_, t)| t))
-        else {
-            continue;
-        };
-        repro_inputs.push((v, p.clone()));
-        if let (true, Some(s)) = (func.values[v].ty.is_float(), shadow_of.get(&v)) {
-            let m = value_metrics(func, v, p, s, "shadow", budget)?;
-            worst_drift = worst_drift.max(m.ulps_at_max);
-            inputs.push(m);
-        }
-    }
-    let mut output = Vec::new();
-    let mut expected = Vec::new();
-    let mut count = 0;
-    for &rv in &op.results {
-        let (Some(p), Some(s)) = (prod_of.get(&rv), shadow_of.get(&rv)) else {
-            continue;
-        };
-        if func.values[rv].ty.is_float() {
-            let m = value_metrics(func, rv, p, s, "shadow", budget)?;
-            count += m.nonfinite;
-            output.push(m);
-        }
-        // The unrounded shadow: the reproducer compares with the value the
-        // op should have kept (rounding it to the result type would be
-        // exactly what a rounding fault computes).
-        expected.push((rv, s.clone()));
-    }
-    let mut note = format!(
-        "non-finite origin: #{o} {} turns finite operands into {count} NaN/Inf element(s) where \
-         the f64 shadow is finite",
-        op.name
-    );
-    if worst_drift > LOCAL_ULP_BUDGET {
-        note.push_str(&format!(
-            "; its operands already differ from the shadow by up to {worst_drift:.1} ULPs of {}, \
-             so the values that overflow or leave the domain here come from earlier operations \
-             (see the accumulated column)",
-            budget.name()
-        ));
-    } else {
-        note.push_str("; its operands agree with the shadow within rounding");
-    }
-    Ok((
-        rows,
-        Some(Found {
-            op: o,
-            evidence: Evidence::NonFinite,
-            note: Some(note),
-            inputs,
-            output,
-            repro_inputs,
-            expected,
-        }),
-    ))
+    Ok(candidates)
 }
