@@ -131,27 +131,7 @@ pub fn search(
         ret,
     } = emitted.parts(func, "the repair search's slice")?;
     let accept = Acceptance::new(program, target);
-    let judged_by = match &accept {
-        Acceptance::Budget => {
-            format!("within {CHECKPOINT_ULP_BUDGET} ULPs at the oracle's largest magnitude")
-        }
-        Acceptance::Criteria { criteria, .. } => format!(
-            "within output `{}`'s tolerance ({} criteria, vs_f64 left out)",
-            program.start.spec.name,
-            criteria.len()
-        ),
-    };
-    let mut outcome = RepairOutcome {
-        repairs: Vec::new(),
-        tried: 0,
-        cut: 0,
-        wide: false,
-        compile: Duration::ZERO,
-        runs: Duration::ZERO,
-        judged_by,
-        equivalence: None,
-        cross_case: None,
-    };
+    let mut outcome = RepairOutcome::empty(judged_by(program, &accept));
     let region_slice = Slice {
         head,
         sig,
@@ -163,125 +143,201 @@ pub fn search(
         expected,
         accept: &accept,
     };
-    // The common confusions first; the wide catalogue only when they find
-    // nothing: each of its runs computes every one of its edits, so it costs
-    // more, and a common confusion is the simpler explanation.
-    let common = candidates(func, region, &blocks, Width::Common);
-    outcome.tried = common.len();
-    let mut tier = run_tier(
-        program,
-        prober,
-        &region_slice,
-        &common,
-        "repair search",
-        &mut outcome,
-    )?;
-    // Which tier's module the repairs come from (its edits, by selector).
-    let (mut wide, mut fitted, mut last) = (Vec::new(), Vec::new(), 0);
-    if outcome.repairs.is_empty() {
+    let (tiers, mut module) = Tiers::run(program, prober, &region_slice, region, &mut outcome)?;
+    rank(&mut outcome.repairs);
+    // Repairs that coincide on the failing case: the other cases' oracle
+    // tensors judge them, in the same module (no compile).
+    let open = |o: &RepairOutcome| o.repairs.len() > 1 && claimed(o).is_none();
+    if let (Some((loaded, args)), true) = (module.as_mut(), open(&outcome)) {
+        let run = |args: &mut [Tensor], k: i64, s: f64| run_edit(loaded, args, k, s);
+        let here = cross_case::Here {
+            info,
+            func,
+            edits: tiers.edits(),
+        };
+        cross_case::judge(prober, &here, cross, args, &mut outcome, run)?;
+    }
+    if let (Some((loaded, mut args)), true) = (module, open(&outcome)) {
+        check_equivalence(
+            program,
+            prober,
+            (&loaded, &mut args),
+            &accept,
+            target,
+            &mut outcome,
+        );
+    }
+    Ok(outcome)
+}
+
+/// What "match" means for the region's end, for people.
+fn judged_by(program: &Program, accept: &Acceptance) -> String {
+    match accept {
+        Acceptance::Budget => {
+            format!("within {CHECKPOINT_ULP_BUDGET} ULPs at the oracle's largest magnitude")
+        }
+        Acceptance::Criteria { criteria, .. } => format!(
+            "within output `{}`'s tolerance ({} criteria, vs_f64 left out)",
+            program.start.spec.name,
+            criteria.len()
+        ),
+    }
+}
+
+impl RepairOutcome {
+    /// Nothing found yet; `judged_by` says what a match is.
+    fn empty(judged_by: String) -> Self {
+        RepairOutcome {
+            repairs: Vec::new(),
+            tried: 0,
+            cut: 0,
+            wide: false,
+            compile: Duration::ZERO,
+            runs: Duration::ZERO,
+            judged_by,
+            equivalence: None,
+            cross_case: None,
+        }
+    }
+}
+
+/// The catalogue's tiers as searched: the common confusions, then (when
+/// they find nothing) the wide catalogue, then its fitted edits; which ran
+/// last (the repairs' selectors index its edits).
+struct Tiers {
+    /// The common catalogue's edits.
+    common: Vec<Edit>,
+    /// The wide catalogue's enumerated edits (searched only when the
+    /// common ones find nothing).
+    wide: Vec<Edit>,
+    /// Its fitted edits (searched only when the others find nothing).
+    fitted: Vec<Edit>,
+    /// Which tier ran last: 0, 1 or 2.
+    last: usize,
+}
+
+/// A tier's search module, loaded, and its arguments.
+type TierModule = Option<(parity_iree::LoadedModule, Vec<Tensor>)>;
+
+impl Tiers {
+    /// Runs the tiers in order until one finds repairs (or all ran); the
+    /// last one's module.
+    fn run(
+        program: &Program,
+        prober: &mut Prober,
+        slice: &Slice,
+        region: &[usize],
+        outcome: &mut RepairOutcome,
+    ) -> Result<(Self, TierModule), BisectError> {
+        let func = program.func;
+        // The common confusions first; the wide catalogue only when they
+        // find nothing: each of its runs computes every one of its edits,
+        // so it costs more, and a common confusion is the simpler
+        // explanation.
+        let common = candidates(func, region, slice.blocks, Width::Common);
+        outcome.tried = common.len();
+        let mut module = run_tier(program, prober, slice, &common, "repair search", outcome)?;
+        let mut tiers = Tiers {
+            common,
+            wide: Vec::new(),
+            fitted: Vec::new(),
+            last: 0,
+        };
+        if !outcome.repairs.is_empty() {
+            return Ok((tiers, module));
+        }
         // The slice's inputs under their own names (a `%5#1` cut point is
         // renamed in the slice: left out).
-        let inputs: Vec<ValueId> = info
+        let inputs: Vec<ValueId> = slice
+            .info
             .args
             .iter()
             .map(|&(_, v)| v)
             .filter(|&v| !func.values[v].name.contains('#'))
             .collect();
         let cut;
-        (wide, fitted, cut) = wide_candidates(func, region, &blocks, &inputs);
-        last = 1;
-        outcome.tried += wide.len();
+        (tiers.wide, tiers.fitted, cut) = wide_candidates(func, region, slice.blocks, &inputs);
+        tiers.last = 1;
+        outcome.tried += tiers.wide.len();
         outcome.cut = cut;
         outcome.wide = true;
-        tier = run_tier(
-            program,
-            prober,
-            &region_slice,
-            &wide,
-            "repair search, wide catalogue",
-            &mut outcome,
-        )?;
+        let what = "repair search, wide catalogue";
+        module = run_tier(program, prober, slice, &tiers.wide, what, outcome)?;
         // Its fitted edits (a fit of about 64 runs each) only when the
         // others find nothing, in a module of their own: one more probe.
-        if outcome.repairs.is_empty() && !fitted.is_empty() {
-            last = 2;
-            outcome.tried += fitted.len();
-            tier = run_tier(
-                program,
-                prober,
-                &region_slice,
-                &fitted,
-                "repair search, wide catalogue, fitted",
-                &mut outcome,
-            )?;
+        if outcome.repairs.is_empty() && !tiers.fitted.is_empty() {
+            tiers.last = 2;
+            outcome.tried += tiers.fitted.len();
+            let what = "repair search, wide catalogue, fitted";
+            module = run_tier(program, prober, slice, &tiers.fitted, what, outcome)?;
+        }
+        Ok((tiers, module))
+    }
+
+    /// The edits of the tier that ran last.
+    fn edits(&self) -> &[Edit] {
+        match self.last {
+            0 => &self.common,
+            1 => &self.wide,
+            _ => &self.fitted,
         }
     }
-    let tier_edits: &[Edit] = match last {
-        0 => &common,
-        1 => &wide,
-        _ => &fitted,
-    };
-    // Best first: residual (to the ULP), then the simpler edit.
-    outcome.repairs.sort_by(|a, b| {
+}
+
+/// Best first: residual (to the ULP), then the simpler edit.
+fn rank(repairs: &mut [Repair]) {
+    repairs.sort_by(|a, b| {
         a.ulps
             .round()
             .total_cmp(&b.ulps.round())
             .then(a.kind.simplicity().cmp(&b.kind.simplicity()))
             .then(a.ulps.total_cmp(&b.ulps))
     });
-    // Repairs that coincide on the failing case: the other cases' oracle
-    // tensors judge them, in the same module (no compile).
-    if let (Some((loaded, args)), true) = (
-        tier.as_mut(),
-        outcome.repairs.len() > 1 && claimed(&outcome).is_none(),
-    ) {
-        let run = |args: &mut [Tensor], k: i64, s: f64| run_edit(loaded, args, k, s);
-        let here = cross_case::Here {
-            info,
-            func,
-            edits: tier_edits,
-        };
-        cross_case::judge(prober, &here, cross, args, &mut outcome, run)?;
-    }
-    if let (Some((loaded, mut args)), true) = (
-        tier,
-        outcome.repairs.len() > 1 && claimed(&outcome).is_none(),
-    ) {
-        let t = Instant::now();
-        let ulps =
-            |out: &Tensor, reference: &Tensor| end_ulps(program, target, out, reference, "repair");
-        // A failure here (a perturbed input the module rejects) leaves the
-        // repairs as found, without the check: it loses nothing computed.
-        match equivalence(&outcome.repairs, &accept, &mut args, ulps, |args, k, s| {
-            run_edit(&loaded, args, k, s)
-        }) {
-            Ok(eq) => {
-                outcome.runs += t.elapsed();
-                prober.log.push(format!(
-                    "probe {}: the {} repairs on {} perturbed inputs: {} agree with the first, \
-                     {} differ; the unedited region {} ({:.2}s)",
-                    prober.probes,
-                    outcome.repairs.len(),
-                    eq.inputs,
-                    eq.agree.len(),
-                    eq.differ.len(),
-                    if eq.unedited_differs {
-                        "differs"
-                    } else {
-                        "does not differ"
-                    },
-                    t.elapsed().as_secs_f64()
-                ));
-                outcome.equivalence = Some(eq);
-            }
-            Err(e) => prober.log.push(format!(
-                "probe {}: the equivalence check of the {} repairs could not run: {e}",
+}
+
+/// Whether the surviving repairs compute one function on perturbed inputs,
+/// into `outcome.equivalence`. A failure here (a perturbed input the module
+/// rejects) leaves the repairs as found, without the check: it loses
+/// nothing computed.
+fn check_equivalence(
+    program: &Program,
+    prober: &mut Prober,
+    (loaded, args): (&parity_iree::LoadedModule, &mut [Tensor]),
+    accept: &Acceptance,
+    target: ValueId,
+    outcome: &mut RepairOutcome,
+) {
+    let t = Instant::now();
+    let ulps =
+        |out: &Tensor, reference: &Tensor| end_ulps(program, target, out, reference, "repair");
+    match equivalence(&outcome.repairs, accept, args, ulps, |args, k, s| {
+        run_edit(loaded, args, k, s)
+    }) {
+        Ok(eq) => {
+            outcome.runs += t.elapsed();
+            prober.log.push(format!(
+                "probe {}: the {} repairs on {} perturbed inputs: {} agree with the first, \
+                 {} differ; the unedited region {} ({:.2}s)",
                 prober.probes,
-                outcome.repairs.len()
-            )),
+                outcome.repairs.len(),
+                eq.inputs,
+                eq.agree.len(),
+                eq.differ.len(),
+                if eq.unedited_differs {
+                    "differs"
+                } else {
+                    "does not differ"
+                },
+                t.elapsed().as_secs_f64()
+            ));
+            outcome.equivalence = Some(eq);
         }
+        Err(e) => prober.log.push(format!(
+            "probe {}: the equivalence check of the {} repairs could not run: {e}",
+            prober.probes,
+            outcome.repairs.len()
+        )),
     }
-    Ok(outcome)
 }
 
 /// The region's slice as emitted, and what its end is judged against.
