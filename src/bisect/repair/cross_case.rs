@@ -75,28 +75,92 @@ pub(super) fn judge(
     let t = Instant::now();
     for case in &cross.feeds {
         let same = std::ptr::eq(case.program.func, here.func);
-        let (mut theirs, selects, carried) = if same {
+        let module = match CaseModule::of(prober, here, case, args, &outcome.repairs) {
+            Ok(m) => m,
+            Err(why) => {
+                result.skipped.push(why);
+                continue;
+            }
+        };
+        let ran = module.run(case, &outcome.repairs, &mut run);
+        prober.log.push(ran.log_line(case));
+        if let Some(why) = ran.decides_nothing(case, same) {
+            result.skipped.push(why);
+            continue;
+        }
+        result.cases.push(case.name.clone());
+        result.uncarried.extend(ran.uncarried);
+        // Highest index first, so the earlier indices stay valid.
+        let mut dropped = Vec::new();
+        for &(i, u) in ran.fails.iter().rev() {
+            let r = outcome.repairs.remove(i);
+            dropped.push((r, case.name.clone(), u));
+        }
+        result.dropped.extend(dropped.into_iter().rev());
+    }
+    outcome.runs += t.elapsed();
+    outcome.cross_case = Some(result);
+    Ok(())
+}
+
+/// The module a case runs the repairs in, with its arguments and each
+/// repair's selector value there (or why it was not carried).
+struct CaseModule {
+    /// The case's arguments.
+    args: Vec<Tensor>,
+    /// Per repair: its selector there, or why it was not carried.
+    selects: Vec<Result<i64, String>>,
+    /// A module of the case's own function (none: the search's module).
+    carried: Option<parity_iree::LoadedModule>,
+}
+
+impl CaseModule {
+    /// The search's module with the case's inputs, for a case of the same
+    /// function; else the repairs carried to a module of the case's
+    /// function (an error: why the case is not used).
+    fn of(
+        prober: &mut Prober,
+        here: &Here,
+        case: &CaseFeed,
+        args: &[Tensor],
+        repairs: &[Repair],
+    ) -> Result<Self, String> {
+        if std::ptr::eq(case.program.func, here.func) {
             let mut theirs = args.to_vec();
             for (j, (arg, _)) in here.info.args.iter().enumerate() {
                 if let SliceArg::From(i) = arg {
                     theirs[2 + j] = case.feed[*i].1.clone();
                 }
             }
-            let selects: Vec<Result<i64, String>> =
-                outcome.repairs.iter().map(|r| Ok(r.select)).collect();
-            (theirs, selects, None)
-        } else {
-            match carry::carry(prober, here.func, here.edits, &outcome.repairs, case) {
-                Ok(c) => (c.args, c.selects, Some(c.loaded)),
-                Err(e) => {
-                    result.skipped.push(format!(
-                        "{}: the repairs carried to `{}`: {e}",
-                        case.name, case.program.func.name
-                    ));
-                    continue;
-                }
-            }
-        };
+            return Ok(CaseModule {
+                args: theirs,
+                selects: repairs.iter().map(|r| Ok(r.select)).collect(),
+                carried: None,
+            });
+        }
+        carry::carry(prober, here.func, here.edits, repairs, case)
+            .map(|c| CaseModule {
+                args: c.args,
+                selects: c.selects,
+                carried: Some(c.loaded),
+            })
+            .map_err(|e| {
+                format!(
+                    "{}: the repairs carried to `{}`: {e}",
+                    case.name, case.program.func.name
+                )
+            })
+    }
+
+    /// Runs every repair it holds, then the unedited region, each judged
+    /// against the case's oracle.
+    fn run(
+        mut self,
+        case: &CaseFeed,
+        repairs: &[Repair],
+        run: &mut impl FnMut(&mut [Tensor], i64, f64) -> Result<Tensor, BisectError>,
+    ) -> CaseRun {
+        let carried = self.carried.take();
         let mut invoke = |args: &mut [Tensor], k: i64, s: f64| match &carried {
             Some(loaded) => run_edit(loaded, args, k, s),
             None => run(args, k, s),
@@ -106,81 +170,105 @@ pub(super) fn judge(
             let u = end_ulps(&case.program, case.target, out, &case.expected, &case.name)?;
             Ok((u, accept.accepts(out, &case.expected, u)))
         };
-        // A case the module cannot run (another shape) decides nothing.
-        let mut fails = Vec::new();
-        let mut judged_n = 0;
-        let mut failed_run = None;
-        let mut uncarried = Vec::new();
-        for (i, (r, k)) in outcome.repairs.iter().zip(&selects).enumerate() {
+        let mut ran = CaseRun {
+            fails: Vec::new(),
+            judged: 0,
+            failed_run: None,
+            uncarried: Vec::new(),
+            unedited: Ok((0.0, false)),
+            function: case.program.func.name.clone(),
+        };
+        for (i, (r, k)) in repairs.iter().zip(&self.selects).enumerate() {
             let k = match k {
                 Ok(k) => *k,
                 Err(why) => {
-                    uncarried.push(format!("#{} ({}) to {}: {why}", r.op, r.edit, case.name));
+                    let what = format!("#{} ({}) to {}: {why}", r.op, r.edit, case.name);
+                    ran.uncarried.push(what);
                     continue;
                 }
             };
-            judged_n += 1;
-            match invoke(&mut theirs, k, r.scale).and_then(|out| judged(&out)) {
-                Ok((u, false)) => fails.push((i, u)),
+            ran.judged += 1;
+            match invoke(&mut self.args, k, r.scale).and_then(|out| judged(&out)) {
+                Ok((u, false)) => ran.fails.push((i, u)),
                 Ok((_, true)) => {}
                 Err(e) => {
-                    failed_run = Some(e);
+                    ran.failed_run = Some(e);
                     break;
                 }
             }
         }
-        let unedited = invoke(&mut theirs, -1, 1.0).and_then(|out| judged(&out));
-        prober.log.push(format!(
-            "cross-case check on case {} (`{}`): {} of {judged_n} repairs judged there fail, \
+        ran.unedited = invoke(&mut self.args, -1, 1.0).and_then(|out| judged(&out));
+        ran
+    }
+}
+
+/// What one case said of the repairs.
+struct CaseRun {
+    /// Repairs that fail there: (index among the repairs, ULPs at max).
+    fails: Vec<(usize, f64)>,
+    /// Repairs judged there (carried, or the same function).
+    judged: usize,
+    /// The run that failed, which stopped the case.
+    failed_run: Option<BisectError>,
+    /// Repairs not carried there, with why.
+    uncarried: Vec<String>,
+    /// The unedited region there: (ULPs at max, accepted).
+    unedited: Result<(f64, bool), BisectError>,
+    /// The case's function.
+    function: String,
+}
+
+impl CaseRun {
+    /// The probe log's line for the case.
+    fn log_line(&self, case: &CaseFeed) -> String {
+        format!(
+            "cross-case check on case {} (`{}`): {} of {} repairs judged there fail, \
              {} not carried; the unedited region {}",
             case.name,
-            case.program.func.name,
-            fails.len(),
-            uncarried.len(),
-            match &unedited {
+            self.function,
+            self.fails.len(),
+            self.judged,
+            self.uncarried.len(),
+            match &self.unedited {
                 Ok((u, true)) => format!("passes ({u:.1} ULP)"),
                 Ok((u, false)) => format!("fails ({u:.1} ULP)"),
                 Err(e) => format!("does not run ({e})"),
             }
-        ));
-        if let Some(e) = failed_run {
-            result.skipped.push(format!(
+        )
+    }
+
+    /// Why the case decides nothing, if it does not: its module did not
+    /// run; another function that already matches (it may not hold the
+    /// fault); every repair failing there (the fault may differ there).
+    fn decides_nothing(&self, case: &CaseFeed, same: bool) -> Option<String> {
+        if let Some(e) = &self.failed_run {
+            return Some(format!(
                 "{}: the search module does not run on it ({e})",
                 case.name
             ));
-            continue;
         }
         // Another function is another program text: when its unedited
         // region matches its oracle, nothing says it holds the fault, and
         // an edit judged on it judges another program.
-        if !same && !matches!(unedited, Ok((_, false))) {
-            result.skipped.push(format!(
+        if !same && !matches!(self.unedited, Ok((_, false))) {
+            return Some(format!(
                 "{}: its function `{}` unedited already matches its oracle there, so it \
                  may not hold the fault and decides nothing",
-                case.name, case.program.func.name
+                case.name, self.function
             ));
-            continue;
         }
-        if fails.len() == judged_n {
-            let best = fails.iter().map(|&(_, u)| u).fold(f64::INFINITY, f64::min);
-            result.skipped.push(format!(
+        if self.fails.len() == self.judged {
+            let best = self
+                .fails
+                .iter()
+                .map(|&(_, u)| u)
+                .fold(f64::INFINITY, f64::min);
+            return Some(format!(
                 "{}: every repair judged there fails (the best at {best:.1} ULP), so the \
                  fault may not be the same there and it decides nothing",
                 case.name
             ));
-            continue;
         }
-        result.cases.push(case.name.clone());
-        result.uncarried.extend(uncarried);
-        // Highest index first, so the earlier indices stay valid.
-        let mut dropped = Vec::new();
-        for &(i, u) in fails.iter().rev() {
-            let r = outcome.repairs.remove(i);
-            dropped.push((r, case.name.clone(), u));
-        }
-        result.dropped.extend(dropped.into_iter().rev());
+        None
     }
-    outcome.runs += t.elapsed();
-    outcome.cross_case = Some(result);
-    Ok(())
 }
