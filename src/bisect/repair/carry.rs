@@ -143,85 +143,11 @@ pub(super) fn carry(
     let info = &emitted.info;
     let parts = emitted.parts(g, "the repair search's slice of another case")?;
     let blocks = &parts.blocks;
-    let constant_f = edits::constant_ops(f);
-    let constant_g = edits::constant_ops(g);
-    let in_slice: BTreeSet<usize> = info.ops.iter().copied().collect();
-    let region_g = |k: usize| in_slice.contains(&k) && !constant_g[k];
-    let text_g: HashMap<usize, &str> = blocks.iter().copied().collect();
-    let map = counterparts(f, g, &constant_f, &constant_g);
-    let map_op = |o: usize| -> Result<usize, String> {
-        match map[o] {
-            Some(w) if in_slice.contains(&w) => Ok(w),
-            Some(_) => Err(format!("#{o}'s counterpart is outside the region")),
-            None => Err(format!(
-                "#{o} {} has no unique counterpart in `{}` (same name, location and \
-                 operands)",
-                f.ops[o].name, g.name
-            )),
-        }
-    };
+    let mapping = Mapping::new(f, g, &info.ops, blocks);
     let mut carried: Vec<Edit> = Vec::new();
     let mut selects = Vec::new();
     for r in repairs {
-        let e = &edits_f[r.select as usize];
-        let one = (|| -> Result<Edit, String> {
-            let named = map_op(e.named)?;
-            let op = if e.op == e.named {
-                named
-            } else {
-                // A constant: the one of the same value feeding the consumer.
-                let want = value_text(&f.ops[e.op].text);
-                let found: Vec<usize> = blocks
-                    .iter()
-                    .map(|&(o, _)| o)
-                    .filter(|&o| constant_g[o] && value_text(&g.ops[o].text) == want)
-                    .filter(|&o| edits::consumer(g, o, &constant_g, region_g) == Some(named))
-                    .collect();
-                match found[..] {
-                    [o] => o,
-                    _ => return Err(format!("{} constants like #{} there", found.len(), e.op)),
-                }
-            };
-            let change = match &e.change {
-                Change::After(a) => Change::After(*a),
-                Change::Bypass(name) => {
-                    let i = f.ops[e.op]
-                        .operands
-                        .iter()
-                        .position(|&v| &f.values[v].name == name)
-                        .ok_or("a bypassed operand not found")?;
-                    let v = *g.ops[op].operands.get(i).ok_or("fewer operands there")?;
-                    Change::Bypass(g.values[v].name.clone())
-                }
-                _ => {
-                    // The catalogue's edit of the mapped op, by kind and text.
-                    let t = text_g.get(&op).ok_or("the op is not in the slice")?;
-                    let named = constant_f[e.op].then_some(named);
-                    let same = |w| {
-                        edits::edits_of(g, op, t, &constant_g, named, w)
-                            .into_iter()
-                            .filter(|x| x.kind == e.kind && x.what == e.what)
-                            .collect::<Vec<_>>()
-                    };
-                    let mut found = same(Width::Common);
-                    if found.len() != 1 {
-                        found = same(Width::Wide);
-                    }
-                    match found.len() {
-                        1 => found.remove(0).change,
-                        n => return Err(format!("{n} edits `{}` of the counterpart", e.what)),
-                    }
-                }
-            };
-            Ok(Edit {
-                op,
-                named,
-                kind: e.kind,
-                what: e.what.clone(),
-                change,
-            })
-        })();
-        match one {
+        match mapping.edit(&edits_f[r.select as usize]) {
             Ok(x) => {
                 selects.push(Ok(carried.len() as i64));
                 carried.push(x);
@@ -254,6 +180,137 @@ pub(super) fn carry(
         args: search.args,
         selects,
     })
+}
+
+/// How `f`'s ops map to the other case's function `g`, within `g`'s slice.
+struct Mapping<'a> {
+    /// The failing case's function.
+    f: &'a Function,
+    /// The other case's function.
+    g: &'a Function,
+    /// `f`'s constant-only ops.
+    constant_f: Vec<bool>,
+    /// `g`'s constant-only ops.
+    constant_g: Vec<bool>,
+    /// `g`'s ops in the slice.
+    in_slice: BTreeSet<usize>,
+    /// The slice's op blocks in `g`.
+    blocks: &'a [(usize, &'a str)],
+    /// Each op of `f`'s counterpart in `g`, where unique.
+    map: Vec<Option<usize>>,
+}
+
+impl<'a> Mapping<'a> {
+    /// The mapping of `f` to `g`'s slice (`ops`, `blocks`).
+    fn new(
+        f: &'a Function,
+        g: &'a Function,
+        ops: &[usize],
+        blocks: &'a [(usize, &'a str)],
+    ) -> Self {
+        let constant_f = edits::constant_ops(f);
+        let constant_g = edits::constant_ops(g);
+        let map = counterparts(f, g, &constant_f, &constant_g);
+        Mapping {
+            f,
+            g,
+            constant_f,
+            constant_g,
+            in_slice: ops.iter().copied().collect(),
+            blocks,
+            map,
+        }
+    }
+
+    /// Op `o` of `f`'s counterpart in the slice, or why none.
+    fn op(&self, o: usize) -> Result<usize, String> {
+        match self.map[o] {
+            Some(w) if self.in_slice.contains(&w) => Ok(w),
+            Some(_) => Err(format!("#{o}'s counterpart is outside the region")),
+            None => Err(format!(
+                "#{o} {} has no unique counterpart in `{}` (same name, location and \
+                 operands)",
+                self.f.ops[o].name, self.g.name
+            )),
+        }
+    }
+
+    /// The edit `e` of `f` carried to `g`, or why it cannot be.
+    fn edit(&self, e: &Edit) -> Result<Edit, String> {
+        let named = self.op(e.named)?;
+        let op = if e.op == e.named {
+            named
+        } else {
+            self.constant(e.op, named)?
+        };
+        Ok(Edit {
+            op,
+            named,
+            kind: e.kind,
+            what: e.what.clone(),
+            change: self.change(e, op, named)?,
+        })
+    }
+
+    /// The constant of `g` with the same value as `f`'s constant op `c`
+    /// that feeds `named`, when there is exactly one.
+    fn constant(&self, c: usize, named: usize) -> Result<usize, String> {
+        let (g, constant_g) = (self.g, &self.constant_g);
+        let region_g = |k: usize| self.in_slice.contains(&k) && !constant_g[k];
+        let want = value_text(&self.f.ops[c].text);
+        let found: Vec<usize> = self
+            .blocks
+            .iter()
+            .map(|&(o, _)| o)
+            .filter(|&o| constant_g[o] && value_text(&g.ops[o].text) == want)
+            .filter(|&o| edits::consumer(g, o, constant_g, region_g) == Some(named))
+            .collect();
+        match found[..] {
+            [o] => Ok(o),
+            _ => Err(format!("{} constants like #{c} there", found.len())),
+        }
+    }
+
+    /// `e`'s change as it reads at `op` of `g`.
+    fn change(&self, e: &Edit, op: usize, named: usize) -> Result<Change, String> {
+        let (f, g) = (self.f, self.g);
+        Ok(match &e.change {
+            Change::After(a) => Change::After(*a),
+            Change::Bypass(name) => {
+                let i = f.ops[e.op]
+                    .operands
+                    .iter()
+                    .position(|&v| &f.values[v].name == name)
+                    .ok_or("a bypassed operand not found")?;
+                let v = *g.ops[op].operands.get(i).ok_or("fewer operands there")?;
+                Change::Bypass(g.values[v].name.clone())
+            }
+            _ => {
+                // The catalogue's edit of the mapped op, by kind and text.
+                let t = self
+                    .blocks
+                    .iter()
+                    .find(|b| b.0 == op)
+                    .map(|b| b.1)
+                    .ok_or("the op is not in the slice")?;
+                let named = self.constant_f[e.op].then_some(named);
+                let same = |w| {
+                    edits::edits_of(g, op, t, &self.constant_g, named, w)
+                        .into_iter()
+                        .filter(|x| x.kind == e.kind && x.what == e.what)
+                        .collect::<Vec<_>>()
+                };
+                let mut found = same(Width::Common);
+                if found.len() != 1 {
+                    found = same(Width::Wide);
+                }
+                match found.len() {
+                    1 => found.remove(0).change,
+                    n => return Err(format!("{n} edits `{}` of the counterpart", e.what)),
+                }
+            }
+        })
+    }
 }
 
 #[cfg(test)]
