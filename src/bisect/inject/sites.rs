@@ -174,7 +174,7 @@ impl Candidate<'_> {
         let o = self.o;
         let after = match kind {
             FaultKind::Rounding => AfterOp::RoundBf16,
-            _ if o % 2 == 0 => AfterOp::Negate,
+            _ if o.is_multiple_of(2) => AfterOp::Negate,
             _ => AfterOp::Scale,
         };
         if kind == FaultKind::Rounding && text::element(ty) != "f32" {
