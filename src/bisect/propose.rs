@@ -7,21 +7,16 @@
 //! The result is a `checkpoints:` map to review and paste into the spec.
 
 pub use super::layout::Layout;
-use super::matching::{
-    agree, candidates, points_of, scope_names_of, stage_inputs, stage_tolerance, Judge,
-};
-use super::probe::{Cut, Iree, Prober};
-use super::{isolated_args, load_bound, stage_function, stage_values, BisectError};
-use crate::run::inputs::InputSources;
+use super::matching::agree;
+use super::BisectError;
 use crate::run::RunOptions;
-use crate::target::Target;
 use parity_compare::Criterion;
-use parity_iree::{ArtifactCache, IreeCompiler};
-use parity_mlir::ValueId;
 use parity_spec::{Spec, Stage};
-use parity_tensor::{OracleStore, Tensor};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+
+mod case;
+use case::Setup;
 
 /// Schema identifier of `parity points --propose-map --json`.
 pub const PROPOSAL_SCHEMA: &str = "parity.map-proposal/1";
@@ -188,10 +183,45 @@ pub fn propose(
     stage_name: &str,
     module: Option<&std::path::Path>,
 ) -> Result<Proposal, ProposeError> {
-    let spec_label = spec.path.display().to_string();
-    let Some(template) = spec.stages.iter().find(|s| s.name == stage_name) else {
-        return Err(ProposeError::NoStage {
-            spec: spec_label,
+    let template = find_stage(spec, stage_name)?;
+    check_module(spec, template, stage_name, module)?;
+    let cases: Vec<String> = if run.cases.is_empty() {
+        spec.cases.iter().map(|c| c.name.clone()).collect()
+    } else {
+        run.cases.clone()
+    };
+    let setup = Setup::open(spec, run, stage_name, &cases)?;
+    let mut proposal = Proposal {
+        schema: PROPOSAL_SCHEMA,
+        stage: stage_name.to_string(),
+        function: String::new(),
+        cases: cases.clone(),
+        tolerance: Vec::new(),
+        tapped: 0,
+        untapped: 0,
+        entries: Vec::new(),
+    };
+    let mut per_case: BTreeMap<String, Vec<Found>> = BTreeMap::new();
+    for case_name in &cases {
+        setup.propose_case(case_name, &mut proposal, &mut per_case)?;
+    }
+    proposal.entries = per_case
+        .into_iter()
+        .map(|(oracle, found)| Entry {
+            oracle,
+            found: agree(found),
+        })
+        .collect();
+    Ok(proposal)
+}
+
+/// The spec's stage `stage_name`, as written (before any case).
+fn find_stage<'s>(spec: &'s Spec, stage_name: &str) -> Result<&'s Stage, ProposeError> {
+    spec.stages
+        .iter()
+        .find(|s| s.name == stage_name)
+        .ok_or_else(|| ProposeError::NoStage {
+            spec: spec.path.display().to_string(),
             stage: stage_name.to_string(),
             available: spec
                 .stages
@@ -199,8 +229,16 @@ pub fn propose(
                 .map(|s| s.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-        });
-    };
+        })
+}
+
+/// Refuses a `module` given on the command line that is not the stage's MLIR file.
+fn check_module(
+    spec: &Spec,
+    template: &Stage,
+    stage_name: &str,
+    module: Option<&std::path::Path>,
+) -> Result<(), ProposeError> {
     if let (Some(given), Some(parity_spec::ModuleSource::Mlir(actual))) = (
         module,
         spec.subject
@@ -217,150 +255,5 @@ pub fn propose(
             });
         }
     }
-    let cases: Vec<String> = if run.cases.is_empty() {
-        spec.cases.iter().map(|c| c.name.clone()).collect()
-    } else {
-        run.cases.clone()
-    };
-    let target = Target::ready(spec, run.target.as_deref())
-        .map_err(|e| ProposeError::Setup(Box::new(e.into())))?;
-    let compiler =
-        IreeCompiler::load(run.compiler_lib.as_deref()).map_err(|e| ProposeError::Probe {
-            stage: stage_name.to_string(),
-            case: cases.join(", "),
-            source: Box::new(BisectError::Compiler(e)),
-        })?;
-    let store =
-        OracleStore::open(&spec.oracle).map_err(|e| BisectError::OracleStore(Box::new(e)))?;
-    let sources = InputSources::open(spec).map_err(|e| BisectError::Inputs(Box::new(e)))?;
-    let mut proposal = Proposal {
-        schema: PROPOSAL_SCHEMA,
-        stage: stage_name.to_string(),
-        function: String::new(),
-        cases: cases.clone(),
-        tolerance: Vec::new(),
-        tapped: 0,
-        untapped: 0,
-        entries: Vec::new(),
-    };
-    let mut per_case: BTreeMap<String, Vec<Found>> = BTreeMap::new();
-    for case_name in &cases {
-        let case_err = |why: String| ProposeError::Case {
-            spec: spec_label.clone(),
-            case: case_name.clone(),
-            why,
-        };
-        let case = spec
-            .case(case_name)
-            .ok_or_else(|| case_err("no such case".into()))?;
-        let mut stages = spec
-            .instantiate(case)
-            .map_err(|e| case_err(e.to_string()))?;
-        let at = stages
-            .iter()
-            .position(|s| s.name == stage_name)
-            .ok_or_else(|| case_err(format!("no stage `{stage_name}`")))?;
-        let (module, source_name) = load_bound(spec, &mut stages[at], &compiler)?;
-        let stage = &stages[at];
-        let func = stage_function(&module, stage, &source_name)?;
-        let (inputs, outputs) = stage_values(&module, func, stage)?;
-        let args = isolated_args(&spec.path, stage, &stages, &sources)?;
-        if inputs.len() != args.len() {
-            return Err(BisectError::InputCount {
-                stage: stage_name.to_string(),
-                takes: inputs.len(),
-                given: args.len(),
-            }
-            .into());
-        }
-        let tolerance = stage_tolerance(stage, &store);
-        let (tapped, untapped) = candidates(func, &inputs, &outputs, &store, case_name);
-        let runtime = target
-            .runtime()
-            .map_err(|e| probe_error(stage, case, BisectError::Runtime(e)))?;
-        let cache = ArtifactCache::new(&run.cache_dir);
-        let iree = Iree {
-            compiler: &compiler,
-            cache: &cache,
-            runtime: &runtime,
-        };
-        let mut prober = Prober::new(
-            iree,
-            &module,
-            func,
-            target.module_options(spec, &stage.module),
-            source_name,
-        );
-        let given: Vec<(ValueId, &Tensor)> = inputs.iter().copied().zip(args.iter()).collect();
-        let values = if tapped.is_empty() {
-            Vec::new()
-        } else {
-            prober
-                .run(
-                    &[Cut {
-                        name: "tapped".into(),
-                        given,
-                        want: tapped.clone(),
-                    }],
-                    false,
-                    "propose map, every candidate tapped",
-                )
-                .map_err(|e| probe_error(stage, case, e))?
-                .remove(0)
-        };
-        let judge = Judge {
-            func,
-            tapped: &tapped,
-            values: &values,
-            tolerance: &tolerance,
-            points: points_of(func),
-            scopes: scope_names_of(func),
-        };
-        let feeds: BTreeSet<String> = stage_inputs(stage, &stages);
-        let prefix = format!("{case_name}/");
-        for name in store.names() {
-            let Some(rest) = name.strip_prefix(&prefix) else {
-                continue;
-            };
-            if name.ends_with("@f64") {
-                continue;
-            }
-            let found = if feeds.contains(name) {
-                Found::StageInput
-            } else if let Some(o) = stage.outputs.iter().find(|o| &o.oracle == name) {
-                Found::StageOutput {
-                    output: o.name.clone(),
-                }
-            } else {
-                let oracle = sources
-                    .oracle(name)
-                    .map_err(|e| BisectError::Inputs(Box::new(e)))?;
-                judge.find(rest, &oracle)
-            };
-            per_case
-                .entry(format!("{{case}}/{rest}"))
-                .or_default()
-                .push(found);
-        }
-        proposal.function = func.name.clone();
-        proposal.tolerance = tolerance;
-        proposal.tapped = tapped.len();
-        proposal.untapped = untapped;
-    }
-    proposal.entries = per_case
-        .into_iter()
-        .map(|(oracle, found)| Entry {
-            oracle,
-            found: agree(found),
-        })
-        .collect();
-    Ok(proposal)
-}
-
-fn probe_error(stage: &Stage, case: &parity_spec::Case, source: BisectError) -> ProposeError {
-    ProposeError::Probe {
-        stage: stage.name.clone(),
-        case: case.name.clone(),
-        source: Box::new(source),
-    }
+    Ok(())
 }
