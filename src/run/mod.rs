@@ -16,6 +16,7 @@ mod modules;
 mod prepare;
 mod provenance;
 pub mod slices;
+mod spec_error;
 mod stage;
 pub(crate) mod stage_error;
 pub mod transform;
@@ -36,6 +37,7 @@ use std::time::Instant;
 pub use module_set::ModuleSet;
 pub use modules::{compile_all, load_compiler, Compiled, CompilerUnavailable, ModuleError};
 pub use parity_record::RUN_RECORD_SCHEMA;
+pub use spec_error::spec_error_record;
 pub use stage::{criteria_records, metrics_record, output_compare_options, output_criteria};
 
 /// What to run and where to keep compiled artifacts.
@@ -68,6 +70,19 @@ impl Default for RunOptions {
             shard: None,
             target: None,
         }
+    }
+}
+
+impl RunOptions {
+    /// These options on the target `record`'s first divergence was found on
+    /// (bisect runs there), else unchanged.
+    pub fn on_divergence_target(self, record: &RunRecord) -> RunOptions {
+        let target = record
+            .first_divergence
+            .as_ref()
+            .and_then(|d| d.target.clone())
+            .or(self.target);
+        RunOptions { target, ..self }
     }
 }
 
