@@ -50,3 +50,56 @@ pub fn run_page(run: &RunRecord, bisect: Option<&BisectRecord>) -> String {
         ..Default::default()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parity_record::samples;
+
+    #[test]
+    fn the_bisect_files_are_written_and_bisect_json_is_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let bisect = samples::bisect_op();
+        let files = write_bisect_files(dir.path(), &bisect);
+        assert_eq!(files.written, Ok(()));
+        let json = dir.path().join("bisect.json");
+        assert_eq!(files.json.as_deref(), Some(json.as_path()));
+        let want = super::super::Renderer::render(&Json, &AnyRecord::Bisect(bisect.clone()));
+        assert_eq!(std::fs::read(&json).unwrap(), want.unwrap());
+        let page = std::fs::read_to_string(dir.path().join("bisect.html")).unwrap();
+        assert!(page.starts_with("<!DOCTYPE html>"), "{page:.80}");
+        let node_data = dir.path().join("bisect.node-data.json");
+        assert_eq!(
+            std::fs::read_to_string(&node_data).ok(),
+            node_data::render(&bisect)
+        );
+    }
+
+    #[test]
+    fn an_unwritable_directory_names_bisect_json_first() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the output directory should be: nothing can go under it.
+        let blocked = dir.path().join("out");
+        std::fs::write(&blocked, b"").unwrap();
+        let files = write_bisect_files(&blocked, &samples::bisect_op());
+        assert_eq!(files.json, None);
+        let why = files.written.unwrap_err();
+        assert!(why.contains("out/bisect.json"), "{why}");
+    }
+
+    #[test]
+    fn the_run_page_shows_the_bisect_record_only_when_given() {
+        let run = samples::failing_run();
+        let bisect = samples::bisect_op();
+        let with = run_page(&run, Some(&bisect));
+        let without = run_page(&run, None);
+        assert_ne!(with, without);
+        assert_eq!(
+            without,
+            html::render(&html::HtmlInput {
+                runs: std::slice::from_ref(&run),
+                ..Default::default()
+            })
+        );
+    }
+}

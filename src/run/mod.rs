@@ -322,3 +322,45 @@ pub fn now_rfc3339() -> String {
         .unwrap_or(now)
         .to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parity_record::Divergence;
+
+    #[test]
+    fn bisect_options_follow_the_first_divergence_to_its_target() {
+        let given = RunOptions {
+            target: Some("cpu".into()),
+            ..RunOptions::default()
+        };
+        let mut record = RunRecord::new("s.yaml", "0", String::new());
+        assert_eq!(
+            given
+                .clone()
+                .on_divergence_target(&record)
+                .target
+                .as_deref(),
+            Some("cpu")
+        );
+        record.first_divergence = Some(Divergence {
+            stage: "s".into(),
+            case: "c".into(),
+            output: "o".into(),
+            mode: Mode::Isolated,
+            target: None,
+        });
+        assert_eq!(
+            given
+                .clone()
+                .on_divergence_target(&record)
+                .target
+                .as_deref(),
+            Some("cpu")
+        );
+        record.first_divergence.as_mut().unwrap().target = Some("vulkan".into());
+        let moved = given.on_divergence_target(&record);
+        assert_eq!(moved.target.as_deref(), Some("vulkan"));
+        assert_eq!(moved.modes, RunOptions::default().modes);
+    }
+}
