@@ -1,11 +1,11 @@
 //! `parity check`: run a stage graph, print the table, write the JSON, JUnit
 //! (and, when asked, Markdown) reports.
 
-use super::emit::Dest;
+use super::emit::{Dest, Outputs};
 use super::StrategyArg;
 use crate::report::{self, table::Colour, Json, Junit, Markdown, Renderer, Terminal};
 use crate::run::{self, RunOptions};
-use parity_record::{AnyRecord, ErrorRecord, ExitCode, Location, Mode, RunRecord};
+use parity_record::{AnyRecord, BisectRecord, ExitCode, Mode, RunRecord};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -79,51 +79,12 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     if let Err(why) = args.exports.check() {
         return super::emit::refuse(&why);
     }
-    let in_dir = |given: &Option<Dest>, name: &str| {
-        given
-            .clone()
-            .unwrap_or_else(|| Dest::File(args.out_dir.join(name)))
-    };
-    let json_path = in_dir(&args.exports.json, "run.json");
-    let junit_path = in_dir(&args.exports.junit, "junit.xml");
-    let html_path = in_dir(&args.exports.html, "report.html");
-    let markdown = args.exports.markdown.as_ref();
-    let text = !args.exports.to_stdout();
-    let terminal = Terminal {
-        colour: Colour::detect(),
-        quiet: args.quiet,
-        verbose: args.verbose,
-    };
+    let tail = ReportTail::of(&args);
     let spec = match parity_spec::Spec::load(&args.spec) {
         Ok(s) => s,
         Err(e) => {
-            // Reports anyway: an error record replaces the previous run's,
-            // which CI would otherwise publish as this run's.
-            let file = args.spec.display().to_string();
-            let message = format!("invalid spec: {e}");
-            let mut record = RunRecord::new(&file, env!("CARGO_PKG_VERSION"), run::now_rfc3339());
-            record.errors.push(
-                ErrorRecord::input(message).at(Location::from_diagnostic(&file, &e.to_string())),
-            );
-            record.status = record.derived_status();
-            record.shard = args.shard.map(|s| parity_record::ShardRecord {
-                index: s.index,
-                count: s.count,
-                spec_sha256: run::spec_sha256(&args.spec),
-                plan: parity_record::RunPlan::default(),
-            });
-            eprintln!(
-                "parity: {}",
-                report::sanitize::terminal(&record.errors[0].message)
-            );
-            let record = AnyRecord::Run(record);
-            let mut outcome = write_reports(&record, &json_path, &junit_path, markdown);
-            // The HTML page too: it says what is wrong and where, and replaces
-            // a previous run's page.
-            if let Err(e) = html_path.render(&report::Html, &record) {
-                outcome = outcome.and(Err(e));
-            }
-            return Ok(exit_with(record.exit_code(), outcome));
+            let record = run::spec_error_record(&args.spec, &e, args.shard);
+            return Ok(tail.invalid_spec(record));
         }
     };
     if args.bisect && args.shard.is_some() {
@@ -150,89 +111,134 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     let bar = super::progress::Bar::for_stderr();
     let mut record = run::execute_targets(&spec, &options, &args.target, &mut |p| bar.update(&p));
     bar.finish();
-    // bisect runs on the target the first divergence was found on.
-    let options = RunOptions {
-        target: record
-            .first_divergence
-            .as_ref()
-            .and_then(|d| d.target.clone())
-            .or(options.target),
-        ..options
+    let bisected = if args.bisect {
+        let options = crate::bisect::BisectOptions {
+            // bisect runs on the target the first divergence was found on.
+            run: options.on_divergence_target(&record),
+            strategy: args.strategy.into(),
+            repro_dir: args.out_dir.join("bisect"),
+        };
+        crate::bisect::bisect_into_record(&spec, &options, &mut record)
+    } else {
+        None
     };
-    let bisected = args.bisect.then(|| {
-        crate::bisect::bisect_into_record(
-            &spec,
-            &crate::bisect::BisectOptions {
-                run: options.clone(),
-                strategy: args.strategy.into(),
-                repro_dir: args.out_dir.join("bisect"),
-            },
-            &mut record,
-        )
-    });
-    let record = AnyRecord::Run(record);
+    tail.finish(&record, bisected.as_ref())
+}
 
-    let mut stdout = std::io::stdout().lock();
-    if text {
-        let _ = stdout.write_all(&terminal.render(&record)?);
-    }
-    // (stdout's lock is reentrant: an export to `-` writes under it.)
-    let mut outcome = write_reports(&record, &json_path, &junit_path, markdown);
-    let files: Vec<String> = [&json_path, &junit_path]
-        .iter()
-        .filter_map(|d| d.file().map(|p| p.display().to_string()))
-        .collect();
-    if text && outcome.is_ok() && !files.is_empty() {
-        let _ = writeln!(stdout, "reports: {}", files.join(" "));
-    }
-    let mut code = record.exit_code();
-    if let Some(Some(b)) = &bisected {
-        let b = AnyRecord::Bisect(b.clone());
-        if text {
-            let _ = writeln!(stdout);
-            let _ = stdout.write_all(&terminal.render(&b)?);
+/// Where `parity check`'s output goes and how its text reads: the reports
+/// (defaults filled in from `--out-dir`), and whether the terminal text is
+/// printed at all (not when an export goes to stdout).
+struct ReportTail {
+    /// run.json, junit.xml, report.html and the Markdown summary.
+    outputs: Outputs,
+    /// The output directory, for the `--bisect` files.
+    out_dir: PathBuf,
+    /// Whether the terminal text is printed.
+    text: bool,
+    /// How the terminal text is printed.
+    terminal: Terminal,
+}
+
+impl ReportTail {
+    /// The tail `args` ask for.
+    fn of(args: &CheckArgs) -> ReportTail {
+        let in_dir = |given: &Option<Dest>, name: &str| {
+            given
+                .clone()
+                .unwrap_or_else(|| Dest::File(args.out_dir.join(name)))
+        };
+        ReportTail {
+            outputs: Outputs {
+                json: in_dir(&args.exports.json, "run.json"),
+                junit: in_dir(&args.exports.junit, "junit.xml"),
+                html: in_dir(&args.exports.html, "report.html"),
+                markdown: args.exports.markdown.clone(),
+            },
+            out_dir: args.out_dir.clone(),
+            text: !args.exports.to_stdout(),
+            terminal: Terminal {
+                colour: Colour::detect(),
+                quiet: args.quiet,
+                verbose: args.verbose,
+            },
         }
-        let path = args.out_dir.join("bisect.json");
-        match report::write_report(&path, &Json, &b) {
-            Ok(()) => {
-                if text {
-                    let _ = writeln!(stdout, "report: {}", path.display());
-                }
+    }
+
+    /// Prints why the spec is invalid and writes `record` (its error) to
+    /// every report anyway, the HTML page too: it says what is wrong and
+    /// where, and replaces the previous run's, which CI would otherwise
+    /// publish as this run's. Returns the exit code.
+    fn invalid_spec(&self, record: RunRecord) -> i32 {
+        eprintln!(
+            "parity: {}",
+            report::sanitize::terminal(&record.errors[0].message)
+        );
+        let record = AnyRecord::Run(record);
+        let mut outcome = self.write_reports(&record);
+        if let Err(e) = self.outputs.html.render(&report::Html, &record) {
+            outcome = outcome.and(Err(e));
+        }
+        exit_with(record.exit_code(), outcome)
+    }
+
+    /// Prints the run (and its bisect record), then writes the reports and,
+    /// with a bisect record, its files; returns the exit code.
+    fn finish(&self, run: &RunRecord, bisected: Option<&BisectRecord>) -> anyhow::Result<i32> {
+        let record = AnyRecord::Run(run.clone());
+        let mut stdout = std::io::stdout().lock();
+        if self.text {
+            let _ = stdout.write_all(&self.terminal.render(&record)?);
+        }
+        // (stdout's lock is reentrant: an export to `-` writes under it.)
+        let mut outcome = self.write_reports(&record);
+        let files: Vec<String> = [&self.outputs.json, &self.outputs.junit]
+            .iter()
+            .filter_map(|d| d.file().map(|p| p.display().to_string()))
+            .collect();
+        if self.text && outcome.is_ok() && !files.is_empty() {
+            let _ = writeln!(stdout, "reports: {}", files.join(" "));
+        }
+        let mut code = record.exit_code();
+        if let Some(bisect) = bisected {
+            let b = AnyRecord::Bisect(bisect.clone());
+            if self.text {
+                let _ = writeln!(stdout);
+                let _ = stdout.write_all(&self.terminal.render(&b)?);
             }
-            Err(e) => outcome = outcome.and(Err(e.to_string())),
+            outcome = outcome.and(self.write_bisect(&mut stdout, bisect));
+            code = code.worst(b.exit_code());
         }
-        code = code.worst(b.exit_code());
-        let html = path.with_extension("html");
-        if let Err(e) = report::write_report(&html, &report::Html, &b) {
-            outcome = outcome.and(Err(e.to_string()));
-        }
-        if let AnyRecord::Bisect(b) = &b {
-            if let Some(text) = report::node_data::render(b) {
-                let path = args.out_dir.join("bisect.node-data.json");
-                if let Err(e) = report::write_atomic(&path, text.as_bytes()) {
-                    outcome = outcome.and(Err(format!("cannot write {}: {e}", path.display())));
-                }
-            }
-        }
-    }
-    // The HTML page shows the run and, with --bisect, its bisect record.
-    if let AnyRecord::Run(run) = &record {
-        let bisects: Vec<_> = bisected.iter().flatten().cloned().collect();
-        let page = report::html::render(&report::html::HtmlInput {
-            runs: std::slice::from_ref(run),
-            bisects: &bisects,
-            ..Default::default()
-        });
-        match (html_path.deliver(page.as_bytes()), html_path.file()) {
-            (Ok(()), Some(path)) if text => {
+        // The HTML page shows the run and, with --bisect, its bisect record.
+        let page = report::check_outputs::run_page(run, bisected);
+        match (
+            self.outputs.html.deliver(page.as_bytes()),
+            self.outputs.html.file(),
+        ) {
+            (Ok(()), Some(path)) if self.text => {
                 let _ = writeln!(stdout, "report: {}", path.display());
             }
             (Ok(()), _) => {}
             (Err(e), _) => outcome = outcome.and(Err(e)),
         }
+        drop(stdout);
+        Ok(exit_with(code, outcome))
     }
-    drop(stdout);
-    Ok(exit_with(code, outcome))
+
+    /// Writes the bisect record's files and names bisect.json on `stdout`
+    /// when it was written; the first failure.
+    fn write_bisect(&self, stdout: &mut impl Write, bisect: &BisectRecord) -> Result<(), String> {
+        let files = report::check_outputs::write_bisect_files(&self.out_dir, bisect);
+        if let (true, Some(path)) = (self.text, &files.json) {
+            let _ = writeln!(stdout, "report: {}", path.display());
+        }
+        files.written
+    }
+
+    /// The JSON record, JUnit and (when asked) Markdown of `record`.
+    fn write_reports(&self, record: &AnyRecord) -> Result<(), String> {
+        let o = &self.outputs;
+        write_reports(record, &o.json, &o.junit, o.markdown.as_ref())
+    }
 }
 
 /// Writes the JSON record, JUnit and (when asked) Markdown; on failure, the

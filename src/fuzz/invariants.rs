@@ -4,6 +4,7 @@
 //! the check is shown able to fail).
 
 use super::case::{Batch, Clip, Fill, Write};
+use super::checks::Check;
 use super::compare::{compare_clip, Diff};
 use super::error::FuzzError;
 use super::exec::Exec;
@@ -91,7 +92,8 @@ pub fn plan(exec: &Exec<'_>) -> Vec<Invariant> {
     ]
 }
 
-fn minimal(exec: &Exec<'_>, batch: &Batch, change: String) -> MinimalCase {
+/// The record's description of `batch`, with what was changed in it.
+pub(super) fn minimal(exec: &Exec<'_>, batch: &Batch, change: String) -> MinimalCase {
     MinimalCase {
         function: exec.fuzz.function_for(batch.shape),
         clips: batch.shape.clips,
@@ -103,7 +105,8 @@ fn minimal(exec: &Exec<'_>, batch: &Batch, change: String) -> MinimalCase {
     }
 }
 
-fn all_clips(
+/// Every clip of `batch` compared between outputs `r` and `c`, clip k with clip k.
+pub(super) fn all_clips(
     exec: &Exec<'_>,
     tol: FuzzTolerance,
     batch: &Batch,
@@ -130,162 +133,25 @@ pub fn check(
     tol: FuzzTolerance,
     draw: &Draw,
 ) -> Result<Outcome, FuzzError> {
-    let f = exec.fuzz;
-    let base = draw.batch();
+    let check = Check {
+        exec,
+        tol,
+        draw,
+        base: draw.batch(),
+    };
     match name {
-        "pad_content" => {
-            let writes = draw.pad_writes();
-            if writes.is_empty() {
-                return Err(FuzzError::Unsupported {
-                    invariant: "pad_content",
-                    problem: "a drawn clip has no padded frame",
-                });
-            }
-            let mut written = base.clone();
-            written.writes = writes;
-            let (r, c) = (exec.run(&base)?, exec.run(&written)?);
-            let change = format!("padded {}", written.describe_writes());
-            Ok(Outcome {
-                diff: all_clips(exec, tol, &base, &r, &c),
-                case: minimal(exec, &base, change),
-            })
-        }
-        "bucket" => {
-            let clip = draw.clips[0].clone();
-            let mut diff = Diff::default();
-            let mut largest = f
-                .shapes
-                .iter()
-                .copied()
-                .filter(|s| s.clips == 1)
-                .collect::<Vec<_>>();
-            largest.sort_by_key(|s| s.bucket);
-            let Some(&big) = largest.last() else {
-                return Err(FuzzError::Unsupported {
-                    invariant: "bucket",
-                    problem: "no single-clip shape",
-                });
-            };
-            let one = |shape| Batch {
-                shape,
-                clips: vec![clip.clone()],
-                writes: Vec::new(),
-            };
-            let r = exec.run(&one(big))?;
-            let mut compared = Vec::new();
-            for &s in largest
-                .iter()
-                .filter(|s| s.bucket != big.bucket && s.bucket >= clip.span())
-            {
-                let c = exec.run(&one(s))?;
-                diff = diff.and(compare_clip(f, tol, &r, 0, clip.valid, &c, 0));
-                compared.push(format!("b{}", s.bucket));
-            }
-            let change = format!(
-                "the same clip in bucket(s) {} instead of b{}",
-                compared.join(", "),
-                big.bucket
-            );
-            Ok(Outcome {
-                diff,
-                case: minimal(exec, &one(big), change),
-            })
-        }
-        "batch_order" => {
-            let mut rev = base.clone();
-            rev.clips.reverse();
-            let (r, c) = (exec.run(&base)?, exec.run(&rev)?);
-            let n = base.shape.clips;
-            let diff = (0..n).fold(Diff::default(), |d, k| {
-                d.and(compare_clip(
-                    f,
-                    tol,
-                    &r,
-                    k,
-                    base.clips[k].valid,
-                    &c,
-                    n - 1 - k,
-                ))
-            });
-            Ok(Outcome {
-                diff,
-                case: minimal(exec, &base, "the clips in reverse order".into()),
-            })
-        }
-        "batch_company" => {
-            let Some(single) = f.shape(1, base.shape.bucket) else {
-                return Err(FuzzError::Unsupported {
-                    invariant: "batch_company",
-                    problem: "no c1 shape of this bucket",
-                });
-            };
-            let alone = Batch {
-                shape: single,
-                clips: vec![base.clips[0].clone()],
-                writes: Vec::new(),
-            };
-            let (r, c) = (exec.run(&alone)?, exec.run(&base)?);
-            let diff = compare_clip(f, tol, &r, 0, base.clips[0].valid, &c, 0);
-            let change = format!(
-                "clip 0 alone in `{}` vs first of {} in `{}`",
-                f.function_for(single),
-                base.shape.clips,
-                f.function_for(base.shape)
-            );
-            Ok(Outcome {
-                diff,
-                case: minimal(exec, &alone, change),
-            })
-        }
-        "history" => {
-            let r = exec.run(&base)?;
-            for k in 0..3 {
-                exec.run(&unrelated(draw, k))?;
-            }
-            let c = exec.run(&base)?;
-            Ok(Outcome {
-                diff: all_clips(exec, tol, &base, &r, &c),
-                case: minimal(
-                    exec,
-                    &base,
-                    "run again after three unrelated cases (NaN in their padded frames)".into(),
-                ),
-            })
-        }
-        "lengths" => {
-            let r = exec.run(&base)?;
-            let diff = match super::compare::lengths_rule(f, &r, &base.valid()) {
-                None => Diff::default(),
-                Some((output, clip, got, want)) => {
-                    let d = (got - want as f64).abs();
-                    Diff {
-                        max_diff: d,
-                        moved: Some(parity_record::MovedElement {
-                            output,
-                            index: vec![clip],
-                            expected: want as f64,
-                            actual: got,
-                            max_diff: d,
-                            differing: 1,
-                        }),
-                    }
-                }
-            };
-            Ok(Outcome {
-                diff,
-                case: minimal(
-                    exec,
-                    &base,
-                    "the lengths output vs ceil(valid frames / n)".into(),
-                ),
-            })
-        }
+        "pad_content" => check.pad_content(),
+        "bucket" => check.bucket(),
+        "batch_order" => check.batch_order(),
+        "batch_company" => check.batch_company(),
+        "history" => check.history(),
+        "lengths" => check.lengths(),
         other => Err(FuzzError::UnknownInvariant(other.to_string())),
     }
 }
 
 /// An unrelated case of the draw's shape: other offsets, NaN padding.
-fn unrelated(draw: &Draw, k: usize) -> Batch {
+pub(super) fn unrelated(draw: &Draw, k: usize) -> Batch {
     let clips: Vec<Clip> = draw
         .clips
         .iter()

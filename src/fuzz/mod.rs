@@ -10,6 +10,7 @@
 //! Documented in docs/fuzzing.md ("Mask fuzzer").
 
 mod case;
+mod checks;
 mod compare;
 pub mod error;
 mod exec;

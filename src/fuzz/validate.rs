@@ -78,6 +78,17 @@ pub fn validate(
     mask: &Tensor,
     lengths: Option<&Tensor>,
 ) -> Result<(FuzzShape, Vec<usize>), Malformed> {
+    let (clips, bucket) = check_layout(spec, mel, mask)?;
+    let shape = shape_for(spec, clips, bucket)?;
+    let valid = (0..clips)
+        .map(|c| valid_frames(spec, mask, c, bucket))
+        .collect::<Result<Vec<usize>, Malformed>>()?;
+    check_lengths(spec, lengths, &valid, bucket)?;
+    Ok((shape, valid))
+}
+
+/// Checks mel's and mask's dtypes and shapes; returns (clips, bucket).
+fn check_layout(spec: &FuzzSpec, mel: &Tensor, mask: &Tensor) -> Result<(usize, usize), Malformed> {
     if mel.dtype() != spec.mel.dtype {
         return Err(layout(
             "mel",
@@ -126,98 +137,119 @@ pub fn validate(
             ),
         ));
     }
-    let shape = shape_for(spec, clips, bucket)?;
+    Ok((clips, bucket))
+}
+
+/// Clip `c`'s valid frames, after checking its mask: 0/1 values, some
+/// frame valid, no hole in a prefix mask, at least `min_valid` valid.
+fn valid_frames(
+    spec: &FuzzSpec,
+    mask: &Tensor,
+    c: usize,
+    bucket: usize,
+) -> Result<usize, Malformed> {
     let padded_value = if spec.mask.padded { 1.0 } else { 0.0 };
-    let mut valid = Vec::with_capacity(clips);
-    for c in 0..clips {
-        let padded: Vec<bool> = (0..bucket)
-            .map(|t| mask.get_f64(c * bucket + t) == padded_value)
-            .collect();
-        if mask.dtype() != DType::Bool {
-            if let Some(t) = (0..bucket)
-                .find(|&t| !matches!(mask.get_f64(c * bucket + t), v if v == 0.0 || v == 1.0))
-            {
-                return Err(Malformed::Clip {
-                    clip: c,
-                    message: format!(
-                        "mask frame {t} is {}, not 0 or 1",
-                        mask.get_f64(c * bucket + t)
-                    ),
-                });
-            }
-        }
-        let n_valid = padded.iter().filter(|p| !**p).count();
-        if n_valid == 0 {
+    let padded: Vec<bool> = (0..bucket)
+        .map(|t| mask.get_f64(c * bucket + t) == padded_value)
+        .collect();
+    if mask.dtype() != DType::Bool {
+        if let Some(t) = (0..bucket)
+            .find(|&t| !matches!(mask.get_f64(c * bucket + t), v if v == 0.0 || v == 1.0))
+        {
             return Err(Malformed::Clip {
                 clip: c,
                 message: format!(
-                    "every frame is padded (the mask is all {})",
-                    spec.mask.padded
+                    "mask frame {t} is {}, not 0 or 1",
+                    mask.get_f64(c * bucket + t)
                 ),
             });
         }
-        if spec.mask.layout == MaskLayout::Prefix {
-            if let Some(hole) = (1..bucket).find(|&t| padded[t - 1] && !padded[t]) {
-                return Err(Malformed::Clip {
-                    clip: c,
-                    message: format!("hole in a prefix mask: frame {} is padded but frame {hole} is valid (the contract promises valid frames first)", hole - 1),
-                });
-            }
-        }
-        if n_valid < spec.mask.min_valid {
-            return Err(Malformed::Clip {
-                clip: c,
-                message: format!(
-                    "{n_valid} valid frame(s), fewer than the contract's min_valid {}",
-                    spec.mask.min_valid
-                ),
-            });
-        }
-        valid.push(n_valid);
     }
-    if let (Some(contract), Some(lengths)) = (&spec.lengths, lengths) {
-        if lengths.dtype() != contract.dtype {
+    let n_valid = padded.iter().filter(|p| !**p).count();
+    if n_valid == 0 {
+        return Err(Malformed::Clip {
+            clip: c,
+            message: format!(
+                "every frame is padded (the mask is all {})",
+                spec.mask.padded
+            ),
+        });
+    }
+    if spec.mask.layout == MaskLayout::Prefix {
+        if let Some(hole) = (1..bucket).find(|&t| padded[t - 1] && !padded[t]) {
+            return Err(Malformed::Clip {
+                clip: c,
+                message: format!("hole in a prefix mask: frame {} is padded but frame {hole} is valid (the contract promises valid frames first)", hole - 1),
+            });
+        }
+    }
+    if n_valid < spec.mask.min_valid {
+        return Err(Malformed::Clip {
+            clip: c,
+            message: format!(
+                "{n_valid} valid frame(s), fewer than the contract's min_valid {}",
+                spec.mask.min_valid
+            ),
+        });
+    }
+    Ok(n_valid)
+}
+
+/// Checks the lengths input against the contract and the mask's `valid`
+/// frames: present when the contract has one, its dtype and shape, each
+/// length within the bucket and equal to the clip's valid frames.
+fn check_lengths(
+    spec: &FuzzSpec,
+    lengths: Option<&Tensor>,
+    valid: &[usize],
+    bucket: usize,
+) -> Result<(), Malformed> {
+    let clips = valid.len();
+    let (Some(contract), Some(lengths)) = (&spec.lengths, lengths) else {
+        if spec.lengths.is_some() {
             return Err(layout(
                 "lengths",
-                format!(
-                    "dtype {} (the contract says {})",
-                    lengths.dtype(),
-                    contract.dtype
-                ),
+                "missing (the contract has a lengths input)".into(),
             ));
         }
-        if lengths.shape() != [clips] {
-            return Err(layout(
-                "lengths",
-                format!("shape {:?} is not [clips] = [{clips}]", lengths.shape()),
-            ));
-        }
-        for (c, &n) in valid.iter().enumerate() {
-            let l = lengths.get_f64(c);
-            if l < 0.0 {
-                return Err(Malformed::Clip {
-                    clip: c,
-                    message: format!("length {l} is negative"),
-                });
-            }
-            if l > bucket as f64 {
-                return Err(Malformed::Clip {
-                    clip: c,
-                    message: format!("length {l} exceeds the bucket ({bucket} frames)"),
-                });
-            }
-            if l != n as f64 {
-                return Err(Malformed::Clip {
-                    clip: c,
-                    message: format!("length {l} disagrees with the mask ({n} valid frames)"),
-                });
-            }
-        }
-    } else if spec.lengths.is_some() {
+        return Ok(());
+    };
+    if lengths.dtype() != contract.dtype {
         return Err(layout(
             "lengths",
-            "missing (the contract has a lengths input)".into(),
+            format!(
+                "dtype {} (the contract says {})",
+                lengths.dtype(),
+                contract.dtype
+            ),
         ));
     }
-    Ok((shape, valid))
+    if lengths.shape() != [clips] {
+        return Err(layout(
+            "lengths",
+            format!("shape {:?} is not [clips] = [{clips}]", lengths.shape()),
+        ));
+    }
+    for (c, &n) in valid.iter().enumerate() {
+        let l = lengths.get_f64(c);
+        if l < 0.0 {
+            return Err(Malformed::Clip {
+                clip: c,
+                message: format!("length {l} is negative"),
+            });
+        }
+        if l > bucket as f64 {
+            return Err(Malformed::Clip {
+                clip: c,
+                message: format!("length {l} exceeds the bucket ({bucket} frames)"),
+            });
+        }
+        if l != n as f64 {
+            return Err(Malformed::Clip {
+                clip: c,
+                message: format!("length {l} disagrees with the mask ({n} valid frames)"),
+            });
+        }
+    }
+    Ok(())
 }

@@ -4,6 +4,7 @@
 
 pub mod baseline;
 pub mod bisect_text;
+pub mod check_outputs;
 pub mod compare_text;
 pub mod dispatches_text;
 pub mod fuzz_text;

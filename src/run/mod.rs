@@ -16,6 +16,7 @@ mod modules;
 mod prepare;
 mod provenance;
 pub mod slices;
+mod spec_error;
 mod stage;
 pub(crate) mod stage_error;
 pub mod transform;
@@ -36,6 +37,7 @@ use std::time::Instant;
 pub use module_set::ModuleSet;
 pub use modules::{compile_all, load_compiler, Compiled, CompilerUnavailable, ModuleError};
 pub use parity_record::RUN_RECORD_SCHEMA;
+pub use spec_error::spec_error_record;
 pub use stage::{criteria_records, metrics_record, output_compare_options, output_criteria};
 
 /// What to run and where to keep compiled artifacts.
@@ -68,6 +70,19 @@ impl Default for RunOptions {
             shard: None,
             target: None,
         }
+    }
+}
+
+impl RunOptions {
+    /// These options on the target `record`'s first divergence was found on
+    /// (bisect runs there), else unchanged.
+    pub fn on_divergence_target(self, record: &RunRecord) -> RunOptions {
+        let target = record
+            .first_divergence
+            .as_ref()
+            .and_then(|d| d.target.clone())
+            .or(self.target);
+        RunOptions { target, ..self }
     }
 }
 
@@ -306,4 +321,46 @@ pub fn now_rfc3339() -> String {
     jiff::Timestamp::from_second(now.as_second())
         .unwrap_or(now)
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parity_record::Divergence;
+
+    #[test]
+    fn bisect_options_follow_the_first_divergence_to_its_target() {
+        let given = RunOptions {
+            target: Some("cpu".into()),
+            ..RunOptions::default()
+        };
+        let mut record = RunRecord::new("s.yaml", "0", String::new());
+        assert_eq!(
+            given
+                .clone()
+                .on_divergence_target(&record)
+                .target
+                .as_deref(),
+            Some("cpu")
+        );
+        record.first_divergence = Some(Divergence {
+            stage: "s".into(),
+            case: "c".into(),
+            output: "o".into(),
+            mode: Mode::Isolated,
+            target: None,
+        });
+        assert_eq!(
+            given
+                .clone()
+                .on_divergence_target(&record)
+                .target
+                .as_deref(),
+            Some("cpu")
+        );
+        record.first_divergence.as_mut().unwrap().target = Some("vulkan".into());
+        let moved = given.on_divergence_target(&record);
+        assert_eq!(moved.target.as_deref(), Some("vulkan"));
+        assert_eq!(moved.modes, RunOptions::default().modes);
+    }
 }

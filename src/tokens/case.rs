@@ -1,15 +1,12 @@
 //! One token case: the oracle's tokens and logits, prefill, the greedy and
-//! teacher-forced decode loops, and the comparison of what they produced.
+//! teacher-forced decode loops, and the case's reference noise (the
+//! comparison of what they produced: `case_compare`).
 
 use super::error::{OracleProblem, TokensError};
-use super::judge::{judge_step, Evidence};
-use super::math::{argmax, step_stats, top_gap};
+use super::math::argmax;
 use super::noise;
 use super::session::{Outputs, Session, StepInputs};
-use parity_record::{
-    LogitsGate, NoiseMeasurement, NoiseSource, ReferenceNoise, Status, StepMetrics,
-    TokenCaseRecord, TokenMode,
-};
+use parity_record::{NoiseMeasurement, NoiseSource, ReferenceNoise, TokenMode};
 use parity_spec::{Case, TokensSpec};
 
 /// The oracle's side of a case.
@@ -286,150 +283,4 @@ pub fn reference_noise(
         ],
         t.verdict.noise_floor,
     )
-}
-
-/// Everything measured for one case, turned into its record: the reference
-/// noise, every compared step's logits against the gate, every mismatch
-/// judged.
-pub fn compare_case(
-    session: &Session<'_>,
-    case: &Case,
-    p: usize,
-    oracle: &OracleCase,
-    greedy: Option<Stream>,
-    forced: Option<Stream>,
-) -> TokenCaseRecord {
-    // The perturbation is measured on the teacher-forced stream when it ran.
-    let noise = reference_noise(session, oracle, forced.as_ref().or(greedy.as_ref()));
-    let mut rec = TokenCaseRecord {
-        case: case.name.clone(),
-        target: None,
-        status: Status::Pass,
-        prompt_length: p,
-        oracle_tokens: oracle.tokens.clone(),
-        greedy_tokens: Vec::new(),
-        teacher_forced_tokens: Vec::new(),
-        steps: Vec::new(),
-        summary: None,
-        first_divergent_token: None,
-        later_mismatches: Vec::new(),
-        reference_noise: None,
-        logits_gate: None,
-        errors: Vec::new(),
-    };
-    let ev = |production, mode| Evidence {
-        session,
-        case: &case.name,
-        p,
-        oracle,
-        production,
-        mode,
-        noise: &noise,
-    };
-    let tol = session.tokens.logits_tolerance.as_ref();
-    let gate = |s: usize, l: &[f64], st: &super::math::StepStats| {
-        let truth = oracle.truth.as_ref().map(|t| t[s].as_slice());
-        noise::gate_step(tol, &noise, &oracle.logits[s], l, truth, st)
-    };
-    let logits_gate = |mode, steps: usize, failed: Vec<(usize, Vec<String>)>| LogitsGate {
-        mode,
-        criteria: noise::gate_words(tol, &noise),
-        steps,
-        failed_steps: failed.iter().map(|f| f.0).collect(),
-        first_failure: failed
-            .first()
-            .map(|(s, why)| format!("step {s}: {}", why.join("; "))),
-    };
-    if let Some(f) = &forced {
-        rec.teacher_forced_tokens = f.tokens.clone();
-        let mut failed = Vec::new();
-        for (s, l) in f.logits.iter().enumerate() {
-            let st = step_stats(&oracle.logits[s], l, oracle.tokens[s] as usize);
-            let why = gate(s, l, &st);
-            rec.steps.push(StepMetrics {
-                step: s,
-                oracle_token: oracle.tokens[s],
-                production_token: f.tokens[s],
-                top1_agree: f.tokens[s] == oracle.tokens[s],
-                kl: st.kl,
-                delta_p: st.delta_p,
-                max_abs_delta_logit: st.max_abs_delta_logit,
-                oracle_gap: top_gap(&oracle.logits[s]),
-                production_gap: top_gap(l),
-                logits_pass: Some(why.is_empty()),
-                failed_criteria: why.clone(),
-            });
-            if !why.is_empty() {
-                failed.push((s, why));
-            }
-        }
-        rec.logits_gate = Some(logits_gate(
-            TokenMode::TeacherForced,
-            f.logits.len(),
-            failed,
-        ));
-        rec.summary = super::judge::summary(&rec.steps);
-        let mut judged = rec
-            .steps
-            .iter()
-            .filter(|m| !m.top1_agree)
-            .map(|m| judge_step(&ev(&f.logits, TokenMode::TeacherForced), m.step))
-            .collect::<Vec<_>>()
-            .into_iter();
-        rec.first_divergent_token = judged.next();
-        rec.later_mismatches = judged.collect();
-        if let Some(e) = &f.error {
-            rec.errors.push(e.to_record());
-        }
-    }
-    if let Some(g) = &greedy {
-        rec.greedy_tokens = g.tokens.clone();
-        let first = g
-            .tokens
-            .iter()
-            .zip(&oracle.tokens)
-            .position(|(a, b)| a != b);
-        if forced.is_none() {
-            // Without teacher forcing, greedy's steps up to its first
-            // mismatch saw the oracle's tokens: those are gated.
-            let upto = first.map_or(g.logits.len(), |s| s + 1).min(g.logits.len());
-            let failed: Vec<(usize, Vec<String>)> = (0..upto)
-                .map(|s| {
-                    let st = step_stats(&oracle.logits[s], &g.logits[s], oracle.tokens[s] as usize);
-                    (s, gate(s, &g.logits[s], &st))
-                })
-                .filter(|f| !f.1.is_empty())
-                .collect();
-            rec.logits_gate = Some(logits_gate(TokenMode::Greedy, upto, failed));
-        }
-        if let Some(s) = first {
-            let from_greedy = judge_step(&ev(&g.logits, TokenMode::Greedy), s);
-            match &rec.first_divergent_token {
-                None => rec.first_divergent_token = Some(from_greedy),
-                Some(tf) if tf.step != s => rec.errors.push(parity_record::ErrorRecord::execution(format!(
-                    "case `{}`: greedy decoding first differs from the oracle at step {s} but teacher-forced at step {}; up to the first difference both feed the same tokens, so the production is not deterministic",
-                    case.name, tf.step
-                ))),
-                Some(_) => {}
-            }
-        } else if let Some(tf) = rec.first_divergent_token.take() {
-            rec.errors.push(parity_record::ErrorRecord::execution(format!(
-                "case `{}`: teacher-forced top-1 differs from the oracle at step {} but greedy decoding matches it; both feed the same tokens up to there, so the production is not deterministic",
-                case.name, tf.step
-            )));
-            rec.first_divergent_token = Some(tf);
-        }
-        if let Some(e) = &g.error {
-            rec.errors.push(e.to_record());
-        }
-    }
-    rec.reference_noise = Some(noise);
-    rec.status = if !rec.errors.is_empty() {
-        Status::Error
-    } else if rec.fails() {
-        Status::Fail
-    } else {
-        Status::Pass
-    };
-    rec
 }

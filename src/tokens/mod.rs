@@ -8,6 +8,7 @@
 
 pub(crate) mod bind;
 pub(crate) mod case;
+mod case_compare;
 mod chain;
 mod chain_inputs;
 pub mod error;
@@ -15,6 +16,7 @@ pub(crate) mod judge;
 mod localise;
 pub mod math;
 pub mod noise;
+mod prepare;
 mod prompt;
 pub(crate) mod session;
 mod targets;
@@ -25,14 +27,14 @@ pub use error::TokensError;
 pub use targets::execute_targets;
 
 use crate::bisect::BisectOptions;
-use crate::run::inputs::InputSources;
-use crate::run::{self, RunOptions};
-use crate::target::Target;
-use case::{compare_case, decode_loop, OracleCase};
+use crate::run;
+use case::{decode_loop, OracleCase};
+use case_compare::compare_case;
 use parity_record::{
-    ErrorRecord, RunRecord, Status, TokenMode, TokenVerdict, TokensRecord, VerdictRule, WrongSide,
+    ErrorRecord, Status, TokenMode, TokenVerdict, TokensRecord, VerdictRule, WrongSide,
 };
 use parity_spec::Spec;
+use prepare::Prepared;
 use session::Session;
 use std::time::Instant;
 
@@ -58,83 +60,18 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
         run::now_rfc3339(),
     );
     record.modes = options.modes.clone();
-    let Some(tokens) = &spec.tokens else {
-        record.errors.push(ErrorRecord::input(format!(
-            "{}: the spec has no `tokens:` section (docs/stages-schema.md, \"tokens\")",
-            spec.path.display()
-        )));
+    let Some(tokens) = requested(spec, options, &mut record) else {
         return finish(record, clock);
     };
-    record.exact_tokens = tokens.verdict.exact_tokens;
-    let wanted = &options.bisect.run.cases;
-    for name in wanted.iter().filter(|w| tokens.case(w).is_none()) {
-        let known: Vec<&str> = tokens.cases.iter().map(|c| c.name.as_str()).collect();
-        record.errors.push(ErrorRecord::input(format!(
-            "{}: no token case named `{name}` (known: {})",
-            spec.path.display(),
-            known.join(", ")
-        )));
-    }
-    if !record.errors.is_empty() {
+    let Some(prepared) = prepare::prepare(spec, tokens, &options.bisect.run, &mut record) else {
         return finish(record, clock);
-    }
-    let sources = match InputSources::open(spec) {
-        Ok(s) => s,
-        Err(m) => {
-            record.errors.push(ErrorRecord::input(m.to_string()));
-            return finish(record, clock);
-        }
     };
-    // Only the calls' modules are compiled (through the artifact cache).
-    let mut only = spec.clone();
-    only.subject
-        .modules
-        .retain(|name, _| name == &tokens.prefill.module || name == &tokens.decode.module);
-    let mut scratch = RunRecord::new("", "", String::new());
-    let run_options: &RunOptions = &options.bisect.run;
-    let target = match Target::ready(spec, run_options.target.as_deref()) {
-        Ok(t) => t,
-        Err(e) => {
-            record.errors.push(ErrorRecord::input(e.to_string()));
-            return finish(record, clock);
-        }
-    };
-    let compiler = run::load_compiler(run_options, true, &mut scratch);
-    let compiled = run::compile_all(&only, &target, run_options, &compiler, &mut scratch);
-    let selected: Vec<&parity_spec::Case> = tokens
-        .cases
-        .iter()
-        .filter(|c| wanted.is_empty() || wanted.contains(&c.name))
-        .collect();
-    let bound = if scratch.errors.is_empty() {
-        bind::bind_calls(spec, tokens, compiler.as_ref(), &selected)
-    } else {
-        Ok(bind::BoundCalls::new())
-    };
-    drop(compiler);
-    let bound = match bound {
-        Ok(b) => b,
-        Err(e) => {
-            record.errors.push(e);
-            return finish(record, clock);
-        }
-    };
-    record.compiler_revision = scratch.compiler_revision.take();
-    record.warnings.append(&mut scratch.warnings);
-    if !scratch.errors.is_empty() {
-        record.errors.append(&mut scratch.errors);
-        return finish(record, clock);
-    }
-    let modules = target.load(&compiled);
-    record.errors.extend(
-        modules
-            .load_errors()
-            .into_iter()
-            .map(|e| ErrorRecord::execution(e.to_string())),
-    );
-    if !record.errors.is_empty() {
-        return finish(record, clock);
-    }
+    let Prepared {
+        sources,
+        modules,
+        bound,
+        selected,
+    } = prepared;
     let session = Session {
         spec,
         tokens,
@@ -164,23 +101,62 @@ pub fn execute(spec: &Spec, options: &TokensOptions) -> TokensRecord {
         .collect();
     drop(modules);
     for (t, production) in targets.into_iter().zip(replayed) {
-        let mut finding =
-            localise::localise(spec, &options.bisect, &t.case, t.step, t.verdict, t.gate);
-        if finding.localisation.is_some() {
-            finding.chain_check =
-                chain::check_finding(spec, &options.bisect.run, &t.case, t.step, production);
-        }
-        if record.findings.is_empty() {
-            record.localisation = finding.localisation.clone();
-            record.first_divergent_layer = finding.first_divergent_layer.clone();
-            record.first_divergent_op = finding.first_divergent_op.clone();
-            record.layer_vs_f64 = finding.layer_vs_f64.clone();
-            record.notes.extend(finding.notes.iter().cloned());
-        }
-        record.findings.push(finding);
+        localise_target(spec, options, &mut record, t, production);
     }
     count_production_wrong(&mut record);
     finish(record, clock)
+}
+
+/// The spec's `tokens:` section, when it has one and every case asked for
+/// is in it; else records why not (an input error).
+fn requested<'s>(
+    spec: &'s Spec,
+    options: &TokensOptions,
+    record: &mut TokensRecord,
+) -> Option<&'s parity_spec::TokensSpec> {
+    let Some(tokens) = &spec.tokens else {
+        record.errors.push(ErrorRecord::input(format!(
+            "{}: the spec has no `tokens:` section (docs/stages-schema.md, \"tokens\")",
+            spec.path.display()
+        )));
+        return None;
+    };
+    record.exact_tokens = tokens.verdict.exact_tokens;
+    let wanted = &options.bisect.run.cases;
+    for name in wanted.iter().filter(|w| tokens.case(w).is_none()) {
+        let known: Vec<&str> = tokens.cases.iter().map(|c| c.name.as_str()).collect();
+        record.errors.push(ErrorRecord::input(format!(
+            "{}: no token case named `{name}` (known: {})",
+            spec.path.display(),
+            known.join(", ")
+        )));
+    }
+    record.errors.is_empty().then_some(tokens)
+}
+
+/// Localises one step (its stage chain, then bisect), checks the chain
+/// against the `production` call replayed, and adds the finding; the first
+/// finding is also the record's headline.
+fn localise_target(
+    spec: &Spec,
+    options: &TokensOptions,
+    record: &mut TokensRecord,
+    t: LocaliseAt,
+    production: Result<chain::ProductionStep, String>,
+) {
+    let mut finding = localise::localise(spec, &options.bisect, &t.case, t.step, t.verdict, t.gate);
+    if finding.localisation.is_some() {
+        finding.chain_check =
+            chain::check_finding(spec, &options.bisect.run, &t.case, t.step, production);
+    }
+    if record.findings.is_empty() {
+        record.localisation = finding.localisation.clone();
+        record.first_divergent_layer = finding.first_divergent_layer.clone();
+        record.first_divergent_op = finding.first_divergent_op.clone();
+        record.layer_vs_f64 = finding.layer_vs_f64.clone();
+        record.notes.extend(finding.notes.iter().cloned());
+    }
+    record.findings.push(finding);
 }
 
 /// A step to localise, and the tokens its mode fed.

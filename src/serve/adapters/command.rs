@@ -5,13 +5,12 @@
 //! bounded in time (one wall-clock deadline), and runs in a process group
 //! of its own: past the deadline the whole group is killed.
 
+use super::command_io::{self, Lines, Running, Stop};
 use super::wire::{CommandLine, WireRequest};
-use super::{AdapterError, MAX_BODY, TOKEN_MARGIN};
-use std::io::{BufRead, BufReader, Read, Write};
+use super::{AdapterError, TOKEN_MARGIN};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 /// A parsed command template.
@@ -59,9 +58,39 @@ impl CommandTemplate {
     ) -> Result<CommandOutcome, AdapterError> {
         let started = Instant::now();
         let json = serde_json::to_string(request).map_err(|e| AdapterError::Wire(e.to_string()))?;
+        let mut child = self.spawn(&json, scratch)?;
+        let run = Running {
+            text: &self.text,
+            started,
+            timeout,
+            deadline: started + timeout,
+        };
+        if let Some(stdin) = child.stdin.take() {
+            command_io::feed_stdin(stdin, json);
+        }
+        let lines = command_io::stdout_lines(child.stdout.take());
+        let stderr = command_io::stderr_text(child.stderr.take());
+        let stop = Stop {
+            limit: request.max_tokens.saturating_add(TOKEN_MARGIN),
+            hang_up_after,
+        };
+        let lines = match run.read_lines(&mut child, &lines, stop)? {
+            Lines::Stopped(out) => return Ok(out),
+            Lines::Closed(lines) => lines,
+        };
+        let status = run.wait_exit(&mut child)?;
+        // A child of the command may still hold stderr: do not wait past the deadline for it.
+        let left = run.deadline.saturating_duration_since(Instant::now());
+        let stderr = stderr.recv_timeout(left).unwrap_or_default();
+        parse_lines(&self.text, &lines, status.code(), &stderr, false)
+    }
+
+    /// Writes the request's file when the template names it, expands
+    /// `{request}` and starts the command in a process group of its own.
+    fn spawn(&self, json: &str, scratch: &Path) -> Result<Child, AdapterError> {
         let file = scratch.join("request.json");
         if self.uses_file() {
-            std::fs::write(&file, &json).map_err(|e| {
+            std::fs::write(&file, json).map_err(|e| {
                 AdapterError::Target(format!("cannot write {}: {e}", file.display()))
             })?;
         }
@@ -70,7 +99,7 @@ impl CommandTemplate {
             .iter()
             .map(|w| w.replace("{request}", &file.display().to_string()))
             .collect();
-        let mut child = Command::new(&words[0])
+        Command::new(&words[0])
             .args(&words[1..])
             .process_group(0)
             .stdin(if self.uses_file() {
@@ -83,135 +112,8 @@ impl CommandTemplate {
             .spawn()
             .map_err(|e| {
                 AdapterError::Target(format!("`{}`: cannot run `{}`: {e}", self.text, words[0]))
-            })?;
-        let deadline = started + timeout;
-        if let Some(stdin) = child.stdin.take() {
-            // A command that exits without reading its stdin is its own
-            // business; one that never reads it must not hold parity past the deadline.
-            std::thread::spawn(move || {
-                let mut stdin = stdin;
-                let _ = stdin.write_all(json.as_bytes());
-            });
-        }
-        let (tx, rx) = mpsc::channel();
-        let stdout = child.stdout.take();
-        std::thread::spawn(move || {
-            let Some(s) = stdout else { return };
-            let mut r = BufReader::new(s).take(64 << 20);
-            loop {
-                let mut raw = Vec::new();
-                let line = match r
-                    .by_ref()
-                    .take(MAX_BODY as u64 + 1)
-                    .read_until(b'\n', &mut raw)
-                {
-                    Ok(0) => return,
-                    Ok(_) if raw.len() > MAX_BODY => {
-                        Err(format!("a line longer than {MAX_BODY} bytes (4 MiB)"))
-                    }
-                    Ok(_) => String::from_utf8(raw)
-                        .map(|l| l.trim_end_matches(['\n', '\r']).to_string())
-                        .map_err(|_| "a line that is not UTF-8".to_string()),
-                    Err(e) => Err(e.to_string()),
-                };
-                let stop = line.is_err();
-                if tx.send(line).is_err() || stop {
-                    return;
-                }
-            }
-        });
-        let stderr = child.stderr.take();
-        let (etx, erx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut s) = stderr {
-                let _ = s.by_ref().take(1 << 20).read_to_string(&mut text);
-            }
-            let _ = etx.send(text);
-        });
-        let limit = request.max_tokens.saturating_add(TOKEN_MARGIN);
-        let mut lines = Vec::new();
-        let mut tokens = 0usize;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(Ok(line)) => {
-                    let is_token =
-                        matches!(serde_json::from_str(&line), Ok(CommandLine::Token { .. }));
-                    tokens += usize::from(is_token);
-                    lines.push(line);
-                    if tokens > limit {
-                        kill_group(&mut child);
-                        let mut out = parse_lines(&self.text, &lines, None, "", true)?;
-                        out.tokens.truncate(limit);
-                        out.logprobs.truncate(limit);
-                        out.token_flood = true;
-                        return Ok(out);
-                    }
-                    if hang_up_after.is_some_and(|k| tokens >= k) {
-                        kill_group(&mut child);
-                        let mut out = parse_lines(&self.text, &lines, None, "", true)?;
-                        out.hung_up = true;
-                        return Ok(out);
-                    }
-                }
-                Ok(Err(e)) => {
-                    kill_group(&mut child);
-                    return Err(AdapterError::Wire(format!(
-                        "`{}`: reading its output line {}: {e}",
-                        self.text,
-                        lines.len() + 1
-                    )));
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    kill_group(&mut child);
-                    return Err(AdapterError::Wire(format!(
-                        "`{}`: timed out after {} while reading output line {} (after {tokens} token lines; one wall-clock deadline of {} per request; --request-timeout); its process group was killed",
-                        self.text,
-                        super::seconds(started.elapsed()),
-                        lines.len() + 1,
-                        super::seconds(timeout)
-                    )));
-                }
-            }
-        }
-        // Output closed: the command is exiting; wait for it, still bounded.
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break s,
-                Ok(None) if Instant::now() > deadline => {
-                    kill_group(&mut child);
-                    return Err(AdapterError::Wire(format!(
-                        "`{}`: timed out after {} waiting for it to exit (it closed its output; one wall-clock deadline of {} per request); its process group was killed",
-                        self.text,
-                        super::seconds(started.elapsed()),
-                        super::seconds(timeout)
-                    )));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(e) => return Err(AdapterError::Wire(format!("`{}`: {e}", self.text))),
-            }
-        };
-        // A child of the command may still hold stderr: do not wait past the deadline for it.
-        let left = deadline.saturating_duration_since(Instant::now());
-        let stderr = erx.recv_timeout(left).unwrap_or_default();
-        parse_lines(&self.text, &lines, status.code(), &stderr, false)
+            })
     }
-}
-
-/// Kills the command's whole process group (it leads its own, see `run`),
-/// then reaps the command. The group is signalled before the leader is
-/// reaped, so its id cannot have been reused.
-fn kill_group(child: &mut Child) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        // SAFETY: kill(2) with a negative pid signals that process group; no memory is touched.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Reads a command's output lines into an outcome. A line that is not one

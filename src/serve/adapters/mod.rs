@@ -4,7 +4,10 @@
 
 pub mod chunked;
 pub mod command;
+mod command_io;
 pub mod http;
+mod http_answer;
+mod http_io;
 pub mod mlx_lm;
 pub mod request;
 pub mod sse;
