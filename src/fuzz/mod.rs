@@ -220,12 +220,7 @@ fn open_modules(
         return None;
     }
     let modules = target.load(&compiled);
-    record.errors.extend(
-        modules
-            .load_errors()
-            .into_iter()
-            .map(|e| ErrorRecord::execution(e.to_string())),
-    );
+    record.errors.extend(modules.load_error_records());
     if !record.errors.is_empty() {
         return None;
     }

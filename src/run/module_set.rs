@@ -111,6 +111,14 @@ impl ModuleSet {
         lock(&self.load_errors).clone()
     }
 
+    /// The load failures so far as execution error records.
+    pub fn load_error_records(&self) -> Vec<parity_record::ErrorRecord> {
+        self.load_errors()
+            .into_iter()
+            .map(|e| parity_record::ErrorRecord::execution(e.to_string()))
+            .collect()
+    }
+
     /// The loaded module holding `function` of `module`: the whole module, or
     /// the function's own (loaded now if this is its first call).
     fn find(&self, module: &str, function: &str) -> Result<&Mutex<LoadedModule>, ModuleError> {

@@ -27,20 +27,8 @@ pub fn compare_case(
     // The perturbation is measured on the teacher-forced stream when it ran.
     let noise = reference_noise(session, oracle, forced.as_ref().or(greedy.as_ref()));
     let mut rec = TokenCaseRecord {
-        case: case.name.clone(),
-        target: None,
-        status: Status::Pass,
-        prompt_length: p,
         oracle_tokens: oracle.tokens.clone(),
-        greedy_tokens: Vec::new(),
-        teacher_forced_tokens: Vec::new(),
-        steps: Vec::new(),
-        summary: None,
-        first_divergent_token: None,
-        later_mismatches: Vec::new(),
-        reference_noise: None,
-        logits_gate: None,
-        errors: Vec::new(),
+        ..TokenCaseRecord::empty(&case.name, Status::Pass, p)
     };
     let comparison = Comparison {
         session,

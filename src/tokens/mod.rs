@@ -247,20 +247,8 @@ fn run_case(
     modes: &[TokenMode],
 ) -> parity_record::TokenCaseRecord {
     let errored = |p: usize, e: TokensError| parity_record::TokenCaseRecord {
-        case: case.name.clone(),
-        target: None,
-        status: Status::Error,
-        prompt_length: p,
-        oracle_tokens: Vec::new(),
-        greedy_tokens: Vec::new(),
-        teacher_forced_tokens: Vec::new(),
-        steps: Vec::new(),
-        summary: None,
-        first_divergent_token: None,
-        later_mismatches: Vec::new(),
-        reference_noise: None,
-        logits_gate: None,
         errors: vec![e.in_case(&case.name).to_record()],
+        ..parity_record::TokenCaseRecord::empty(&case.name, Status::Error, p)
     };
     let p = match session.tokens.prompt_len(case) {
         Ok(p) => p,

@@ -79,12 +79,7 @@ pub(super) fn prepare<'s>(
         return None;
     }
     let modules = target.load(&compiled);
-    record.errors.extend(
-        modules
-            .load_errors()
-            .into_iter()
-            .map(|e| ErrorRecord::execution(e.to_string())),
-    );
+    record.errors.extend(modules.load_error_records());
     if !record.errors.is_empty() {
         return None;
     }

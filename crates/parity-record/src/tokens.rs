@@ -499,6 +499,27 @@ pub struct StepLocalisation {
 }
 
 impl TokenCaseRecord {
+    /// A case of `prompt_length` prompt tokens with `status` and nothing
+    /// measured yet.
+    pub fn empty(case: &str, status: Status, prompt_length: usize) -> Self {
+        TokenCaseRecord {
+            case: case.to_string(),
+            target: None,
+            status,
+            prompt_length,
+            oracle_tokens: Vec::new(),
+            greedy_tokens: Vec::new(),
+            teacher_forced_tokens: Vec::new(),
+            steps: Vec::new(),
+            summary: None,
+            first_divergent_token: None,
+            later_mismatches: Vec::new(),
+            reference_noise: None,
+            logits_gate: None,
+            errors: Vec::new(),
+        }
+    }
+
     /// Whether the case fails: a counted mismatch or a step beyond the logits gate.
     pub fn fails(&self) -> bool {
         self.first_divergent_token
